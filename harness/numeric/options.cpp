@@ -1,0 +1,175 @@
+#include "harness/numeric/options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <utility>
+
+namespace ampbench::numeric {
+namespace {
+
+struct Named {
+  std::string_view name;
+  int index;
+};
+
+// Aliases map onto the index of formats::builtin.
+constexpr Named kFormatNames[] = {
+    {"fp64", 0},     {"float64", 0},  {"double", 0},   {"binary64", 0}, {"fp32", 1},
+    {"float32", 1},  {"float", 1},    {"single", 1},   {"binary32", 1}, {"tf32", 2},
+    {"bf16", 3},     {"bfloat16", 3}, {"fp16", 4},     {"float16", 4},  {"half", 4},
+    {"binary16", 4}, {"e4m3", 5},     {"fp8-e4m3", 5}, {"fp8e4m3", 5},  {"float8_e4m3fn", 5},
+    {"e5m2", 6},     {"fp8-e5m2", 6}, {"fp8e5m2", 6},  {"float8_e5m2", 6},
+};
+
+struct NamedMode {
+  std::string_view name;
+  Rounding mode;
+};
+
+// `sr` is the usual meaning of stochastic rounding, the proportional variant.
+constexpr NamedMode kModeNames[] = {
+    {"rne", Rounding::nearest_even},
+    {"rna", Rounding::nearest_away},
+    {"rz", Rounding::toward_zero},
+    {"ru", Rounding::upward},
+    {"rd", Rounding::downward},
+    {"rto", Rounding::to_odd},
+    {"sr", Rounding::stochastic_proportional},
+    {"srp", Rounding::stochastic_proportional},
+    {"sre", Rounding::stochastic_equal},
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// Double rounding of +, -, *, /, sqrt computed in a container of precision pc and then rounded to
+// precision p is harmless when pc >= 2p + 2 (Figueroa, SIGNUM Newsletter 30(3), 1995).
+void warn_double_rounding(const Format& f, int container_precision, std::string_view container,
+                          Validation& v) {
+  if (f.precision < container_precision && container_precision < 2 * f.precision + 2) {
+    v.warnings.push_back(fmt::format(
+        "double rounding possible: results computed in {} ({} bits) and then rounded to {} bits "
+        "are correctly rounded only when {} >= 2*{}+2",
+        container, container_precision, f.precision, container_precision, f.precision));
+  }
+}
+
+}  // namespace
+
+Validation validate(const RoundingOptions& options) {
+  Validation v;
+  const Format& f = options.format;
+  if (f.precision < 1) {
+    v.errors.push_back(fmt::format("precision {} must be at least 1", f.precision));
+  } else if (f.precision < 2 && f.specials == SpecialEncoding::ieee) {
+    v.errors.push_back("precision 1 leaves no fraction bit to tell NaN from infinity");
+  }
+  if (f.precision > 53) {
+    v.errors.push_back(fmt::format(
+        "precision {} exceeds binary64's 53 bits: values could not be held exactly", f.precision));
+  }
+  if (f.emin > f.emax) {
+    v.errors.push_back(fmt::format("emin {} is greater than emax {}", f.emin, f.emax));
+  }
+  if (f.emax > 1023) {
+    v.errors.push_back(fmt::format("emax {} exceeds binary64's 1023", f.emax));
+  }
+  if (f.precision >= 1 && f.emin - (f.precision - 1) < -1074) {
+    v.errors.push_back(fmt::format(
+        "emin {} with precision {} reaches below binary64's smallest subnormal 2^-1074", f.emin,
+        f.precision));
+  }
+  if (v.errors.empty() && f.total_bits() > 64) {
+    v.errors.push_back(fmt::format("the encoding needs {} bits; at most 64 are supported",
+                                   f.total_bits()));
+  }
+  if (!v.errors.empty()) return v;
+
+  if (options.container == Container::binary32) {
+    if (f.precision > 24 || f.emax > 127 || f.emin - (f.precision - 1) < -149) {
+      v.errors.push_back(fmt::format(
+          "format {} (precision {}, emin {}, emax {}) does not fit the binary32 container", f.name,
+          f.precision, f.emin, f.emax));
+    } else {
+      warn_double_rounding(f, 24, "binary32", v);
+    }
+  } else {
+    warn_double_rounding(f, 53, "binary64", v);
+  }
+  return v;
+}
+
+std::optional<Format> format_from_name(std::string_view name) {
+  const std::string key = lower(name);
+  for (const auto& n : kFormatNames) {
+    if (n.name == key) return formats::builtin[n.index];
+  }
+  return std::nullopt;
+}
+
+std::optional<Rounding> rounding_from_name(std::string_view name) {
+  const std::string key = lower(name);
+  for (const auto& n : kModeNames) {
+    if (n.name == key) return n.mode;
+  }
+  return std::nullopt;
+}
+
+std::string_view rounding_name(Rounding mode) {
+  switch (mode) {
+    case Rounding::nearest_even: return "rne";
+    case Rounding::nearest_away: return "rna";
+    case Rounding::toward_zero: return "rz";
+    case Rounding::upward: return "ru";
+    case Rounding::downward: return "rd";
+    case Rounding::to_odd: return "rto";
+    case Rounding::stochastic_proportional: return "srp";
+    case Rounding::stochastic_equal: return "sre";
+  }
+  return "?";
+}
+
+std::string_view event_name(RoundingEvent event) {
+  switch (event) {
+    case RoundingEvent::exact: return "exact";
+    case RoundingEvent::inexact: return "inexact";
+    case RoundingEvent::underflow: return "underflow";
+    case RoundingEvent::flush_to_zero: return "flush_to_zero";
+    case RoundingEvent::overflow: return "overflow";
+    case RoundingEvent::saturation: return "saturation";
+    case RoundingEvent::nan: return "nan";
+  }
+  return "?";
+}
+
+std::string format_names() {
+  std::string out;
+  for (const auto& f : formats::builtin) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+std::string rounding_names() {
+  std::string out;
+  for (const auto& n : kModeNames) out += (out.empty() ? "" : ", ") + std::string(n.name);
+  return out;
+}
+
+std::uint64_t EventCounts::total() const {
+  std::uint64_t sum = 0;
+  for (auto c : count) sum += c;
+  return sum;
+}
+
+EventCounts& EventCounts::operator+=(const EventCounts& other) {
+  for (int i = 0; i < kRoundingEventCount; ++i) count[i] += other.count[i];
+  return *this;
+}
+
+}  // namespace ampbench::numeric

@@ -1,0 +1,265 @@
+// Rounding of one binary64 value to any Format, in every rounding mode, with the bit pattern of
+// the result and the class of the rounding event; and decoding of bit patterns.
+//
+// This is the reference software path: integer arithmetic on the binary64 encoding, no floating
+// point operation that could itself round, so the result does not depend on the FPU's mode. The
+// fast array paths (rounding_array.hpp) and the CUDA kernels must agree with it bit for bit; it is
+// itself checked against MPFR (harness/numeric/test/).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "harness/numeric/format.hpp"
+#include "harness/numeric/host_device.hpp"
+
+namespace ampbench::numeric {
+
+enum class Rounding : std::uint8_t {
+  nearest_even,             // IEEE roundTiesToEven
+  nearest_away,             // IEEE roundTiesToAway
+  toward_zero,              // truncation
+  upward,                   // toward +inf
+  downward,                 // toward -inf
+  to_odd,                   // truncate, then set the last bit if anything was lost (von Neumann)
+  stochastic_proportional,  // up with probability (x - lo) / (hi - lo), resolution 2^-32
+  stochastic_equal,         // up or down with probability 1/2 when inexact
+};
+
+// What rounding did to one value. When several apply, the first in this list is reported.
+enum class RoundingEvent : std::uint8_t {
+  exact,          // the result equals the input (infinities and zeros included)
+  inexact,        // rounded within the normal range
+  underflow,      // inexact, |x| < 2^emin (tiny before rounding), nonzero result
+  flush_to_zero,  // a nonzero input gave a zero result
+  overflow,       // beyond the range: the result is +-inf (or NaN in a format with no infinity)
+  saturation,     // beyond the range, clamped to +-max finite (saturate policy, or a mode
+                  // that rounds toward zero at the top of the range)
+  nan,            // the result is NaN because the input was NaN, or an infinity the format
+                  // cannot hold
+};
+inline constexpr int kRoundingEventCount = 7;
+
+struct Rounded {
+  std::uint64_t bits;  // the result's encoding in the format, in the low total_bits() bits
+  double value;        // the same result as a binary64 (exact: every format is a subset)
+  RoundingEvent event;
+};
+
+namespace detail {
+
+AMPBENCH_HD inline std::uint64_t bits_of(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+AMPBENCH_HD inline double double_of(std::uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+AMPBENCH_HD inline int bit_width(std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return 64 - __clzll(static_cast<long long>(v));
+#else
+  return v == 0 ? 0 : 64 - __builtin_clzll(v);
+#endif
+}
+
+inline constexpr std::uint64_t kF64FractionMask = (std::uint64_t{1} << 52) - 1;
+inline constexpr std::uint64_t kF64Infinity = 0x7FF0000000000000;
+inline constexpr std::uint64_t kF64QuietBit = std::uint64_t{1} << 51;
+
+// The binary64 value n * 2^q, exact: n < 2^54 and n * 2^q lies in binary64's range, which every
+// valid Format guarantees.
+AMPBENCH_HD inline double compose(bool negative, std::uint64_t n, int q) {
+  const std::uint64_t sign = negative ? std::uint64_t{1} << 63 : 0;
+  if (n == 0) return double_of(sign);
+  const int width = bit_width(n);
+  const int e = q + width - 1;
+  if (e >= -1022) {
+    const std::uint64_t significand = width <= 53 ? n << (53 - width) : n >> (width - 53);
+    return double_of(sign | (static_cast<std::uint64_t>(e + 1023) << 52) |
+                     (significand & kF64FractionMask));
+  }
+  return double_of(sign | (n << (q + 1074)));
+}
+
+AMPBENCH_HD constexpr std::uint64_t fraction_mask(const Format& f) {
+  return (std::uint64_t{1} << f.fraction_bits()) - 1;
+}
+
+AMPBENCH_HD constexpr std::uint64_t max_finite_bits(const Format& f) {
+  const int t = f.fraction_bits();
+  return f.specials == SpecialEncoding::ieee
+             ? (static_cast<std::uint64_t>(f.special_field() - 1) << t) | fraction_mask(f)
+             : (static_cast<std::uint64_t>(f.special_field()) << t) | (fraction_mask(f) - 1);
+}
+
+AMPBENCH_HD constexpr std::uint64_t infinity_bits(const Format& f) {
+  return static_cast<std::uint64_t>(f.special_field()) << f.fraction_bits();
+}
+
+// A quiet NaN keeping the top fraction bits of a binary64 NaN's payload (as IEEE 754 recommends
+// and x86 F16C does); the single NaN pattern where the format has only one.
+AMPBENCH_HD constexpr std::uint64_t nan_bits(const Format& f, std::uint64_t f64_fraction) {
+  const int t = f.fraction_bits();
+  const std::uint64_t field = static_cast<std::uint64_t>(f.special_field()) << t;
+  if (f.specials == SpecialEncoding::single_nan) return field | fraction_mask(f);
+  return field | (std::uint64_t{1} << (t - 1)) | (f64_fraction >> (52 - t));
+}
+
+}  // namespace detail
+
+// The value of a bit pattern of format f (bits above total_bits() are ignored). NaN patterns give
+// a quiet binary64 NaN with the same sign and payload. A subnormal pattern decodes to its value
+// even when f.subnormals is off (rounding never produces one then).
+AMPBENCH_HD inline double decode(const Format& f, std::uint64_t bits) {
+  const int t = f.fraction_bits();
+  const int w = f.exponent_bits();
+  const bool negative = (bits >> (t + w)) & 1;
+  const int field = static_cast<int>((bits >> t) & ((std::uint64_t{1} << w) - 1));
+  const std::uint64_t fraction = bits & detail::fraction_mask(f);
+  const std::uint64_t sign = negative ? std::uint64_t{1} << 63 : 0;
+  const bool is_nan =
+      f.specials == SpecialEncoding::ieee
+          ? field > f.special_field() || (field == f.special_field() && fraction != 0)
+          : field == f.special_field() && fraction == detail::fraction_mask(f);
+  if (is_nan) {
+    return detail::double_of(sign | detail::kF64Infinity | detail::kF64QuietBit |
+                             (fraction << (52 - t)));
+  }
+  if (f.specials == SpecialEncoding::ieee && field == f.special_field()) {
+    return detail::double_of(sign | detail::kF64Infinity);
+  }
+  if (field == 0) return detail::compose(negative, fraction, f.emin - t);
+  return detail::compose(negative, (std::uint64_t{1} << t) | fraction, field - f.bias() - t);
+}
+
+// Rounds x to format f. `random` is used by the stochastic modes only: one uniform 32-bit draw per
+// value (see stochastic_draw); the result rounds away from zero when random < floor(2^32 * frac),
+// frac being x's position between its two neighbours, or (equal mode) when its top bit is set.
+AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
+                                    std::uint32_t random = 0) {
+  using detail::bit_width;
+  const std::uint64_t xb = detail::bits_of(x);
+  const bool negative = xb >> 63;
+  const std::uint64_t magnitude = xb & ~(std::uint64_t{1} << 63);
+  const std::uint64_t sign = negative ? f.sign_mask() : 0;
+  const int t = f.fraction_bits();
+
+  const auto result = [&](std::uint64_t bits, RoundingEvent event) {
+    return Rounded{bits, decode(f, bits), event};
+  };
+
+  if (magnitude > detail::kF64Infinity) {
+    return result(sign | detail::nan_bits(f, magnitude & detail::kF64FractionMask),
+                  RoundingEvent::nan);
+  }
+  if (magnitude == detail::kF64Infinity) {
+    if (f.overflow == Overflow::saturate) {
+      return result(sign | detail::max_finite_bits(f), RoundingEvent::saturation);
+    }
+    if (f.has_infinity()) return result(sign | detail::infinity_bits(f), RoundingEvent::exact);
+    return result(sign | detail::nan_bits(f, 0), RoundingEvent::nan);
+  }
+  if (magnitude == 0) return result(sign, RoundingEvent::exact);
+
+  // x = m * 2^q with m < 2^53, and 2^ex <= |x| < 2^(ex+1).
+  const int biased = static_cast<int>(magnitude >> 52);
+  const std::uint64_t m =
+      biased == 0 ? magnitude : (magnitude & detail::kF64FractionMask) | (std::uint64_t{1} << 52);
+  const int q = biased == 0 ? -1074 : biased - 1075;
+  const int ex = q + bit_width(m) - 1;
+  const bool tiny = ex < f.emin;
+
+  // qt: exponent of the result's last significand bit (its quantum). Below 2^emin it is fixed by
+  // the subnormals; without them the only neighbours there are 0 and 2^emin.
+  const int qt = tiny ? (f.subnormals ? f.emin - t : f.emin) : ex - t;
+  const int shift = qt - q;
+
+  std::uint64_t kept;
+  bool inexact;
+  int versus_half = -1;           // the discarded part compared with half a quantum
+  std::uint64_t sr_threshold = 0;  // floor(2^32 * discarded part / quantum)
+  if (shift <= 0) {
+    kept = m << -shift;
+    inexact = false;
+  } else if (shift < 64) {
+    kept = m >> shift;
+    const std::uint64_t rest = m & ((std::uint64_t{1} << shift) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+    inexact = rest != 0;
+    versus_half = rest < half ? -1 : (rest == half ? 0 : 1);
+    sr_threshold = shift <= 32 ? rest << (32 - shift) : rest >> (shift - 32);
+  } else {  // m < 2^53 <= half a quantum
+    kept = 0;
+    inexact = true;
+    sr_threshold = shift - 32 < 64 ? m >> (shift - 32) : 0;
+  }
+
+  bool away = false;  // add one quantum to the magnitude
+  if (inexact) {
+    switch (mode) {
+      case Rounding::nearest_even: away = versus_half > 0 || (versus_half == 0 && (kept & 1)); break;
+      case Rounding::nearest_away: away = versus_half >= 0; break;
+      case Rounding::toward_zero: away = false; break;
+      case Rounding::upward: away = !negative; break;
+      case Rounding::downward: away = negative; break;
+      case Rounding::to_odd: away = (kept & 1) == 0; break;
+      case Rounding::stochastic_proportional: away = random < sr_threshold; break;
+      case Rounding::stochastic_equal: away = (random >> 31) != 0; break;
+    }
+  }
+  const std::uint64_t n = kept + (away ? 1 : 0);
+
+  // IEEE overflow: the result rounded with an unbounded exponent range exceeds the largest finite
+  // value. Round-to-nearest and rounding away from zero then give infinity; rounding toward zero
+  // gives the largest finite value. Stochastic rounding picks one of those two directions.
+  if (qt > f.emax - t || (qt == f.emax - t && n > f.max_significand())) {
+    const bool to_infinity = mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
+                             (mode == Rounding::upward && !negative) ||
+                             (mode == Rounding::downward && negative) ||
+                             ((mode == Rounding::stochastic_proportional ||
+                               mode == Rounding::stochastic_equal) &&
+                              away);
+    if (!to_infinity || f.overflow == Overflow::saturate) {
+      return result(sign | detail::max_finite_bits(f), RoundingEvent::saturation);
+    }
+    return result(sign | (f.has_infinity() ? detail::infinity_bits(f) : detail::nan_bits(f, 0)),
+                  RoundingEvent::overflow);
+  }
+
+  if (n == 0) return result(sign, RoundingEvent::flush_to_zero);
+  const int width = bit_width(n);
+  const int e = qt + width - 1;  // exponent of the result
+  std::uint64_t bits;
+  if (e < f.emin) {
+    bits = n;  // subnormal: qt == emin - t, so n is the fraction field
+  } else {
+    const std::uint64_t normalized = width - 1 <= t ? n << (t - (width - 1)) : n >> 1;
+    bits = (static_cast<std::uint64_t>(e + f.bias()) << t) | (normalized & detail::fraction_mask(f));
+  }
+  const RoundingEvent event =
+      !inexact ? RoundingEvent::exact : (tiny ? RoundingEvent::underflow : RoundingEvent::inexact);
+  return result(sign | bits, event);
+}
+
+// Draw number `index` of the stream `seed` for stochastic rounding: splitmix64 (Steele, Lea and
+// Flood, OOPSLA 2014) evaluated at a position, so that element i of an array gets the same draw
+// whatever the chunking, thread count or device.
+AMPBENCH_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<std::uint32_t>(z >> 32);
+}
+
+AMPBENCH_HD constexpr bool is_stochastic(Rounding mode) {
+  return mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal;
+}
+
+}  // namespace ampbench::numeric
