@@ -1,1 +1,87 @@
-int main() { return 0; }
+// ampbench: the command line. It parses arguments with CLI11 and calls the library; all work is
+// done by the subcommands in this folder. Exit statuses: 0 success, 2 bad usage or bad input.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "harness/cli/commands.hpp"
+#include "harness/cli/version.hpp"
+
+namespace {
+
+// CLI11 reports a bad command line with its own exit codes; ours is always 2, after a message on
+// stderr that names the problem and how to get help.
+int usage_error(const CLI::App& app, const CLI::ParseError& e) {
+  std::cerr << "ampbench: " << e.what() << "\n";
+  std::cerr << "Run '" << app.get_name() << " help' for the list of commands, or '"
+            << app.get_name() << " COMMAND --help' for one.\n";
+  return ampbench::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  CLI::App app{"ampbench: numerical verification and profiling of mixed-precision training",
+               "ampbench"};
+  app.set_version_flag("--version", ampbench::cli::version_text());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  auto* help = app.add_subcommand("help", "Show the commands and what they do");
+
+  bool formats_json = false;
+  auto* formats = app.add_subcommand(
+      "formats", "Table of the number formats: bits, precision, exponent range, key values");
+  formats->add_flag("--json", formats_json, "Machine-readable output with exact values");
+
+  ampbench::cli::RoundArgs round_args;
+  auto* round = app.add_subcommand(
+      "round",
+      "Round values read from stdin (one per line) to a format; print result, bits and event");
+  round->add_option("--to", round_args.to, "Target format (fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 "
+                                           "or user:p=P,emin=E,emax=E); required");
+  round->add_option("--mode", round_args.mode, "Rounding mode: rne rna rz ru rd rto sr srp sre")
+      ->capture_default_str();
+  round->add_option("--seed", round_args.seed, "Seed of the stochastic modes")
+      ->capture_default_str();
+  round->add_option("--subnormals", round_args.subnormals, "Subnormal numbers on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  round->add_option("--overflow", round_args.overflow,
+                    "Beyond the range: inf (NaN where the format has no infinity) or saturate")
+      ->check(CLI::IsMember({"inf", "saturate"}));
+
+  const std::string overview = app.help();  // before parsing: afterwards help() describes the
+                                            // chosen subcommand
+  // CLI11 would report an unknown command as a missing one; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string name = argv[1];
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) known = known || sub->get_name() == name;
+    if (!known) {
+      std::cerr << "ampbench: unknown command '" << name << "'\n";
+      std::cerr << "Run 'ampbench help' for the list of commands.\n";
+      return ampbench::cli::kExitUsage;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(app, e);
+  }
+
+  if (*help) {
+    std::cout << overview;
+    return ampbench::cli::kExitOk;
+  }
+  if (*formats) return ampbench::cli::run_formats(formats_json, std::cout);
+  if (*round) return ampbench::cli::run_round(round_args, std::cin, std::cout, std::cerr);
+  return ampbench::cli::kExitUsage;
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -112,6 +113,49 @@ std::optional<Format> format_from_name(std::string_view name) {
     if (n.name == key) return formats::builtin[n.index];
   }
   return std::nullopt;
+}
+
+FormatSpec parse_format(std::string_view spec) {
+  if (auto builtin = format_from_name(spec)) return {builtin, {}};
+  constexpr std::string_view kUser = "user:";
+  if (lower(spec.substr(0, kUser.size())) != kUser) {
+    return {std::nullopt, fmt::format("unknown format '{}' (known: {}, or user:p=P,emin=E,emax=E)",
+                                      spec, format_names())};
+  }
+  std::optional<int> p, emin, emax;
+  std::string_view rest = spec.substr(kUser.size());
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    const std::string key = lower(item.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    int number = 0;
+    std::size_t used = 0;
+    try {
+      number = std::stoi(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (value.empty() || used != value.size()) {
+      return {std::nullopt, fmt::format("format '{}': '{}' is not KEY=INTEGER", spec, item)};
+    }
+    if (key == "p") {
+      p = number;
+    } else if (key == "emin") {
+      emin = number;
+    } else if (key == "emax") {
+      emax = number;
+    } else {
+      return {std::nullopt,
+              fmt::format("format '{}': unknown key '{}' (expected p, emin, emax)", spec, key)};
+    }
+  }
+  if (!p || !emin || !emax) {
+    return {std::nullopt, fmt::format("format '{}': p, emin and emax are all required", spec)};
+  }
+  return {user_format(*p, *emin, *emax), {}};
 }
 
 std::optional<Rounding> rounding_from_name(std::string_view name) {

@@ -35,6 +35,14 @@ Validation validate(const RoundingOptions& options);
 // Command-line names. Formats: fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 and aliases (double, float,
 // half, bfloat16, fp8-e4m3, ...). Modes: rne rna rz ru rd rto sr srp sre.
 std::optional<Format> format_from_name(std::string_view name);
+
+// A built-in name, or a user format "user:p=P,emin=E,emax=E" (subnormals on, overflow to
+// infinity; change them on the returned value). On failure `format` is empty and `error` says why.
+struct FormatSpec {
+  std::optional<Format> format;
+  std::string error;
+};
+FormatSpec parse_format(std::string_view spec);
 std::optional<Rounding> rounding_from_name(std::string_view name);
 std::string_view rounding_name(Rounding mode);  // the short command-line name, e.g. "rne"
 std::string_view event_name(RoundingEvent event);

@@ -1,0 +1,26 @@
+// The ampbench subcommands. Each parses nothing itself (main.cpp does, with CLI11): it takes its
+// arguments as a plain value, reads and writes the given streams, and returns the exit status.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace ampbench::cli {
+
+// Exit statuses shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUsage = 2;  // bad command line or bad input
+
+int run_formats(bool json, std::ostream& out);
+
+struct RoundArgs {
+  std::string to;
+  std::string mode = "rne";
+  std::uint64_t seed = 0;
+  std::string subnormals;  // "on", "off" or empty for the format's default
+  std::string overflow;    // "inf", "saturate" or empty for the format's default
+};
+int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
+
+}  // namespace ampbench::cli

@@ -1,0 +1,99 @@
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "harness/cli/commands.hpp"
+#include "harness/numeric/options.hpp"
+#include "harness/numeric/rounding.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+// Decimal, C99 hex float, inf, -inf or nan, taken as the nearest binary64 (strtod rounds
+// correctly to nearest). Empty when the text is not entirely a number.
+std::optional<double> parse_number(std::string_view text) {
+  const std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::ostream& err) {
+  if (args.to.empty()) {
+    err << "ampbench round: --to FORMAT is required\n";
+    return kExitUsage;
+  }
+  numeric::FormatSpec spec = numeric::parse_format(args.to);
+  if (!spec.format) {
+    err << "ampbench round: --to: " << spec.error << '\n';
+    return kExitUsage;
+  }
+  numeric::RoundingOptions options;
+  options.format = *spec.format;
+  options.seed = args.seed;
+  if (auto mode = numeric::rounding_from_name(args.mode)) {
+    options.mode = *mode;
+  } else {
+    err << fmt::format("ampbench round: --mode: unknown rounding mode '{}' (known: {})\n",
+                       args.mode, numeric::rounding_names());
+    return kExitUsage;
+  }
+  if (!args.subnormals.empty()) options.format.subnormals = args.subnormals == "on";
+  if (!args.overflow.empty()) {
+    options.format.overflow =
+        args.overflow == "saturate" ? numeric::Overflow::saturate : numeric::Overflow::infinity;
+  }
+  const numeric::Validation validation = numeric::validate(options);
+  for (const auto& message : validation.errors) {
+    err << "ampbench round: --to " << args.to << ": " << message << '\n';
+  }
+  if (!validation.ok()) return kExitUsage;
+  for (const auto& message : validation.warnings) {
+    err << "ampbench round: warning: " << message << '\n';
+  }
+
+  const numeric::Format& f = options.format;
+  const int hex_digits = (f.total_bits() + 3) / 4;
+  std::string line;
+  std::uint64_t line_number = 0;
+  std::uint64_t value_index = 0;  // stochastic draw index: the n-th value read
+  while (std::getline(in, line)) {
+    ++line_number;
+    const std::string_view text = trim(line);
+    if (text.empty() || text.front() == '#') continue;
+    const std::optional<double> x = parse_number(text);
+    if (!x) {
+      out.flush();
+      err << fmt::format("ampbench round: line {}: '{}' is not a number (expected decimal, hex "
+                         "float such as 0x1.8p-24, inf, -inf or nan)\n",
+                         line_number, text);
+      return kExitUsage;
+    }
+    const std::uint32_t random =
+        numeric::is_stochastic(options.mode) ? numeric::stochastic_draw(options.seed, value_index)
+                                             : 0u;
+    ++value_index;
+    const numeric::Rounded r = numeric::round_to(f, options.mode, *x, random);
+    out << fmt::format("{}\t{:a}\t0x{:0{}x}\t{}\n", text, r.value, r.bits, hex_digits,
+                       numeric::event_name(r.event));
+  }
+  return kExitOk;
+}
+
+}  // namespace ampbench::cli

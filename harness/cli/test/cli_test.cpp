@@ -1,0 +1,233 @@
+// End-to-end tests of the ampbench command line: each runs the real binary with arguments and
+// standard input, and checks standard output, standard error and the exit status. Expected values
+// come from the formats' published constants (IEEE 754-2019, OCP OFP8 1.0), not from our code.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Outcome {
+  std::string out;
+  std::string err;
+  int status = -1;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Runs ampbench with `args` (already shell-quoted where needed) and `input` on stdin.
+Outcome ampbench(const std::string& args, const std::string& input = "") {
+  char dir_template[] = "/tmp/ampbench-cli-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::ofstream(dir + "/in") << input;
+  const std::string command = std::string(AMPBENCH_EXE) + " " + args + " <" + dir + "/in >" + dir +
+                              "/out 2>" + dir + "/err";
+  const int raw = std::system(command.c_str());
+  Outcome run{slurp(dir + "/out"), slurp(dir + "/err"), WIFEXITED(raw) ? WEXITSTATUS(raw) : -1};
+  std::system(("rm -rf " + dir).c_str());
+  return run;
+}
+
+std::vector<std::vector<std::string>> rows(const std::string& tsv) {
+  std::vector<std::vector<std::string>> result;
+  std::istringstream lines(tsv);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> fields;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '\t');) fields.push_back(cell);
+    result.push_back(fields);
+  }
+  return result;
+}
+
+TEST(Cli, VersionAndHelp) {
+  const Outcome version = ampbench("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_NE(version.out.find("ampbench 0."), std::string::npos) << version.out;
+  const Outcome help = ampbench("help");
+  EXPECT_EQ(help.status, 0);
+  for (const char* command : {"formats", "round"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos) << help.out;
+  }
+}
+
+TEST(Cli, UsageErrorsExitWithStatus2AndNameTheProblem) {
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"", "subcommand is required"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"formats --colour", "--colour"},
+      {"round", "--to FORMAT is required"},
+      {"round --to fp17", "unknown format 'fp17'"},
+      {"round --to fp16 --mode nearest", "unknown rounding mode 'nearest'"},
+      {"round --to fp16 --subnormals maybe", "maybe"},
+      {"round --to fp16 --overflow wrap", "wrap"},
+      {"round --to fp16 --seed minus", "minus"},
+      {"round --to user:p=60,emin=-3,emax=4", "precision 60 exceeds binary64's 53 bits"},
+      {"round --to user:p=8,emin=5,emax=4", "emin 5 is greater than emax 4"},
+      {"round --to user:p=8,emax=4", "p, emin and emax are all required"},
+      {"round --to user:p=8,emin=x,emax=4", "'emin=x' is not KEY=INTEGER"},
+  };
+  for (const Case& c : cases) {
+    const Outcome run = ampbench(c.args, "1\n");
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << ": " << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+}
+
+TEST(Cli, FormatsTableHasEveryFormatAndPublishedConstants) {
+  const Outcome run = ampbench("formats");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* name : {"fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2"}) {
+    EXPECT_NE(run.out.find(std::string("\n") + name), std::string::npos) << name;
+  }
+  EXPECT_NE(run.out.find("65504"), std::string::npos);
+  EXPECT_NE(run.out.find(">= 65520"), std::string::npos);
+  EXPECT_NE(run.out.find("> 464"), std::string::npos);  // e4m3: 464 is a tie that goes to 448
+}
+
+TEST(Cli, FormatsJsonGivesExactValues) {
+  const Outcome run = ampbench("formats --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto list = nlohmann::json::parse(run.out);
+  ASSERT_EQ(list.size(), 7u);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& f : list) by_name[f["name"]] = f;
+  const auto& fp16 = by_name.at("fp16");
+  EXPECT_EQ(fp16["bits"], 16);
+  EXPECT_EQ(fp16["precision"], 11);
+  EXPECT_EQ(fp16["max_finite"].get<double>(), 65504.0);
+  EXPECT_EQ(fp16["overflow_threshold"].get<double>(), 65520.0);
+  EXPECT_EQ(fp16["min_subnormal"].get<double>(), 0x1p-24);
+  EXPECT_EQ(fp16["min_normal"].get<double>(), 0x1p-14);
+  EXPECT_EQ(fp16["unit_roundoff"].get<double>(), 0x1p-11);
+  const auto& bf16 = by_name.at("bf16");
+  EXPECT_EQ(bf16["max_finite"].get<double>(), 0x1.fep127);
+  EXPECT_EQ(bf16["overflow_threshold"].get<double>(), 0x1.ffp127);
+  EXPECT_EQ(bf16["min_subnormal"].get<double>(), 0x1p-133);
+  const auto& e4m3 = by_name.at("e4m3");
+  EXPECT_EQ(e4m3["max_finite"].get<double>(), 448.0);
+  EXPECT_EQ(e4m3["infinity"], false);
+  EXPECT_EQ(e4m3["overflow_threshold_inclusive"], false);
+  EXPECT_EQ(by_name.at("e5m2")["max_finite"].get<double>(), 57344.0);
+  EXPECT_EQ(by_name.at("tf32")["bits"], 19);
+  EXPECT_EQ(by_name.at("fp32")["max_finite"].get<double>(), 0x1.fffffep127);
+  EXPECT_TRUE(by_name.at("fp64")["overflow_threshold"].is_null());
+  EXPECT_EQ(by_name.at("fp64")["overflow_threshold_exact"], "2^1024 - 2^970");
+}
+
+TEST(Cli, RoundFp16BoundariesAndEvents) {
+  const Outcome run = ampbench("round --to fp16",
+                           "65519.99\n65520\n-65520\n0x1p-25\n0x1.0000000000001p-25\n"
+                           "0x1p-24\n1\n0.1\n-inf\nnan\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::vector<std::string>> expected = {
+      {"65519.99", "0x1.ffcp+15", "0x7bff", "inexact"},
+      {"65520", "inf", "0x7c00", "overflow"},
+      {"-65520", "-inf", "0xfc00", "overflow"},
+      {"0x1p-25", "0x0p+0", "0x0000", "flush_to_zero"},
+      {"0x1.0000000000001p-25", "0x1p-24", "0x0001", "underflow"},
+      {"0x1p-24", "0x1p-24", "0x0001", "exact"},
+      {"1", "0x1p+0", "0x3c00", "exact"},
+      {"0.1", "0x1.998p-4", "0x2e66", "inexact"},
+      {"-inf", "-inf", "0xfc00", "exact"},
+      {"nan", "nan", "0x7e00", "nan"},
+  };
+  EXPECT_EQ(rows(run.out), expected);
+}
+
+TEST(Cli, RoundModesSubnormalsAndOverflowPolicies) {
+  // 1 + 2^-11 is the midpoint between 1 and 1 + 2^-10 in fp16.
+  const std::string tie = "0x1.002p+0\n-0x1.002p+0\n";
+  EXPECT_EQ(ampbench("round --to fp16 --mode rne", tie).out,
+            "0x1.002p+0\t0x1p+0\t0x3c00\tinexact\n-0x1.002p+0\t-0x1p+0\t0xbc00\tinexact\n");
+  EXPECT_EQ(ampbench("round --to fp16 --mode rna", tie).out,
+            "0x1.002p+0\t0x1.004p+0\t0x3c01\tinexact\n-0x1.002p+0\t-0x1.004p+0\t0xbc01\tinexact\n");
+  EXPECT_EQ(ampbench("round --to fp16 --mode ru", tie).out,
+            "0x1.002p+0\t0x1.004p+0\t0x3c01\tinexact\n-0x1.002p+0\t-0x1p+0\t0xbc00\tinexact\n");
+  EXPECT_EQ(ampbench("round --to fp16 --mode rd", tie).out,
+            "0x1.002p+0\t0x1p+0\t0x3c00\tinexact\n-0x1.002p+0\t-0x1.004p+0\t0xbc01\tinexact\n");
+  EXPECT_EQ(ampbench("round --to fp16 --mode rz", "70000\n").out,
+            "70000\t0x1.ffcp+15\t0x7bff\tsaturation\n");
+  EXPECT_EQ(ampbench("round --to fp16 --mode rto", "0x1.002p+0\n").out,
+            "0x1.002p+0\t0x1.004p+0\t0x3c01\tinexact\n");
+  // Without subnormals the neighbours of tiny values are 0 and 2^-14; 2^-15 is a tie to 0.
+  EXPECT_EQ(ampbench("round --to fp16 --subnormals off", "0x1p-15\n0x1.8p-15\n").out,
+            "0x1p-15\t0x0p+0\t0x0000\tflush_to_zero\n0x1.8p-15\t0x1p-14\t0x0400\tunderflow\n");
+  // OCP e4m3: no infinity; overflow gives NaN, or 448 when saturating.
+  EXPECT_EQ(ampbench("round --to e4m3", "464\n465\ninf\n").out,
+            "464\t0x1.cp+8\t0x7e\tinexact\n465\tnan\t0x7f\toverflow\ninf\tnan\t0x7f\tnan\n");
+  EXPECT_EQ(ampbench("round --to fp8-e4m3 --overflow saturate", "465\n-inf\n").out,
+            "465\t0x1.cp+8\t0x7e\tsaturation\n-inf\t-0x1.cp+8\t0xfe\tsaturation\n");
+  EXPECT_EQ(ampbench("round --to e5m2", "61440\n61439\n").out,
+            "61440\tinf\t0x7c\toverflow\n61439\t0x1.cp+15\t0x7b\tinexact\n");
+  EXPECT_EQ(ampbench("round --to bf16", "0x1.ffp+127\n0x1p-134\n").out,
+            "0x1.ffp+127\tinf\t0x7f80\toverflow\n0x1p-134\t0x0p+0\t0x0000\tflush_to_zero\n");
+  // tf32 keeps 10 fraction bits: 1 + 0.75 * 2^-10 rounds up; the 19-bit pattern is 0x1fc01.
+  EXPECT_EQ(ampbench("round --to tf32", "0x1.003p+0\n").out,
+            "0x1.003p+0\t0x1.004p+0\t0x1fc01\tinexact\n");
+  // A user format with 3 significant bits, bias 3, 3 exponent bits (6 in all): 1.2 rounds to
+  // 1.25 (field 3, fraction 01); 20 is past the overflow threshold 2^4 - 2^0 = 15.
+  EXPECT_EQ(ampbench("round --to user:p=3,emin=-2,emax=3", "1.2\n20\n").out,
+            "1.2\t0x1.4p+0\t0x0d\tinexact\n20\tinf\t0x1c\toverflow\n");
+}
+
+TEST(Cli, StochasticRoundingIsSeededAndPicksANeighbour) {
+  std::string input;
+  // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9 in fp16.
+  for (int i = 0; i < 200; ++i) input += "0x1.006p+0\n";
+  const Outcome a = ampbench("round --to fp16 --mode sr --seed 7", input);
+  const Outcome b = ampbench("round --to fp16 --mode sr --seed 7", input);
+  const Outcome c = ampbench("round --to fp16 --mode srp --seed 8", input);
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  int up = 0;
+  for (const auto& row : rows(a.out)) {
+    ASSERT_EQ(row.size(), 4u);
+    EXPECT_TRUE(row[2] == "0x3c01" || row[2] == "0x3c02") << row[2];
+    up += row[2] == "0x3c02";
+  }
+  // P(up) = 1/2: 200 draws give 100 +- 5 standard deviations (5 * sqrt(50) ~ 35).
+  EXPECT_GT(up, 65);
+  EXPECT_LT(up, 135);
+}
+
+TEST(Cli, BadLineStopsWithStatus2AfterEarlierLinesWereWritten) {
+  const Outcome run = ampbench("round --to fp16", "1\n# a comment\n\n2.5\nbanana\n3\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.out, "1\t0x1p+0\t0x3c00\texact\n2.5\t0x1.4p+1\t0x4100\texact\n");
+  EXPECT_NE(run.err.find("line 5: 'banana' is not a number"), std::string::npos) << run.err;
+  const Outcome trailing = ampbench("round --to fp16", "1.5x\n");
+  EXPECT_EQ(trailing.status, 2);
+  EXPECT_NE(trailing.err.find("line 1: '1.5x'"), std::string::npos) << trailing.err;
+}
+
+TEST(Cli, WarningsGoToStderrAndDoNotStopTheRun) {
+  // 30 bits in a binary64 container: 53 < 2*30+2, so emulated arithmetic may double-round.
+  const Outcome run = ampbench("round --to user:p=30,emin=-100,emax=100", "1\n");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.err.find("warning: double rounding possible"), std::string::npos) << run.err;
+  // bias 101, so 1.0 has exponent field 101 = 0x65 above 29 fraction bits; 38 bits in all.
+  EXPECT_EQ(run.out, "1\t0x1p+0\t0x0ca0000000\texact\n");
+}
+
+}  // namespace
