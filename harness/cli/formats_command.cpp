@@ -16,15 +16,15 @@ using numeric::Format;
 
 // The characteristic values of a format, all exact binary64 values.
 struct Characteristics {
-  double unit_roundoff;     // 2^-p: the bound on relative error of round-to-nearest
-  double min_subnormal;     // 0 when the format has no subnormals
-  double min_normal;        // 2^emin
+  double unit_roundoff;  // 2^-p: the bound on relative error of round-to-nearest
+  double min_subnormal;  // 0 when the format has no subnormals
+  double min_normal;     // 2^emin
   double max_finite;
   double overflow_threshold;  // |x| at which round-to-nearest-even starts to overflow; inf when
                               // binary64 cannot hold it (fp64: 2^1024 - 2^970)
   std::string overflow_threshold_exact;  // the same as an exact expression
-  bool threshold_overflows;   // whether |x| == overflow_threshold itself overflows (a tie that
-                              // goes away from max, whose last bit is odd)
+  bool threshold_overflows;  // whether |x| == overflow_threshold itself overflows (a tie that
+                             // goes away from max, whose last bit is odd)
 };
 
 // Powers of two as 2^k (exact and easy to check), other values with 9 significant digits (enough
@@ -52,7 +52,9 @@ Characteristics characteristics(const Format& f) {
           (f.max_significand() & 1) != 0};
 }
 
-std::string hex(double x) { return fmt::format("{:a}", x); }
+std::string hex(double x) {
+  return fmt::format("{:a}", x);
+}
 
 }  // namespace
 
@@ -93,18 +95,16 @@ int run_formats(bool json, std::ostream& out) {
     return kExitOk;
   }
   constexpr const char* kRow = "{:<6}{:>5}{:>4}{:>7}{:>6}{:>8}{:>13}{:>12}{:>17}{:>24}  {}\n";
-  out << fmt::format(kRow, "format",
-                     "bits", "p", "emin", "emax", "u", "min subnorm", "min normal", "max finite",
-                     "RNE overflow at", "specials");
+  out << fmt::format(kRow, "format", "bits", "p", "emin", "emax", "u", "min subnorm", "min normal",
+                     "max finite", "RNE overflow at", "specials");
   for (const Format& f : numeric::formats::builtin) {
     const Characteristics c = characteristics(f);
-    const std::string threshold =
-        (c.threshold_overflows ? ">= " : "> ") + (std::isinf(c.overflow_threshold)
-                                                      ? c.overflow_threshold_exact
-                                                      : show(c.overflow_threshold));
-    out << fmt::format(kRow, f.name,
-                       f.total_bits(), f.precision, f.emin, f.emax, show(c.unit_roundoff),
-                       show(c.min_subnormal), show(c.min_normal), show(c.max_finite), threshold,
+    const std::string threshold = (c.threshold_overflows ? ">= " : "> ") +
+                                  (std::isinf(c.overflow_threshold) ? c.overflow_threshold_exact
+                                                                    : show(c.overflow_threshold));
+    out << fmt::format(kRow, f.name, f.total_bits(), f.precision, f.emin, f.emax,
+                       show(c.unit_roundoff), show(c.min_subnormal), show(c.min_normal),
+                       show(c.max_finite), threshold,
                        f.has_infinity() ? "inf, nan" : "nan only (S.1111.111)");
   }
   out << "\nu = 2^-p is the unit roundoff of round-to-nearest. Under round-to-nearest-even, |x| "

@@ -39,16 +39,18 @@ int main(int argc, char** argv) {
   auto* round = app.add_subcommand(
       "round",
       "Round values read from stdin (one per line) to a format; print result, bits and event");
-  round->add_option("--to", round_args.to, "Target format (fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 "
-                                           "or user:p=P,emin=E,emax=E); required");
+  round->add_option("--to", round_args.to,
+                    "Target format (fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 "
+                    "or user:p=P,emin=E,emax=E); required");
   round->add_option("--mode", round_args.mode, "Rounding mode: rne rna rz ru rd rto sr srp sre")
       ->capture_default_str();
   round->add_option("--seed", round_args.seed, "Seed of the stochastic modes")
       ->capture_default_str();
   round->add_option("--subnormals", round_args.subnormals, "Subnormal numbers on or off")
       ->check(CLI::IsMember({"on", "off"}));
-  round->add_option("--overflow", round_args.overflow,
-                    "Beyond the range: inf (NaN where the format has no infinity) or saturate")
+  round
+      ->add_option("--overflow", round_args.overflow,
+                   "Beyond the range: inf (NaN where the format has no infinity) or saturate")
       ->check(CLI::IsMember({"inf", "saturate"}));
 
   const std::string overview = app.help();  // before parsing: afterwards help() describes the

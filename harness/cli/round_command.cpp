@@ -80,14 +80,15 @@ int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::o
     const std::optional<double> x = parse_number(text);
     if (!x) {
       out.flush();
-      err << fmt::format("ampbench round: line {}: '{}' is not a number (expected decimal, hex "
-                         "float such as 0x1.8p-24, inf, -inf or nan)\n",
-                         line_number, text);
+      err << fmt::format(
+          "ampbench round: line {}: '{}' is not a number (expected decimal, hex "
+          "float such as 0x1.8p-24, inf, -inf or nan)\n",
+          line_number, text);
       return kExitUsage;
     }
-    const std::uint32_t random =
-        numeric::is_stochastic(options.mode) ? numeric::stochastic_draw(options.seed, value_index)
-                                             : 0u;
+    const std::uint32_t random = numeric::is_stochastic(options.mode)
+                                     ? numeric::stochastic_draw(options.seed, value_index)
+                                     : 0u;
     ++value_index;
     const numeric::Rounded r = numeric::round_to(f, options.mode, *x, random);
     out << fmt::format("{}\t{:a}\t0x{:0{}x}\t{}\n", text, r.value, r.bits, hex_digits,

@@ -7,8 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -136,8 +136,8 @@ TEST(Cli, FormatsJsonGivesExactValues) {
 
 TEST(Cli, RoundFp16BoundariesAndEvents) {
   const Outcome run = ampbench("round --to fp16",
-                           "65519.99\n65520\n-65520\n0x1p-25\n0x1.0000000000001p-25\n"
-                           "0x1p-24\n1\n0.1\n-inf\nnan\n");
+                               "65519.99\n65520\n-65520\n0x1p-25\n0x1.0000000000001p-25\n"
+                               "0x1p-24\n1\n0.1\n-inf\nnan\n");
   ASSERT_EQ(run.status, 0) << run.err;
   const std::vector<std::vector<std::string>> expected = {
       {"65519.99", "0x1.ffcp+15", "0x7bff", "inexact"},

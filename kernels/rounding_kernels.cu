@@ -1,0 +1,84 @@
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "harness/numeric/rounding.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/device_buffer.hpp"
+#include "kernels/rounding_kernels.cuh"
+
+namespace ampbench::kernels {
+namespace {
+
+// binary32 -> binary64 by bits, as x86's cvtss2sd does it: exact for numbers; a NaN keeps its sign
+// and payload and becomes quiet. The GPU's conversion instruction need not keep NaN payloads, and
+// round_to's NaN result carries the payload's top bits.
+__device__ double widen(float x) {
+  const unsigned u = __float_as_uint(x);
+  if ((u & 0x7FFFFFFFu) <= 0x7F800000u) return static_cast<double>(x);
+  const unsigned long long sign = static_cast<unsigned long long>(u >> 31) << 63;
+  const unsigned long long payload = static_cast<unsigned long long>(u & 0x003FFFFFu) << 29;
+  return __longlong_as_double(static_cast<long long>(sign | 0x7FF8000000000000ull | payload));
+}
+
+// binary64 -> binary32 for a value that binary32 holds (the format fits it); a NaN keeps its sign
+// and the top of its payload, as x86's cvtsd2ss.
+__device__ float narrow(double x) {
+  const auto u = static_cast<unsigned long long>(__double_as_longlong(x));
+  if ((u & 0x7FFFFFFFFFFFFFFFull) <= 0x7FF0000000000000ull) return static_cast<float>(x);
+  const auto sign = static_cast<unsigned>(u >> 63) << 31;
+  const auto payload = static_cast<unsigned>((u >> 29) & 0x007FFFFFull);
+  return __uint_as_float(sign | 0x7FC00000u | payload);
+}
+
+constexpr int kThreadsPerBlock = 256;
+constexpr std::size_t kMaxBlocks = 65536;  // the grid-stride loop covers the rest
+
+}  // namespace
+
+__global__ void round_kernel(numeric::Format format, numeric::Rounding mode, std::uint64_t seed,
+                             std::uint64_t first_index, const float* in, std::uint64_t* bits,
+                             float* values, std::size_t n) {
+  const bool stochastic = numeric::is_stochastic(mode);
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const std::uint32_t random = stochastic ? numeric::stochastic_draw(seed, first_index + i) : 0u;
+    const numeric::Rounded r = numeric::round_to(format, mode, widen(in[i]), random);
+    if (bits != nullptr) bits[i] = r.bits;
+    if (values != nullptr) values[i] = narrow(r.value);
+  }
+}
+
+void round_on_device(const numeric::RoundingOptions& options, std::span<const float> in,
+                     std::span<std::uint64_t> bits, std::span<float> values,
+                     std::uint64_t first_index) {
+  if (bits.size() != in.size() || values.size() != in.size()) {
+    throw std::invalid_argument("round_on_device: input has " + std::to_string(in.size()) +
+                                " elements but bits has " + std::to_string(bits.size()) +
+                                " and values " + std::to_string(values.size()));
+  }
+  numeric::RoundingOptions checked = options;
+  checked.container = numeric::Container::binary32;
+  if (const numeric::Validation v = numeric::validate(checked); !v.ok()) {
+    throw std::invalid_argument("round_on_device: " + v.errors.front());
+  }
+  const std::size_t n = in.size();
+  if (n == 0) return;
+
+  DeviceBuffer<float> d_in(n);
+  DeviceBuffer<std::uint64_t> d_bits(n);
+  DeviceBuffer<float> d_values(n);
+  d_in.copy_from(in);
+  const auto blocks =
+      static_cast<unsigned>(std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
+  round_kernel<<<blocks, kThreadsPerBlock>>>(options.format, options.mode, options.seed,
+                                             first_index, d_in.data(), d_bits.data(),
+                                             d_values.data(), n);
+  AMPBENCH_CUDA_CHECK(cudaGetLastError());
+  // cudaMemcpy waits for the kernel and reports a fault in it.
+  d_bits.copy_to(bits);
+  d_values.copy_to(values);
+}
+
+}  // namespace ampbench::kernels

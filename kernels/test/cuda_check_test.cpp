@@ -1,0 +1,76 @@
+// The error macros need no device: they are fed failing statuses directly.
+#include "kernels/cuda_check.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ampbench::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CudaCheck, SuccessDoesNothing) {
+  EXPECT_NO_THROW(AMPBENCH_CUDA_CHECK(cudaSuccess));
+  EXPECT_NO_THROW(AMPBENCH_CUBLAS_CHECK(CUBLAS_STATUS_SUCCESS));
+  EXPECT_NO_THROW(AMPBENCH_CUDNN_CHECK(CUDNN_STATUS_SUCCESS));
+  EXPECT_TRUE(AMPBENCH_CUPTI_CHECK(CUPTI_SUCCESS));
+}
+
+TEST(CudaCheck, CudaErrorCarriesWhereWhatAndWhy) {
+  try {
+    AMPBENCH_CUDA_CHECK(cudaErrorInvalidValue);
+    FAIL() << "no exception";
+  } catch (const CudaError& e) {
+    EXPECT_EQ(e.library(), "CUDA");
+    EXPECT_EQ(e.code(), static_cast<int>(cudaErrorInvalidValue));
+    EXPECT_EQ(e.name(), "cudaErrorInvalidValue");
+    EXPECT_EQ(e.text(), "invalid argument");
+    EXPECT_EQ(e.call(), "cudaErrorInvalidValue");
+    EXPECT_THAT(e.file(), HasSubstr("cuda_check_test.cpp"));
+    EXPECT_GT(e.line(), 0);
+    const std::string what = e.what();
+    EXPECT_THAT(what, HasSubstr("cuda_check_test.cpp:" + std::to_string(e.line()) + ": "));
+    EXPECT_THAT(what, HasSubstr("cudaErrorInvalidValue: invalid argument"));
+  }
+}
+
+TEST(CudaCheck, IsAStdRuntimeError) {
+  EXPECT_THROW(AMPBENCH_CUDA_CHECK(cudaErrorMemoryAllocation), std::runtime_error);
+}
+
+TEST(CudaCheck, CublasErrorNamesTheStatus) {
+  try {
+    AMPBENCH_CUBLAS_CHECK(CUBLAS_STATUS_NOT_INITIALIZED);
+    FAIL() << "no exception";
+  } catch (const CudaError& e) {
+    EXPECT_EQ(e.library(), "cuBLAS");
+    EXPECT_EQ(e.name(), "CUBLAS_STATUS_NOT_INITIALIZED");
+    EXPECT_FALSE(e.text().empty());
+  }
+}
+
+TEST(CudaCheck, CudnnErrorNamesTheStatus) {
+  try {
+    AMPBENCH_CUDNN_CHECK(CUDNN_STATUS_BAD_PARAM);
+    FAIL() << "no exception";
+  } catch (const CudaError& e) {
+    EXPECT_EQ(e.library(), "cuDNN");
+    EXPECT_EQ(e.name(), "CUDNN_STATUS_BAD_PARAM");
+    EXPECT_FALSE(e.text().empty());
+  }
+}
+
+TEST(CudaCheck, NoThrowVariantOnlyLogs) {
+  EXPECT_NO_THROW(AMPBENCH_CUDA_CHECK_NOTHROW(cudaErrorInvalidValue));
+}
+
+TEST(CudaCheck, CuptiFailureIsFalseNotAnException) {
+  bool ok = true;
+  EXPECT_NO_THROW(ok = AMPBENCH_CUPTI_CHECK(CUPTI_ERROR_INVALID_PARAMETER));
+  EXPECT_FALSE(ok);
+}
+
+}  // namespace
+}  // namespace ampbench::kernels
