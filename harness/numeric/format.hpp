@@ -21,8 +21,8 @@ enum class Overflow : std::uint8_t {
 
 // How the top exponent field is used.
 enum class SpecialEncoding : std::uint8_t {
-  ieee,           // top exponent field: fraction 0 is infinity, anything else NaN
-  single_nan,     // OCP fp8 e4m3: no infinity; top field holds normal numbers, S.1111.111 is NaN
+  ieee,        // top exponent field: fraction 0 is infinity, anything else NaN
+  single_nan,  // OCP fp8 e4m3: no infinity; top field holds normal numbers, S.1111.111 is NaN
 };
 
 struct Format {
@@ -64,21 +64,20 @@ AMPBENCH_HD constexpr bool same_format(const Format& a, const Format& b) {
 }
 
 namespace formats {
-inline constexpr Format fp64{"fp64", 53, -1022, 1023, true, Overflow::infinity,
-                             SpecialEncoding::ieee};
-inline constexpr Format fp32{"fp32", 24, -126, 127, true, Overflow::infinity,
-                             SpecialEncoding::ieee};
+inline constexpr Format fp64{
+    "fp64", 53, -1022, 1023, true, Overflow::infinity, SpecialEncoding::ieee};
+inline constexpr Format fp32{
+    "fp32", 24, -126, 127, true, Overflow::infinity, SpecialEncoding::ieee};
 // TensorFloat-32: fp32's exponent with fp16's precision; encoded in 19 bits (1+8+10). In an fp32
 // container it is the same value with the low 13 fraction bits zero.
-inline constexpr Format tf32{"tf32", 11, -126, 127, true, Overflow::infinity,
-                             SpecialEncoding::ieee};
-inline constexpr Format bf16{"bf16", 8, -126, 127, true, Overflow::infinity,
-                             SpecialEncoding::ieee};
+inline constexpr Format tf32{
+    "tf32", 11, -126, 127, true, Overflow::infinity, SpecialEncoding::ieee};
+inline constexpr Format bf16{"bf16", 8, -126, 127, true, Overflow::infinity, SpecialEncoding::ieee};
 inline constexpr Format fp16{"fp16", 11, -14, 15, true, Overflow::infinity, SpecialEncoding::ieee};
 // OCP 8-bit floating point specification (OFP8) rev 1.0: E4M3 has no infinities, max 448, one NaN
 // per sign; E5M2 follows IEEE 754 conventions, max 57344.
-inline constexpr Format e4m3{"e4m3", 4, -6, 8, true, Overflow::infinity,
-                             SpecialEncoding::single_nan};
+inline constexpr Format e4m3{
+    "e4m3", 4, -6, 8, true, Overflow::infinity, SpecialEncoding::single_nan};
 inline constexpr Format e5m2{"e5m2", 3, -14, 15, true, Overflow::infinity, SpecialEncoding::ieee};
 
 inline constexpr Format builtin[] = {fp64, fp32, tf32, bf16, fp16, e4m3, e5m2};

@@ -18,10 +18,10 @@ struct Named {
 
 // Aliases map onto the index of formats::builtin.
 constexpr Named kFormatNames[] = {
-    {"fp64", 0},     {"float64", 0},  {"double", 0},   {"binary64", 0}, {"fp32", 1},
-    {"float32", 1},  {"float", 1},    {"single", 1},   {"binary32", 1}, {"tf32", 2},
-    {"bf16", 3},     {"bfloat16", 3}, {"fp16", 4},     {"float16", 4},  {"half", 4},
-    {"binary16", 4}, {"e4m3", 5},     {"fp8-e4m3", 5}, {"fp8e4m3", 5},  {"float8_e4m3fn", 5},
+    {"fp64", 0},     {"float64", 0},  {"double", 0},   {"binary64", 0},    {"fp32", 1},
+    {"float32", 1},  {"float", 1},    {"single", 1},   {"binary32", 1},    {"tf32", 2},
+    {"bf16", 3},     {"bfloat16", 3}, {"fp16", 4},     {"float16", 4},     {"half", 4},
+    {"binary16", 4}, {"e4m3", 5},     {"fp8-e4m3", 5}, {"fp8e4m3", 5},     {"float8_e4m3fn", 5},
     {"e5m2", 6},     {"fp8-e5m2", 6}, {"fp8e5m2", 6},  {"float8_e5m2", 6},
 };
 
@@ -83,13 +83,13 @@ Validation validate(const RoundingOptions& options) {
     v.errors.push_back(fmt::format("emax {} exceeds binary64's 1023", f.emax));
   }
   if (f.precision >= 1 && f.emin - (f.precision - 1) < -1074) {
-    v.errors.push_back(fmt::format(
-        "emin {} with precision {} reaches below binary64's smallest subnormal 2^-1074", f.emin,
-        f.precision));
+    v.errors.push_back(
+        fmt::format("emin {} with precision {} reaches below binary64's smallest subnormal 2^-1074",
+                    f.emin, f.precision));
   }
   if (v.errors.empty() && f.total_bits() > 64) {
-    v.errors.push_back(fmt::format("the encoding needs {} bits; at most 64 are supported",
-                                   f.total_bits()));
+    v.errors.push_back(
+        fmt::format("the encoding needs {} bits; at most 64 are supported", f.total_bits()));
   }
   if (!v.errors.empty()) return v;
 

@@ -182,7 +182,7 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
 
   std::uint64_t kept;
   bool inexact;
-  int versus_half = -1;           // the discarded part compared with half a quantum
+  int versus_half = -1;            // the discarded part compared with half a quantum
   std::uint64_t sr_threshold = 0;  // floor(2^32 * discarded part / quantum)
   if (shift <= 0) {
     kept = m << -shift;
@@ -203,7 +203,9 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
   bool away = false;  // add one quantum to the magnitude
   if (inexact) {
     switch (mode) {
-      case Rounding::nearest_even: away = versus_half > 0 || (versus_half == 0 && (kept & 1)); break;
+      case Rounding::nearest_even:
+        away = versus_half > 0 || (versus_half == 0 && (kept & 1));
+        break;
       case Rounding::nearest_away: away = versus_half >= 0; break;
       case Rounding::toward_zero: away = false; break;
       case Rounding::upward: away = !negative; break;
@@ -219,12 +221,10 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
   // value. Round-to-nearest and rounding away from zero then give infinity; rounding toward zero
   // gives the largest finite value. Stochastic rounding picks one of those two directions.
   if (qt > f.emax - t || (qt == f.emax - t && n > f.max_significand())) {
-    const bool to_infinity = mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
-                             (mode == Rounding::upward && !negative) ||
-                             (mode == Rounding::downward && negative) ||
-                             ((mode == Rounding::stochastic_proportional ||
-                               mode == Rounding::stochastic_equal) &&
-                              away);
+    const bool to_infinity =
+        mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
+        (mode == Rounding::upward && !negative) || (mode == Rounding::downward && negative) ||
+        ((mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal) && away);
     if (!to_infinity || f.overflow == Overflow::saturate) {
       return result(sign | detail::max_finite_bits(f), RoundingEvent::saturation);
     }
@@ -240,7 +240,8 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
     bits = n;  // subnormal: qt == emin - t, so n is the fraction field
   } else {
     const std::uint64_t normalized = width - 1 <= t ? n << (t - (width - 1)) : n >> 1;
-    bits = (static_cast<std::uint64_t>(e + f.bias()) << t) | (normalized & detail::fraction_mask(f));
+    bits =
+        (static_cast<std::uint64_t>(e + f.bias()) << t) | (normalized & detail::fraction_mask(f));
   }
   const RoundingEvent event =
       !inexact ? RoundingEvent::exact : (tiny ? RoundingEvent::underflow : RoundingEvent::inexact);
