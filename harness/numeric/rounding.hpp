@@ -220,7 +220,9 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
   // IEEE overflow: the result rounded with an unbounded exponent range exceeds the largest finite
   // value. Round-to-nearest and rounding away from zero then give infinity; rounding toward zero
   // gives the largest finite value. Stochastic rounding picks one of those two directions.
-  if (qt > f.emax - t || (qt == f.emax - t && n > f.max_significand())) {
+  // A tiny value cannot overflow: it rounds to at most 2^emin (and without subnormals qt is emin,
+  // which may exceed emax - t in a narrow format, so the test below would misfire).
+  if (!tiny && (qt > f.emax - t || (qt == f.emax - t && n > f.max_significand()))) {
     const bool to_infinity =
         mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
         (mode == Rounding::upward && !negative) || (mode == Rounding::downward && negative) ||
