@@ -2,24 +2,46 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace ampbench::numeric {
 namespace {
 
 enum class Isa { baseline, avx2, avx512 };
 
+// The best instruction set of this CPU, capped by AMPBENCH_ISA=baseline|avx2|avx512 so that one
+// machine can run (and test) every path.
 Isa cpu_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
+    Isa best = Isa::baseline;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-      return Isa::avx512;
+      best = Isa::avx512;
+    } else if (__builtin_cpu_supports("avx2")) {
+      best = Isa::avx2;
     }
-    return __builtin_cpu_supports("avx2") ? Isa::avx2 : Isa::baseline;
+    if (const char* cap = std::getenv("AMPBENCH_ISA")) {
+      const std::string_view name(cap);
+      Isa limit = Isa::avx512;
+      if (name == "baseline") {
+        limit = Isa::baseline;
+      } else if (name == "avx2") {
+        limit = Isa::avx2;
+      } else if (name != "avx512") {
+        std::fprintf(stderr, "ampbench: AMPBENCH_ISA=%s ignored (baseline, avx2 or avx512)\n", cap);
+      }
+      best = std::min(best, limit);
+    }
+    return best;
   }();
   return isa;
 }
@@ -27,7 +49,7 @@ Isa cpu_isa() {
 // The formats with a vectorised path, and how their patterns are stored.
 enum class FastFormat { none, fp16, bf16, tf32, e4m3, e5m2 };
 
-bool same_values(const Format& a, const Format& b) {
+constexpr bool same_values(const Format& a, const Format& b) {
   return a.precision == b.precision && a.emin == b.emin && a.emax == b.emax &&
          a.subnormals == b.subnormals && a.specials == b.specials;
 }
@@ -49,72 +71,108 @@ bool uses_f16c(const RoundingOptions& o) {
          o.format.overflow == Overflow::infinity && cpu_has_f16c();
 }
 
-// One binary32 value (as bits) to the encoding of F, branch-free so that loops vectorise. The same
-// arithmetic as round_to, specialised: F has subnormals and 1 <= fraction bits <= 22, and
-// binary32's exponent range lies within [F.emin - 126, ...] so the shift below stays under 64.
+// One binary32 value (as bits) to the encoding of F, branch-free and in 32-bit lanes only, so that
+// loops vectorise. The same arithmetic as round_to, specialised: F has subnormals, 1 <= fraction
+// bits <= 22, emin >= -126, and its overflow pattern follows its largest finite one.
+//
+// The magnitude is rounded as an integer v shifted right by s bits. Where the result is normal in
+// F, v is the binary32 encoding with its exponent field rebiased to F's, and s drops the extra
+// fraction bits: a carry out of the fraction then moves up a binade, and past the largest finite
+// value it reaches the overflow pattern. Below F's normal range, v is the significand with its
+// implicit bit and s grows by one per binade, which yields F's subnormal fraction (and a carry
+// yields F's smallest normal).
 template <const Format& F, bool Stochastic, bool Saturate>
 [[gnu::always_inline]] inline std::uint32_t encode_one(std::uint32_t u, std::uint32_t random) {
   constexpr int kT = F.fraction_bits();
-  constexpr int kEmin = F.emin;
+  constexpr int kDrop = 23 - kT;  // bits dropped in F's normal range
   constexpr auto kMaxMagnitude = static_cast<std::uint32_t>(detail::max_finite_bits(F));
   constexpr auto kOverflowMagnitude = static_cast<std::uint32_t>(
       F.has_infinity() ? detail::infinity_bits(F) : detail::nan_bits(F, 0));
   constexpr auto kSpecialField = static_cast<std::uint32_t>(F.special_field()) << kT;
-  static_assert(kT >= 1 && kT <= 22);
+  // The binary32 encodings of F's smallest normal number and F's exponent bias difference.
+  constexpr auto kMinNormal = static_cast<std::uint32_t>(F.emin + 127) << 23;
+  constexpr auto kRebias = static_cast<std::uint32_t>(F.emin + 126) << 23;
+  static_assert(kT >= 1 && kT <= 22 && F.emin >= -126 && F.emax <= 127 && F.subnormals);
+  static_assert(kOverflowMagnitude == kMaxMagnitude + 1);
+  // A binary32 subnormal is read with an implicit bit, as 2^-127 * 1.f: either way it lies more
+  // than 2^32 below F's quantum there, and rounds (or draws) as zero. Only with F.emin > -126.
+  static_assert(F.emin == -126 || 23 - kT + F.emin + 127 >= 24 + 32);
+
+  if constexpr (!Stochastic && !Saturate && F.emin == -126 && F.emax == 127) {
+    // bf16, tf32: F's exponent field is binary32's, so the binary32 encoding rounded in place,
+    // sign and all, is F's: a carry moves up a binade, or from the largest finite value to
+    // infinity. Only NaNs need their own pattern: the kept bits with the quiet bit set.
+    const std::uint32_t kept = u >> kDrop;
+    const std::uint32_t rounded = (u + ((1u << (kDrop - 1)) - 1u) + (kept & 1u)) >> kDrop;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? kept | (1u << (kT - 1)) : rounded;
+  }
 
   const std::uint32_t sign = (u >> 31) << (F.total_bits() - 1);
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  const int biased = static_cast<int>(a >> 23);
-  const std::uint32_t significand = (a & 0x7FFFFFu) | (biased != 0 ? 0x800000u : 0u);
-  const int e = (biased != 0 ? biased : 1) - 127;
-  const int below_emin = kEmin - e > 0 ? kEmin - e : 0;
-  // Encoding of the binade's first value minus its implicit bit: adding the kept significand
-  // (implicit bit included) yields exponent field and fraction, and a carry moves up a binade.
-  const std::uint32_t base = static_cast<std::uint32_t>(e > kEmin ? e - kEmin : 0) << kT;
-  const int drop = 23 - kT + below_emin;
+  std::uint32_t v = a - kRebias;
+  int s = kDrop;
+  if constexpr (F.emin > -126) {
+    const bool normal = a >= kMinNormal;
+    v = normal ? v : (a & 0x7FFFFFu) | 0x800000u;
+    s = normal ? kDrop : kDrop + F.emin + 127 - static_cast<int>(a >> 23);
+  }
+  // s > 24 leaves nothing of v above the last half quantum: the result is 0 for s up to 31, and
+  // v < 2^24 keeps v + half - 1 below 2^31 there.
+  const int sc = s < 31 ? s : 31;
 
   std::uint32_t magnitude;
-  bool away;
   if constexpr (!Stochastic) {
-    const int d = drop < 31 ? drop : 31;  // beyond 24 everything is below half a quantum anyway
-    const std::uint32_t kept = significand >> d;
-    const std::uint32_t rest = significand & ((1u << d) - 1);
-    const std::uint32_t half = 1u << (d - 1);
-    away = rest > half || (rest == half && (kept & 1u) != 0);
-    magnitude = base + kept + (away ? 1u : 0u);
+    const std::uint32_t half_minus_one = (1u << (sc - 1)) - 1u;
+    magnitude = (v + half_minus_one + ((v >> sc) & 1u)) >> sc;
+    // Past the largest finite value: the overflow pattern (infinity, or e4m3's NaN), or the
+    // largest finite with saturation; infinite inputs land here as well.
+    constexpr std::uint32_t kCeiling = Saturate ? kMaxMagnitude : kOverflowMagnitude;
+    magnitude = magnitude < kCeiling ? magnitude : kCeiling;
   } else {
-    const int d = drop < 63 ? drop : 63;  // exact: significand < 2^24, so rest >> 31+ is 0
-    const std::uint64_t s = significand;
-    const std::uint64_t kept = s >> d;
-    const std::uint64_t rest = s & ((std::uint64_t{1} << d) - 1);
-    const std::uint64_t threshold = d <= 32 ? rest << (32 - d) : rest >> (d - 32);
-    away = random < threshold;
-    magnitude = base + static_cast<std::uint32_t>(kept) + (away ? 1u : 0u);
+    // floor(2^32 * discarded part / quantum): the discarded bits moved to the top of the word;
+    // beyond 32 bits everything is discarded (v < 2^24) and shifted down instead.
+    const int sd = s - 32 < 31 ? s - 32 : 31;
+    const std::uint32_t threshold = s < 32 ? v << (32 - sc) : v >> sd;
+    const bool away = random < threshold;
+    magnitude = (v >> sc) + (away ? 1u : 0u);
+    if (magnitude > kMaxMagnitude) {
+      magnitude = Saturate || !away ? kMaxMagnitude : kOverflowMagnitude;
+    }
+    if (a == 0x7F800000u) magnitude = Saturate ? kMaxMagnitude : kOverflowMagnitude;
   }
-
-  std::uint32_t overflow_magnitude = kOverflowMagnitude;
-  if constexpr (Saturate) {
-    overflow_magnitude = kMaxMagnitude;
-  } else if constexpr (Stochastic) {
-    overflow_magnitude = away ? kOverflowMagnitude : kMaxMagnitude;
-  }
-  if (magnitude > kMaxMagnitude) magnitude = overflow_magnitude;
-  if (a == 0x7F800000u) magnitude = Saturate ? kMaxMagnitude : kOverflowMagnitude;
   if (a > 0x7F800000u) {
-    magnitude = F.has_infinity()
-                    ? kSpecialField | (1u << (kT - 1)) | ((a & 0x7FFFFFu) >> (23 - kT))
-                    : static_cast<std::uint32_t>(detail::nan_bits(F, 0));
+    magnitude = F.has_infinity() ? kSpecialField | (1u << (kT - 1)) | ((a & 0x7FFFFFu) >> kDrop)
+                                 : static_cast<std::uint32_t>(detail::nan_bits(F, 0));
   }
   return sign | magnitude;
 }
 
+// stochastic_draw(seed, index) from its first step, seed + (index + 1) * kGolden: the loops below
+// advance that state by one addition per element instead of a 64-bit multiplication.
+constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+[[gnu::always_inline]] constexpr std::uint32_t draw_from_state(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<std::uint32_t>(z >> 32);
+}
+
+constexpr bool draws_agree(std::uint64_t seed, std::uint64_t index) {
+  return draw_from_state(seed + (index + 1) * kGolden) == stochastic_draw(seed, index);
+}
+static_assert(draws_agree(0, 0) && draws_agree(0x5EED, 12345) && draws_agree(~0ull, ~0ull - 7) &&
+              draws_agree(0x0123456789ABCDEF, 0xFEDCBA9876543210));
+
 template <const Format& F, bool Stochastic, bool Saturate, typename Out>
 [[gnu::always_inline]] inline void encode_loop(const float* in, Out* out, std::size_t n,
                                                std::uint64_t seed, std::uint64_t first_index) {
+  std::uint64_t state = seed + (first_index + 1) * kGolden;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t u;
     std::memcpy(&u, in + i, sizeof u);
-    const std::uint32_t random = Stochastic ? stochastic_draw(seed, first_index + i) : 0u;
+    const std::uint32_t random = Stochastic ? draw_from_state(state) : 0u;
+    state += kGolden;
     out[i] = static_cast<Out>(encode_one<F, Stochastic, Saturate>(u, random));
   }
 }
@@ -133,65 +191,371 @@ template <const Format& F, typename Out>
   }
 }
 
-// The same dispatch compiled three times, for the baseline ISA, AVX2 and AVX-512; the loops above
-// are inlined into each and vectorised for that ISA.
-#define AMPBENCH_ENCODE_FAST(NAME, TARGET)                                                      \
-  TARGET void NAME(FastFormat id, bool stochastic, bool saturate, const float* in, void* out,   \
-                   std::size_t n, std::uint64_t seed, std::uint64_t first_index) {              \
-    switch (id) {                                                                               \
-      case FastFormat::fp16:                                                                    \
-        encode_variants<formats::fp16, std::uint16_t>(stochastic, saturate, in, out, n, seed,   \
-                                                      first_index);                             \
-        break;                                                                                  \
-      case FastFormat::bf16:                                                                    \
-        encode_variants<formats::bf16, std::uint16_t>(stochastic, saturate, in, out, n, seed,   \
-                                                      first_index);                             \
-        break;                                                                                  \
-      case FastFormat::tf32:                                                                    \
-        encode_variants<formats::tf32, std::uint32_t>(stochastic, saturate, in, out, n, seed,   \
-                                                      first_index);                             \
-        break;                                                                                  \
-      case FastFormat::e4m3:                                                                    \
-        encode_variants<formats::e4m3, std::uint8_t>(stochastic, saturate, in, out, n, seed,    \
-                                                     first_index);                              \
-        break;                                                                                  \
-      case FastFormat::e5m2:                                                                    \
-        encode_variants<formats::e5m2, std::uint8_t>(stochastic, saturate, in, out, n, seed,    \
-                                                     first_index);                              \
-        break;                                                                                  \
-      case FastFormat::none: break;                                                             \
-    }                                                                                           \
+// The same dispatch compiled for the baseline ISA and for AVX2; the loops above are inlined into
+// each and vectorised for that ISA. AVX-512 has its own kernels below.
+#define AMPBENCH_ENCODE_FAST(NAME, TARGET)                                                    \
+  TARGET void NAME(FastFormat id, bool stochastic, bool saturate, const float* in, void* out, \
+                   std::size_t n, std::uint64_t seed, std::uint64_t first_index) {            \
+    switch (id) {                                                                             \
+      case FastFormat::fp16:                                                                  \
+        encode_variants<formats::fp16, std::uint16_t>(stochastic, saturate, in, out, n, seed, \
+                                                      first_index);                           \
+        break;                                                                                \
+      case FastFormat::bf16:                                                                  \
+        encode_variants<formats::bf16, std::uint16_t>(stochastic, saturate, in, out, n, seed, \
+                                                      first_index);                           \
+        break;                                                                                \
+      case FastFormat::tf32:                                                                  \
+        encode_variants<formats::tf32, std::uint32_t>(stochastic, saturate, in, out, n, seed, \
+                                                      first_index);                           \
+        break;                                                                                \
+      case FastFormat::e4m3:                                                                  \
+        encode_variants<formats::e4m3, std::uint8_t>(stochastic, saturate, in, out, n, seed,  \
+                                                     first_index);                            \
+        break;                                                                                \
+      case FastFormat::e5m2:                                                                  \
+        encode_variants<formats::e5m2, std::uint8_t>(stochastic, saturate, in, out, n, seed,  \
+                                                     first_index);                            \
+        break;                                                                                \
+      case FastFormat::none: break;                                                           \
+    }                                                                                         \
   }
 
 AMPBENCH_ENCODE_FAST(encode_fast_baseline, )
 AMPBENCH_ENCODE_FAST(encode_fast_avx2, __attribute__((target("avx2,bmi2,fma"))))
-AMPBENCH_ENCODE_FAST(encode_fast_avx512,
-                     __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi2,fma"))))
 #undef AMPBENCH_ENCODE_FAST
 
-void encode_fast(FastFormat id, const RoundingOptions& o, const float* in, void* out,
-                 std::size_t n, std::uint64_t first_index) {
+// ---- AVX-512 -----------------------------------------------------------------------------------
+// encode_one for 16 values at a time, written with intrinsics. GCC 12's vectorisation of the loops
+// above, for AVX-512, takes about 1.5x the instructions (selects as blends and mask juggling,
+// constants rebuilt inside the loop), and 512-bit code has only two vector ports (0 and 5, shifts
+// on port 0 alone): stochastic rounding, with two 64-bit multiplications per draw, came out below
+// a quarter of F16C's speed that way.
+
+// GCC 12 before 12.3 warns about the undefined pass-through operand inside many AVX-512
+// intrinsics (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define AMPBENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi2,fma")))
+
+// The truth table of (a & b) | c for _mm512_ternarylogic_epi32(a, b, c, table), whose bit
+// 4a + 2b + c is the result.
+constexpr int kAndOr = 0xEA;
+
+// A broadcast constant. The empty asm makes it opaque, so GCC keeps it in a register across the
+// loop instead of rebuilding it there each time (mov + vpbroadcastd: a port-5 uop per constant
+// per iteration).
+[[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i set32(std::uint32_t v) {
+  __m512i x = _mm512_set1_epi32(static_cast<int>(v));
+  asm("" : "+v"(x));
+  return x;
+}
+
+template <const Format& F, bool Stochastic, bool Saturate>
+[[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i encode16(__m512i u, __m512i random) {
+  constexpr int kT = F.fraction_bits();
+  constexpr int kDrop = 23 - kT;
+  constexpr auto kMaxMagnitude = static_cast<std::uint32_t>(detail::max_finite_bits(F));
+  constexpr auto kMinNormal = static_cast<std::uint32_t>(F.emin + 127) << 23;
+  constexpr auto kRebias = static_cast<std::uint32_t>(F.emin + 126) << 23;
+  // As encode_one.
+  static_assert(kT >= 1 && kT <= 22 && F.emin >= -126 && F.emax <= 127 && F.subnormals);
+  static_assert(detail::nan_bits(F, 0) == kMaxMagnitude + 1 ||
+                detail::infinity_bits(F) == kMaxMagnitude + 1);
+  static_assert(F.emin == -126 || 23 - kT + F.emin + 127 >= 24 + 32);
+
+  if constexpr (!Stochastic && !Saturate && F.emin == -126 && F.emax == 127) {
+    // bf16, tf32: F's exponent field is binary32's, so the binary32 encoding rounded in place,
+    // sign and all, is F's: a carry moves up a binade, or from the largest finite value to
+    // infinity. Only NaNs need their own pattern: the kept bits with the quiet bit set.
+    const __m512i kept = _mm512_srli_epi32(u, kDrop);
+    const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(u, set32((1u << (kDrop - 1)) - 1u)),
+                                         _mm512_and_si512(kept, set32(1)));
+    const __mmask16 nan = _mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x81);  // qNaN, sNaN
+    return _mm512_mask_or_epi32(_mm512_srli_epi32(sum, kDrop), nan, kept, set32(1u << (kT - 1)));
+  }
+
+  const __m512i a = _mm512_and_si512(u, set32(0x7FFFFFFFu));
+  // v >> s, as in encode_one. Vector shifts by 32 or more give 0, which is what the clamps in
+  // encode_one obtain (counts below 0 wrap to large ones: shifts that must give 0 do).
+  __m512i v = _mm512_sub_epi32(a, set32(kRebias));
+  __m512i s = set32(kDrop);
+  if constexpr (F.emin > -126) {
+    const __mmask16 normal = _mm512_cmpge_epu32_mask(a, set32(kMinNormal));
+    v = _mm512_mask_sub_epi32(
+        _mm512_ternarylogic_epi32(a, set32(0x7FFFFFu), set32(0x800000u), kAndOr), normal, a,
+        set32(kRebias));
+    s = _mm512_max_epi32(_mm512_sub_epi32(set32(kDrop + F.emin + 127), _mm512_srli_epi32(a, 23)),
+                         s);
+  }
+  // For a NaN (s = kDrop), the low kT bits of `kept` are the top of its fraction.
+  const __m512i kept = _mm512_srlv_epi32(v, s);
+
+  __m512i magnitude;
+  if constexpr (!Stochastic) {
+    // (v + half - 1 + last kept bit) >> s; half - 1 = 0x7FFFFFFF >> (32 - s).
+    const __m512i half_minus_one =
+        _mm512_srlv_epi32(set32(0x7FFFFFFFu), _mm512_sub_epi32(set32(32), s));
+    const __m512i lsb = _mm512_and_si512(kept, set32(1));
+    magnitude = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_add_epi32(v, half_minus_one), lsb), s);
+    magnitude = _mm512_min_epu32(magnitude, set32(kMaxMagnitude + (Saturate ? 0u : 1u)));
+  } else {
+    // Threshold: the discarded bits at the top of the word, or (s > 32) shifted down; exactly one
+    // of the two shifts has a count below 32, except s = 32 where both give v.
+    const __m512i threshold = _mm512_or_si512(_mm512_sllv_epi32(v, _mm512_sub_epi32(set32(32), s)),
+                                              _mm512_srlv_epi32(v, _mm512_sub_epi32(s, set32(32))));
+    __mmask16 away = _mm512_cmplt_epu32_mask(random, threshold);
+    magnitude = _mm512_mask_add_epi32(kept, away, kept, set32(1));
+    if constexpr (Saturate) {
+      magnitude = _mm512_min_epu32(magnitude, set32(kMaxMagnitude));  // infinities included
+    } else {
+      // Overflow goes to the overflow pattern when rounding away, else to the largest finite;
+      // an infinite input (and a NaN, replaced below) counts as rounding away.
+      away |= _mm512_cmpge_epu32_mask(a, set32(0x7F800000u));
+      const __m512i ceiling =
+          _mm512_mask_add_epi32(set32(kMaxMagnitude), away, set32(kMaxMagnitude), set32(1));
+      magnitude = _mm512_min_epu32(magnitude, ceiling);
+    }
+  }
+
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, set32(0x7F800000u));
+  if constexpr (F.has_infinity()) {
+    constexpr auto kQuietNan =
+        (static_cast<std::uint32_t>(F.special_field()) << kT) | (1u << (kT - 1));
+    const __m512i payload =
+        _mm512_ternarylogic_epi32(kept, set32(static_cast<std::uint32_t>(detail::fraction_mask(F))),
+                                  set32(kQuietNan), kAndOr);
+    magnitude = _mm512_mask_mov_epi32(magnitude, nan, payload);
+  } else {
+    magnitude = _mm512_mask_mov_epi32(magnitude, nan,
+                                      set32(static_cast<std::uint32_t>(detail::nan_bits(F, 0))));
+  }
+  constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
+  return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
+                                   magnitude, kAndOr);
+}
+
+// The top halves of 8 splitmix64 outputs before their last xor-shift, from the states
+// seed + (index + 1) * kGolden (see draw_from_state).
+[[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i splitmix_mixed(__m512i z) {
+  z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
+  z = _mm512_mullo_epi64(z, _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ull)));
+  z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 27));
+  return _mm512_mullo_epi64(z, _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBull)));
+}
+
+// 16 draws, elements 0-7 from `low`, 8-15 from `high`: (z ^ (z >> 31)) >> 32 is h ^ (h >> 31)
+// for h the top half of z.
+[[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i draws16(__m512i low, __m512i high) {
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i h = _mm512_permutex2var_epi32(splitmix_mixed(low), odd, splitmix_mixed(high));
+  return _mm512_xor_si512(h, _mm512_srli_epi32(h, 31));
+}
+
+// Stores 16 encodings as Out, or (Out = float) as their values.
+template <const Format& F, typename Out>
+[[gnu::always_inline]] AMPBENCH_AVX512 inline void store16(Out* out, __mmask16 mask, bool full,
+                                                           __m512i bits) {
+  if constexpr (std::is_same_v<Out, float>) {
+    __m512 values;
+    if constexpr (same_values(F, formats::bf16)) {
+      values = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
+    } else if constexpr (same_values(F, formats::tf32)) {
+      values = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 13));
+    } else {
+      // fp16, or e5m2 whose pattern followed by 8 zero bits is the fp16 one of the same value;
+      // the conversion is exact and keeps NaN payloads, as decode.
+      static_assert(same_values(F, formats::fp16) || same_values(F, formats::e5m2));
+      if constexpr (same_values(F, formats::e5m2)) bits = _mm512_slli_epi32(bits, 8);
+      values = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(bits));
+    }
+    full ? _mm512_storeu_ps(out, values) : _mm512_mask_storeu_ps(out, mask, values);
+  } else if constexpr (sizeof(Out) == 4) {
+    full ? _mm512_storeu_si512(out, bits) : _mm512_mask_storeu_epi32(out, mask, bits);
+  } else if constexpr (sizeof(Out) == 2) {
+    full ? _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bits))
+         : _mm512_mask_cvtepi32_storeu_epi16(out, mask, bits);
+  } else {
+    full ? _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(bits))
+         : _mm512_mask_cvtepi32_storeu_epi8(out, mask, bits);
+  }
+}
+
+template <const Format& F, bool Stochastic, bool Saturate, typename Out>
+AMPBENCH_AVX512 void encode_avx512(const float* in, Out* out, std::size_t n, std::uint64_t seed,
+                                   std::uint64_t first_index) {
+  constexpr auto kStep = [](std::uint64_t k) { return static_cast<long long>(k * kGolden); };
+  const __m512i offsets = _mm512_setr_epi64(kStep(0), kStep(1), kStep(2), kStep(3), kStep(4),
+                                            kStep(5), kStep(6), kStep(7));
+  __m512i low = _mm512_add_epi64(
+      _mm512_set1_epi64(static_cast<long long>(seed + (first_index + 1) * kGolden)), offsets);
+  __m512i high = _mm512_add_epi64(low, _mm512_set1_epi64(kStep(8)));
+  const __m512i step = _mm512_set1_epi64(kStep(16));
+  const auto block = [&](std::size_t i, __mmask16 mask, bool full) AMPBENCH_AVX512 {
+    const __m512i u = full ? _mm512_loadu_si512(in + i) : _mm512_maskz_loadu_epi32(mask, in + i);
+    __m512i random = _mm512_setzero_si512();
+    if constexpr (Stochastic) {
+      random = draws16(low, high);
+      low = _mm512_add_epi64(low, step);
+      high = _mm512_add_epi64(high, step);
+    }
+    store16<F>(out + i, mask, full, encode16<F, Stochastic, Saturate>(u, random));
+  };
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) block(i, 0xFFFF, true);
+  if (i < n) block(i, static_cast<__mmask16>((1u << (n - i)) - 1u), false);
+}
+
+template <const Format& F, typename Out>
+AMPBENCH_AVX512 void encode_avx512_variants(bool stochastic, bool saturate, const float* in,
+                                            Out* out, std::size_t n, std::uint64_t seed,
+                                            std::uint64_t first_index) {
+  if (stochastic) {
+    saturate ? encode_avx512<F, true, true>(in, out, n, seed, first_index)
+             : encode_avx512<F, true, false>(in, out, n, seed, first_index);
+  } else {
+    saturate ? encode_avx512<F, false, true>(in, out, n, seed, first_index)
+             : encode_avx512<F, false, false>(in, out, n, seed, first_index);
+  }
+}
+
+void encode_fast_avx512(FastFormat id, bool stochastic, bool saturate, const float* in, void* out,
+                        std::size_t n, std::uint64_t seed, std::uint64_t first_index) {
+  switch (id) {
+    case FastFormat::fp16:
+      encode_avx512_variants<formats::fp16>(stochastic, saturate, in,
+                                            static_cast<std::uint16_t*>(out), n, seed, first_index);
+      break;
+    case FastFormat::bf16:
+      encode_avx512_variants<formats::bf16>(stochastic, saturate, in,
+                                            static_cast<std::uint16_t*>(out), n, seed, first_index);
+      break;
+    case FastFormat::tf32:
+      encode_avx512_variants<formats::tf32>(stochastic, saturate, in,
+                                            static_cast<std::uint32_t*>(out), n, seed, first_index);
+      break;
+    case FastFormat::e4m3:
+      encode_avx512_variants<formats::e4m3>(stochastic, saturate, in,
+                                            static_cast<std::uint8_t*>(out), n, seed, first_index);
+      break;
+    case FastFormat::e5m2:
+      encode_avx512_variants<formats::e5m2>(stochastic, saturate, in,
+                                            static_cast<std::uint8_t*>(out), n, seed, first_index);
+      break;
+    case FastFormat::none: break;
+  }
+}
+
+// round_array's values straight from the registers, for the formats whose patterns convert to
+// binary32 in a few instructions; false for the others.
+bool round_fast_avx512(FastFormat id, bool stochastic, bool saturate, const float* in, float* out,
+                       std::size_t n, std::uint64_t seed, std::uint64_t first_index) {
+  switch (id) {
+    case FastFormat::fp16:
+      encode_avx512_variants<formats::fp16>(stochastic, saturate, in, out, n, seed, first_index);
+      return true;
+    case FastFormat::bf16:
+      encode_avx512_variants<formats::bf16>(stochastic, saturate, in, out, n, seed, first_index);
+      return true;
+    case FastFormat::tf32:
+      encode_avx512_variants<formats::tf32>(stochastic, saturate, in, out, n, seed, first_index);
+      return true;
+    case FastFormat::e5m2:
+      encode_avx512_variants<formats::e5m2>(stochastic, saturate, in, out, n, seed, first_index);
+      return true;
+    case FastFormat::e4m3:
+    case FastFormat::none: return false;
+  }
+  return false;
+}
+
+void encode_fast(FastFormat id, const RoundingOptions& o, const float* in, void* out, std::size_t n,
+                 std::uint64_t first_index) {
   const bool stochastic = o.mode == Rounding::stochastic_proportional;
   const bool saturate = o.format.overflow == Overflow::saturate;
   switch (cpu_isa()) {
     case Isa::avx512:
       encode_fast_avx512(id, stochastic, saturate, in, out, n, o.seed, first_index);
       break;
-    case Isa::avx2: encode_fast_avx2(id, stochastic, saturate, in, out, n, o.seed, first_index); break;
+    case Isa::avx2:
+      encode_fast_avx2(id, stochastic, saturate, in, out, n, o.seed, first_index);
+      break;
     case Isa::baseline:
       encode_fast_baseline(id, stochastic, saturate, in, out, n, o.seed, first_index);
       break;
   }
 }
 
-__attribute__((target("avx2,f16c"))) void encode_fp16_f16c(const float* in, std::uint16_t* out,
-                                                           std::size_t n) {
+// F16C: fp32 -> fp16 with round-to-nearest-even from the instruction's immediate (MXCSR's mode is
+// not used), 16 at a time where the CPU has AVX-512.
+AMPBENCH_AVX512 void encode_fp16_f16c_avx512(const float* in, std::uint16_t* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // The zero-masking form with every lane on is plain vcvtps2ph; _mm512_cvtps_ph itself trips
+    // GCC 12's -Wmaybe-uninitialized on its undefined pass-through operand.
+    const __m256i h =
+        _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
+  }
+  if (i < n) {
+    const auto mask = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, _mm512_maskz_loadu_ps(mask, in + i),
+                                            _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(out + i, mask, h);
+  }
+}
+
+AMPBENCH_AVX512 void round_fp16_f16c_avx512(const float* in, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) {
+    const bool full = n - i >= 16;
+    const auto mask = static_cast<__mmask16>(full ? 0xFFFFu : (1u << (n - i)) - 1u);
+    const __m512 x = full ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(mask, in + i);
+    const __m512 y = _mm512_cvtph_ps(_mm512_maskz_cvtps_ph(0xFFFF, x, _MM_FROUND_TO_NEAREST_INT));
+    full ? _mm512_storeu_ps(out + i, y) : _mm512_mask_storeu_ps(out + i, mask, y);
+  }
+}
+
+#undef AMPBENCH_AVX512
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// One value through F16C (_cvtss_sh is a macro that clang's -Wpedantic rejects).
+__attribute__((target("avx2,f16c"))) inline std::uint16_t f16c_one(float x) {
+  return static_cast<std::uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+
+__attribute__((target("avx2,f16c"))) void encode_fp16_f16c_avx2(const float* in, std::uint16_t* out,
+                                                                std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
   }
-  for (; i < n; ++i) out[i] = _cvtss_sh(in[i], _MM_FROUND_TO_NEAREST_INT);
+  for (; i < n; ++i) out[i] = f16c_one(in[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void round_fp16_f16c_avx2(const float* in, float* out,
+                                                               std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) out[i] = _cvtsh_ss(f16c_one(in[i]));
+}
+
+void encode_fp16_f16c(const float* in, std::uint16_t* out, std::size_t n) {
+  cpu_isa() == Isa::avx512 ? encode_fp16_f16c_avx512(in, out, n)
+                           : encode_fp16_f16c_avx2(in, out, n);
+}
+
+void round_fp16_f16c(const float* in, float* out, std::size_t n) {
+  cpu_isa() == Isa::avx512 ? round_fp16_f16c_avx512(in, out, n) : round_fp16_f16c_avx2(in, out, n);
 }
 
 __attribute__((target("avx2,f16c"))) void decode_fp16_f16c(const std::uint16_t* in, float* out,
@@ -230,12 +594,17 @@ float float_of_bits(std::uint32_t u) {
   return x;
 }
 
+// A binary32 pattern with the quiet bit set when it is a NaN: decode's rule for NaN patterns.
+std::uint32_t quieted(std::uint32_t u) {
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? u | 0x400000u : u;
+}
+
 template <typename Bits>
 void decode_any(const Format& f, const Bits* in, float* out, std::size_t n) {
   if (same_values(f, formats::bf16)) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bits(std::uint32_t{in[i]} << 16);
+    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bits(quieted(std::uint32_t{in[i]} << 16));
   } else if (same_values(f, formats::tf32)) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bits(std::uint32_t{in[i]} << 13);
+    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bits(quieted(std::uint32_t{in[i]} << 13));
   } else if (const float* table = table_for(f)) {
     for (std::size_t i = 0; i < n; ++i) out[i] = table[in[i]];
   } else {
@@ -286,7 +655,8 @@ void encode_array_impl(const RoundingOptions& o, std::span<const float> in, std:
 bool cpu_has_f16c() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2") &&
+           cpu_isa() != Isa::baseline;
   }();
   return has;
 }
@@ -317,6 +687,13 @@ void round_array(const RoundingOptions& o, std::span<const float> in, std::span<
     }
     return;
   }
+  if (uses_f16c(o)) return round_fp16_f16c(in.data(), out.data(), in.size());
+  if (cpu_isa() == Isa::avx512 &&
+      round_fast_avx512(id, o.mode == Rounding::stochastic_proportional,
+                        o.format.overflow == Overflow::saturate, in.data(), out.data(), in.size(),
+                        o.seed, first_index)) {
+    return;
+  }
   // Encode a chunk into a small buffer, then decode it: the buffer stays in L1.
   constexpr std::size_t kChunk = 1024;
   std::uint32_t buffer32[kChunk];
@@ -328,14 +705,9 @@ void round_array(const RoundingOptions& o, std::span<const float> in, std::span<
     float* dst = out.data() + start;
     switch (id) {
       case FastFormat::fp16:
-        if (uses_f16c(o)) {
-          encode_fp16_f16c(src, buffer16, n);
-          decode_fp16_f16c(buffer16, dst, n);
-        } else {
-          encode_fast(id, o, src, buffer16, n, first_index + start);
-          cpu_has_f16c() ? decode_fp16_f16c(buffer16, dst, n)
-                         : decode_any(o.format, buffer16, dst, n);
-        }
+        encode_fast(id, o, src, buffer16, n, first_index + start);
+        cpu_has_f16c() ? decode_fp16_f16c(buffer16, dst, n)
+                       : decode_any(o.format, buffer16, dst, n);
         break;
       case FastFormat::bf16:
         encode_fast(id, o, src, buffer16, n, first_index + start);
@@ -355,13 +727,13 @@ void round_array(const RoundingOptions& o, std::span<const float> in, std::span<
   }
 }
 
-void encode_array(const RoundingOptions& o, std::span<const float> in,
-                  std::span<std::uint16_t> out, std::uint64_t first_index) {
+void encode_array(const RoundingOptions& o, std::span<const float> in, std::span<std::uint16_t> out,
+                  std::uint64_t first_index) {
   encode_array_impl(o, in, out, first_index);
 }
 
-void encode_array(const RoundingOptions& o, std::span<const float> in,
-                  std::span<std::uint8_t> out, std::uint64_t first_index) {
+void encode_array(const RoundingOptions& o, std::span<const float> in, std::span<std::uint8_t> out,
+                  std::uint64_t first_index) {
   encode_array_impl(o, in, out, first_index);
 }
 

@@ -28,10 +28,12 @@ void decode_array(const Format& format, std::span<const std::uint16_t> in, std::
 void decode_array(const Format& format, std::span<const std::uint8_t> in, std::span<float> out);
 
 // Which implementation encode_array/round_array use for these options: "f16c", "avx512",
-// "avx2", "generic" (vectorised by the compiler for the baseline ISA) or "scalar".
+// "avx2", "generic" (vectorised by the compiler for the baseline ISA) or "scalar". The
+// environment variable AMPBENCH_ISA=baseline|avx2|avx512 caps the instruction set (baseline
+// also turns F16C off), so that every path can be tested on one machine.
 const char* rounding_path(const RoundingOptions& options);
 
-// Whether this CPU has the F16C conversion instructions.
+// Whether this CPU has the F16C conversion instructions (and AMPBENCH_ISA allows them).
 bool cpu_has_f16c();
 
 }  // namespace ampbench::numeric

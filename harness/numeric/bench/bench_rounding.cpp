@@ -1,0 +1,346 @@
+// Throughput of the array rounding paths (rounding_array.hpp) over 1M-element binary32 arrays, each
+// next to its physical peer: a raw F16C loop converting the same input to fp16 bit patterns.
+//
+// Every benchmark reports elements/s (items_per_second) and, as its label, the path it took
+// (rounding_path). After the run the program prints each benchmark's throughput as a ratio to the
+// peer on the same input (the faster of BM_F16C_peer_zmm and BM_F16C_peer_ymm), with the target
+// where it has one:
+//   fp16 RNE encode >= 0.9x (it uses F16C itself where the CPU has it), bf16 RNE encode >= 0.8x,
+//   fp16 stochastic encode >= 0.25x; the others are reported without a target.
+// The ratios use the median of the repetitions where there are several. On a shared machine run
+//   ampbench_bench_rounding --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//       --benchmark_report_aggregates_only=true
+// so that every benchmark sees the same mix of neighbours. With --benchmark_format=json the JSON
+// goes to stdout and the ratios to stderr.
+//
+// At 1M elements (4 MiB in, 1-4 MiB out) every benchmark streams from L3 or memory, so the peer
+// measures the memory system as much as the instruction.
+//
+// Inputs, seeded: `normal` is N(0,1) (typical activations and weights); `wide` has log-uniform
+// magnitudes from 2^-27 to 2^17.5 with random signs, spanning fp16's subnormals, underflow to zero
+// and overflow, with one element in 1024 an infinity or NaN.
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/numeric/rounding_array.hpp"
+
+namespace {
+
+using namespace ampbench::numeric;
+
+constexpr std::size_t kElements = std::size_t{1} << 20;
+
+enum class Input { normal, wide };
+
+std::vector<float> make_input(Input kind) {
+  std::vector<float> v(kElements);
+  std::mt19937_64 rng(kind == Input::normal ? 20240601 : 20240602);
+  if (kind == Input::normal) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (float& x : v) x = dist(rng);
+    return v;
+  }
+  std::uniform_real_distribution<double> exponent(-27.0, 17.5);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    float x = static_cast<float>(std::exp2(exponent(rng)));
+    if ((bits(rng) & 1023u) == 0) {  // a special: +-inf or a NaN with a random payload
+      const std::uint32_t r = bits(rng);
+      const std::uint32_t u = (r & 1u) ? 0x7F800000u : 0x7F800000u | (r >> 9) | 1u;
+      std::memcpy(&x, &u, sizeof x);
+    }
+    v[i] = (bits(rng) & 1u) ? -x : x;
+  }
+  return v;
+}
+
+const std::vector<float>& input(Input kind) {
+  static const std::vector<float> normal = make_input(Input::normal);
+  static const std::vector<float> wide = make_input(Input::wide);
+  return kind == Input::normal ? normal : wide;
+}
+
+void finish(benchmark::State& state) {
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(kElements));
+}
+
+// ---- the physical peer: raw F16C, no dispatch, no checks --------------------------------------
+
+__attribute__((target("avx2,f16c"))) void f16c_ymm(const float* in, std::uint16_t* out,
+                                                   std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) {
+    out[i] = static_cast<std::uint16_t>(
+        _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(in[i]), _MM_FROUND_TO_NEAREST_INT), 0));
+  }
+}
+
+__attribute__((target("avx512f,avx2,f16c"))) void f16c_zmm(const float* in, std::uint16_t* out,
+                                                           std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // The zero-masking form with every lane on is plain vcvtps2ph; _mm512_cvtps_ph itself trips
+    // GCC 12's -Wmaybe-uninitialized on its undefined pass-through operand.
+    const __m256i h =
+        _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
+  }
+  for (; i < n; ++i) {
+    out[i] = static_cast<std::uint16_t>(
+        _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(in[i]), _MM_FROUND_TO_NEAREST_INT), 0));
+  }
+}
+
+bool cpu_has_avx512f() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+// The peers: vcvtps2ph on 512-bit vectors (where the CPU has AVX-512) and on 256-bit ones. Which is
+// faster varies by CPU and load (here they are within a few percent, both limited by memory):
+// ratios are taken to the faster of the two on each input.
+void BM_F16C_peer_zmm(benchmark::State& state, Input kind) {
+  if (!cpu_has_f16c() || !cpu_has_avx512f()) return state.SkipWithError("no AVX-512 F16C");
+  const std::vector<float>& in = input(kind);
+  std::vector<std::uint16_t> out(kElements);
+  for (auto _ : state) {
+    f16c_zmm(in.data(), out.data(), in.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  finish(state);
+}
+
+void BM_F16C_peer_ymm(benchmark::State& state, Input kind) {
+  if (!cpu_has_f16c()) return state.SkipWithError("this CPU has no F16C");
+  const std::vector<float>& in = input(kind);
+  std::vector<std::uint16_t> out(kElements);
+  for (auto _ : state) {
+    f16c_ymm(in.data(), out.data(), in.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  finish(state);
+}
+
+// ---- the library paths -------------------------------------------------------------------------
+
+RoundingOptions options(const Format& format, Rounding mode) {
+  RoundingOptions o;
+  o.format = format;
+  o.mode = mode;
+  o.seed = 0x5EEDu;
+  o.container = Container::binary32;
+  return o;
+}
+
+template <typename Bits>
+void encode(benchmark::State& state, const Format& format, Rounding mode, Input kind) {
+  const RoundingOptions o = options(format, mode);
+  const std::vector<float>& in = input(kind);
+  std::vector<Bits> out(kElements);
+  for (auto _ : state) {
+    encode_array(o, in, out);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(rounding_path(o));
+  finish(state);
+}
+
+void round(benchmark::State& state, const Format& format, Rounding mode, Input kind) {
+  const RoundingOptions o = options(format, mode);
+  const std::vector<float>& in = input(kind);
+  std::vector<float> out(kElements);
+  for (auto _ : state) {
+    round_array(o, in, out);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(rounding_path(o));
+  finish(state);
+}
+
+void BM_fp16_rne_encode(benchmark::State& state, Input kind) {
+  encode<std::uint16_t>(state, formats::fp16, Rounding::nearest_even, kind);
+}
+void BM_bf16_rne_encode(benchmark::State& state, Input kind) {
+  encode<std::uint16_t>(state, formats::bf16, Rounding::nearest_even, kind);
+}
+void BM_e4m3_rne_encode(benchmark::State& state, Input kind) {
+  encode<std::uint8_t>(state, formats::e4m3, Rounding::nearest_even, kind);
+}
+void BM_fp16_sr_encode(benchmark::State& state, Input kind) {
+  encode<std::uint16_t>(state, formats::fp16, Rounding::stochastic_proportional, kind);
+}
+void BM_fp16_rne_round_array(benchmark::State& state, Input kind) {
+  round(state, formats::fp16, Rounding::nearest_even, kind);
+}
+void BM_bf16_rne_round_array(benchmark::State& state, Input kind) {
+  round(state, formats::bf16, Rounding::nearest_even, kind);
+}
+
+#define AMPBENCH_BOTH_INPUTS(fn)                \
+  BENCHMARK_CAPTURE(fn, normal, Input::normal); \
+  BENCHMARK_CAPTURE(fn, wide, Input::wide)
+
+AMPBENCH_BOTH_INPUTS(BM_F16C_peer_zmm);
+AMPBENCH_BOTH_INPUTS(BM_F16C_peer_ymm);
+AMPBENCH_BOTH_INPUTS(BM_fp16_rne_encode);
+AMPBENCH_BOTH_INPUTS(BM_bf16_rne_encode);
+AMPBENCH_BOTH_INPUTS(BM_e4m3_rne_encode);
+AMPBENCH_BOTH_INPUTS(BM_fp16_sr_encode);
+AMPBENCH_BOTH_INPUTS(BM_fp16_rne_round_array);
+AMPBENCH_BOTH_INPUTS(BM_bf16_rne_round_array);
+
+// ---- ratios to the peer -------------------------------------------------------------------------
+
+struct Throughput {
+  std::string family;               // e.g. BM_fp16_rne_encode
+  std::string input;                // the rest of the name, e.g. /normal
+  std::string label;                // the rounding path
+  std::int64_t family_index = 0;    // registration order
+  std::vector<double> repetitions;  // elements/s of each repetition
+  double median = -1;               // the median aggregate, where reported
+};
+
+// Keeps each run's elements/s while the wrapped reporter prints as usual.
+template <typename Base>
+class Collecting : public Base {
+ public:
+  using Base::Base;
+  std::map<std::string, Throughput> results;  // by benchmark name, without aggregate suffix
+
+  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
+    for (const auto& run : runs) {
+      if (run.error_occurred) continue;
+      const auto it = run.counters.find("items_per_second");
+      if (it == run.counters.end()) continue;
+      const std::string name = run.run_name.str();
+      Throughput& t = results[name];
+      const std::size_t slash = name.find('/');
+      t.family = name.substr(0, slash);
+      t.input = slash == std::string::npos ? "" : name.substr(slash);
+      t.family_index = run.family_index;
+      if (!run.report_label.empty()) t.label = run.report_label;
+      if (run.run_type == benchmark::BenchmarkReporter::Run::RT_Iteration) {
+        t.repetitions.push_back(it->second.value);
+      } else if (run.aggregate_name == "median") {
+        t.median = it->second.value;
+      }
+    }
+    Base::ReportRuns(runs);
+  }
+};
+
+double median_of(const Throughput& t) {
+  if (t.median >= 0) return t.median;
+  std::vector<double> v = t.repetitions;
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+double target_for(std::string_view family) {
+  if (family == "BM_fp16_rne_encode") return 0.9;
+  if (family == "BM_bf16_rne_encode") return 0.8;
+  if (family == "BM_fp16_sr_encode") return 0.25;
+  return 0;
+}
+
+// The faster F16C peer's elements/s on `input` (e.g. "/normal"), or -1.
+double peer_for(const std::map<std::string, Throughput>& results, const std::string& input) {
+  double best = -1;
+  for (const char* peer : {"BM_F16C_peer_zmm", "BM_F16C_peer_ymm"}) {
+    const auto it = results.find(peer + input);
+    if (it != results.end()) best = std::max(best, median_of(it->second));
+  }
+  return best;
+}
+
+void print_ratios(std::ostream& out, const std::map<std::string, Throughput>& results) {
+  std::vector<const Throughput*> rows;
+  for (const auto& [name, t] : results) rows.push_back(&t);
+  std::sort(rows.begin(), rows.end(), [](const Throughput* a, const Throughput* b) {
+    return a->input != b->input ? a->input < b->input : a->family_index < b->family_index;
+  });
+  char line[200];
+  out << "\nThroughput relative to the peer, the faster of BM_F16C_peer_zmm and BM_F16C_peer_ymm"
+         " on the same input\n(medians of the repetitions):\n";
+  std::snprintf(line, sizeof line, "%-34s %-7s %12s %9s  %s\n", "benchmark", "path", "elements/s",
+                "vs peer", "target");
+  out << line;
+  for (const Throughput* t : rows) {
+    const std::string name = t->family + t->input;
+    const double rate = median_of(*t);
+    const double peer_rate = peer_for(results, t->input);
+    std::snprintf(line, sizeof line, "%-34s %-7s %12.4g", name.c_str(), t->label.c_str(), rate);
+    out << line;
+    if (rate > 0 && peer_rate > 0) {
+      const double ratio = rate / peer_rate;
+      std::snprintf(line, sizeof line, " %8.3fx", ratio);
+      out << line;
+      if (const double target = target_for(t->family); target > 0) {
+        std::snprintf(line, sizeof line, "  >= %.2fx %s", target,
+                      ratio >= target ? "ok" : "MISSED");
+        out << line;
+      }
+    }
+    out << "\n";
+  }
+  out.flush();
+}
+
+std::string format_flag(int argc, char** argv) {
+  constexpr std::string_view kFlag = "--benchmark_format=";
+  std::string format = "console";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kFlag.size()) == kFlag) format = arg.substr(kFlag.size());
+  }
+  return format;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string format = format_flag(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (format == "json") {
+    Collecting<benchmark::JSONReporter> reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    print_ratios(std::cerr, reporter.results);
+  } else if (format == "console") {
+    Collecting<benchmark::ConsoleReporter> reporter(isatty(STDOUT_FILENO)
+                                                        ? benchmark::ConsoleReporter::OO_Defaults
+                                                        : benchmark::ConsoleReporter::OO_Tabular);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    print_ratios(reporter.GetOutputStream(), reporter.results);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+    std::fprintf(stderr, "ratios to the peer are printed with the console and json formats only\n");
+  }
+  benchmark::Shutdown();
+  return 0;
+}

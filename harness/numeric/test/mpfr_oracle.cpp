@@ -1,0 +1,248 @@
+#include "harness/numeric/test/mpfr_oracle.hpp"
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ampbench::numeric::oracle {
+namespace {
+
+// Enough bits to hold exactly the difference of two values between 2^-1074 and 2^1024 (at most
+// 2098 significant bits). The computations below use fewer where that suffices (exact_precision),
+// and check that every step they need exact was exact.
+constexpr mpfr_prec_t kExactPrecision = 2200;
+
+class Number {
+ public:
+  explicit Number(mpfr_prec_t precision) { mpfr_init2(value_, precision); }
+  ~Number() { mpfr_clear(value_); }
+  Number(const Number&) = delete;
+  Number& operator=(const Number&) = delete;
+  mpfr_ptr get() { return value_; }
+
+ private:
+  mpfr_t value_;
+};
+
+// MPFR's exponent range for the lifetime of the object; the previous range is restored after.
+class ExponentRange {
+ public:
+  ExponentRange(mpfr_exp_t emin, mpfr_exp_t emax)
+      : old_emin_(mpfr_get_emin()), old_emax_(mpfr_get_emax()) {
+    if (mpfr_set_emin(emin) != 0 || mpfr_set_emax(emax) != 0) {
+      mpfr_set_emin(old_emin_);
+      mpfr_set_emax(old_emax_);
+      throw std::logic_error("mpfr oracle: exponent range not supported by MPFR");
+    }
+  }
+  ~ExponentRange() {
+    mpfr_set_emin(old_emin_);
+    mpfr_set_emax(old_emax_);
+  }
+  ExponentRange(const ExponentRange&) = delete;
+  ExponentRange& operator=(const ExponentRange&) = delete;
+
+ private:
+  mpfr_exp_t old_emin_;
+  mpfr_exp_t old_emax_;
+};
+
+// Reused numbers, one set per thread (MPFR keeps its exponent range per thread when built with
+// thread-local storage, as Debian's is; see thread_safe()).
+struct Workspace {
+  Number toward_zero{64};
+  Number away{64};
+  Number a{kExactPrecision};
+  Number b{kExactPrecision};
+};
+
+Workspace& workspace() {
+  thread_local Workspace w;
+  return w;
+}
+
+// Rounds x to precision p in MPFR with mode rnd, in the exponent range of the format: MPFR's
+// significands lie in [1/2, 1), so a format value 2^e is MPFR exponent e + 1. With subnormals,
+// the smallest positive value 2^(emin-p+1) is MPFR's minimum (emin_mpfr = emin - p + 2) and
+// mpfr_subnormalize rounds the binades below 2^emin to fewer bits (using the ternary value, so
+// without double rounding). Without subnormals the minimum is 2^emin (emin_mpfr = emin + 1) and
+// MPFR's underflow rule gives 0 or 2^emin. With bounded_top the largest MPFR value is the
+// format's (2 - 2^(1-p)) * 2^emax and MPFR reports overflow as IEEE 754 defines it; otherwise
+// the range above is unbounded. Returns whether MPFR overflowed.
+bool round_mpfr(const Spec& s, mpfr_ptr result, double x, mpfr_rnd_t rnd, bool bounded_top) {
+  mpfr_set_prec(result, s.precision);
+  const mpfr_exp_t emin = s.subnormals ? s.emin - s.precision + 2 : s.emin + 1;
+  const mpfr_exp_t emax = bounded_top ? s.emax + 1 : mpfr_get_emax_max();
+  const ExponentRange range(emin, emax);
+  mpfr_clear_flags();
+  const int ternary = mpfr_set_d(result, x, rnd);
+  if (s.subnormals) mpfr_subnormalize(result, ternary, rnd);
+  return mpfr_overflow_p() != 0;
+}
+
+// Whether the nonzero format value v has an odd last significand bit (the bit of weight
+// 2^(max(e, emin) - p + 1)). Zero is even.
+bool odd(const Spec& s, double v) {
+  if (v == 0) return false;
+  const int e = std::max(std::ilogb(v), s.emin);
+  const double integral = std::ldexp(std::fabs(v), s.precision - 1 - e);  // exact, < 2^p
+  return std::fmod(integral, 2.0) == 1.0;
+}
+
+// Sets w.toward_zero and w.away to x's neighbours (unbounded exponent range above).
+void compute_neighbours(const Spec& s, Workspace& w, double x) {
+  round_mpfr(s, w.toward_zero.get(), x, MPFR_RNDZ, false);
+  round_mpfr(s, w.away.get(), x, MPFR_RNDA, false);
+}
+
+bool exact(Workspace& w) {
+  return mpfr_equal_p(w.toward_zero.get(), w.away.get()) != 0;
+}
+
+void require_exact(int ternary) {
+  if (ternary != 0) throw std::logic_error("mpfr oracle: an exact step was inexact");
+}
+
+// x, toward_zero and away are multiples of 2^max(ilogb(x) - 52, -1074) (the format's quantum is
+// at least x's binary64 quantum, as p <= 53) and below 2^(max(ilogb(x), emin) + 2).
+mpfr_prec_t exact_precision(const Spec& s, double x) {
+  const int e = std::ilogb(x);
+  const int top = std::max(e, s.emin) + 2;
+  const int bottom = std::max(e - 52, -1074);
+  return std::min<mpfr_prec_t>(top - bottom + 2, kExactPrecision);
+}
+
+// Sets w.a = |x| - |toward_zero| and w.b = |away| - |x|, exactly.
+void distances(const Spec& s, Workspace& w, double x) {
+  const mpfr_prec_t precision = exact_precision(s, x);
+  mpfr_set_prec(w.a.get(), precision);
+  mpfr_set_prec(w.b.get(), precision);
+  require_exact(mpfr_set_d(w.a.get(), std::fabs(x), MPFR_RNDN));
+  mpfr_abs(w.b.get(), w.toward_zero.get(), MPFR_RNDN);  // exact: precision >= p
+  require_exact(mpfr_sub(w.a.get(), w.a.get(), w.b.get(), MPFR_RNDN));
+  mpfr_abs(w.b.get(), w.away.get(), MPFR_RNDN);
+  require_exact(mpfr_sub_d(w.b.get(), w.b.get(), std::fabs(x), MPFR_RNDN));
+}
+
+std::uint64_t threshold(const Spec& s, Workspace& w, double x) {
+  if (exact(w)) return 0;
+  distances(s, w, x);
+  // a / (a + b) is the fraction of the quantum between toward_zero and x.
+  require_exact(mpfr_add(w.b.get(), w.a.get(), w.b.get(), MPFR_RNDN));
+  mpfr_mul_2ui(w.a.get(), w.a.get(), 32, MPFR_RNDN);
+  mpfr_div(w.a.get(), w.a.get(), w.b.get(), MPFR_RNDZ);
+  return mpfr_get_ui(w.a.get(), MPFR_RNDZ);  // floor: RNDZ never crosses an integer
+}
+
+// Exact (a format value is a binary64 value), or infinity for 2^1024.
+double to_double(mpfr_ptr v) {
+  return mpfr_get_d(v, MPFR_RNDN);
+}
+
+}  // namespace
+
+Spec spec_of(const Format& f) {
+  const bool ocp = f.specials == SpecialEncoding::single_nan;
+  const double max_significand = 2.0 - std::ldexp(1.0, (ocp ? 2 : 1) - f.precision);
+  return Spec{f.precision,
+              f.emin,
+              f.emax,
+              f.subnormals,
+              f.overflow == Overflow::saturate,
+              !ocp,
+              std::ldexp(max_significand, f.emax)};
+}
+
+Result round(const Spec& s, Rounding mode, double x, std::uint32_t random) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  if (std::isnan(x)) return {kNaN, RoundingEvent::nan, false};
+  if (std::isinf(x)) {
+    if (s.saturate) return {std::copysign(s.max_finite, x), RoundingEvent::saturation, false};
+    if (s.has_infinity) return {x, RoundingEvent::exact, false};
+    return {kNaN, RoundingEvent::nan, false};
+  }
+  if (x == 0) return {x, RoundingEvent::exact, false};
+
+  Workspace& w = workspace();
+  double r = 0;
+  bool overflow = false;
+  bool away = false;  // stochastic modes: the draw chose the neighbour away from zero
+  const auto native = [&](mpfr_rnd_t rnd) {
+    overflow = round_mpfr(s, w.toward_zero.get(), x, rnd, true);
+    r = to_double(w.toward_zero.get());
+  };
+  const auto pick = [&](bool choose_away) {
+    away = choose_away;
+    r = to_double(choose_away ? w.away.get() : w.toward_zero.get());
+  };
+  switch (mode) {
+    case Rounding::nearest_even: native(MPFR_RNDN); break;
+    case Rounding::toward_zero: native(MPFR_RNDZ); break;
+    case Rounding::upward: native(MPFR_RNDU); break;
+    case Rounding::downward: native(MPFR_RNDD); break;
+    case Rounding::nearest_away:
+      compute_neighbours(s, w, x);
+      distances(s, w, x);
+      pick(!exact(w) && mpfr_lessequal_p(w.b.get(), w.a.get()) != 0);
+      break;
+    case Rounding::to_odd:
+      compute_neighbours(s, w, x);
+      pick(!exact(w) && !odd(s, to_double(w.toward_zero.get())));
+      break;
+    case Rounding::stochastic_proportional:
+      compute_neighbours(s, w, x);
+      pick(random < threshold(s, w, x));
+      break;
+    case Rounding::stochastic_equal:
+      compute_neighbours(s, w, x);
+      pick(!exact(w) && random >= 0x80000000u);
+      break;
+  }
+
+  // IEEE 754 §7.4: overflow when the result rounded with an unbounded exponent range exceeds the
+  // largest finite value. Nearest modes give infinity, directed modes the value on their side;
+  // stochastic rounding goes the way its draw chose.
+  if (overflow || std::fabs(r) > s.max_finite) {
+    bool to_infinity = false;
+    switch (mode) {
+      case Rounding::nearest_even:
+      case Rounding::nearest_away: to_infinity = true; break;
+      case Rounding::toward_zero:
+      case Rounding::to_odd: to_infinity = false; break;
+      case Rounding::upward: to_infinity = x > 0; break;
+      case Rounding::downward: to_infinity = x < 0; break;
+      case Rounding::stochastic_proportional:
+      case Rounding::stochastic_equal: to_infinity = away; break;
+    }
+    if (!to_infinity || s.saturate) {
+      return {std::copysign(s.max_finite, x), RoundingEvent::saturation, true};
+    }
+    return {s.has_infinity ? std::copysign(kInf, x) : kNaN, RoundingEvent::overflow, true};
+  }
+  if (r == x) return {r, RoundingEvent::exact, false};
+  if (r == 0) return {r, RoundingEvent::flush_to_zero, false};
+  if (std::fabs(x) < std::ldexp(1.0, s.emin)) return {r, RoundingEvent::underflow, false};
+  return {r, RoundingEvent::inexact, false};
+}
+
+Neighbours neighbours(const Spec& s, double x) {
+  Workspace& w = workspace();
+  compute_neighbours(s, w, x);
+  return {to_double(w.toward_zero.get()), to_double(w.away.get())};
+}
+
+std::uint64_t stochastic_threshold(const Spec& s, double x) {
+  Workspace& w = workspace();
+  compute_neighbours(s, w, x);
+  return threshold(s, w, x);
+}
+
+bool thread_safe() {
+  return mpfr_buildopt_tls_p() != 0;
+}
+
+}  // namespace ampbench::numeric::oracle
