@@ -3,7 +3,6 @@
 // each value, the midpoints between values and their binary64 neighbours (the probe set of
 // CPFloat's tests: Fasi and Mikaitis, ACM TOMS 47(1), 2021).
 #include <gtest/gtest.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -278,25 +277,8 @@ TEST(ExhaustiveOracle, Tf32SampledValuesMidpointsAndNeighbours) {
 
 // ---- F16C ---------------------------------------------------------------------------------------
 
-[[gnu::target("f16c")]] float f16c_decode(std::uint16_t h) {
-  return _cvtsh_ss(h);
-}
-
-[[gnu::target("f16c")]] std::uint16_t f16c_encode(float x, Rounding mode) {
-  switch (mode) {
-    case Rounding::toward_zero: return _cvtss_sh(x, _MM_FROUND_TO_ZERO);
-    case Rounding::upward: return _cvtss_sh(x, _MM_FROUND_TO_POS_INF);
-    case Rounding::downward: return _cvtss_sh(x, _MM_FROUND_TO_NEG_INF);
-    default: return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
-  }
-}
-
-bool have_f16c() {
-  return __builtin_cpu_supports("f16c");
-}
-
 TEST(ExhaustiveF16c, DecodeMatchesVcvtph2psForEveryPattern) {
-  if (!have_f16c()) GTEST_SKIP() << "this CPU has no F16C instructions";
+  if (!has_f16c()) GTEST_SKIP() << "this CPU has no F16C instructions";
   FailureLog log("fp16 decode vs F16C");
   std::vector<std::uint16_t> patterns(65536);
   std::vector<float> decoded(65536);
@@ -316,7 +298,7 @@ TEST(ExhaustiveF16c, DecodeMatchesVcvtph2psForEveryPattern) {
 // to them, and binary32 NaNs with assorted payloads: round_to in the four IEEE directions against
 // vcvtps2ph with the same rounding immediate, and encode_array (RNE) against vcvtps2ph.
 TEST(ExhaustiveF16c, EncodeMatchesVcvtps2phInTheFourIeeeDirections) {
-  if (!have_f16c()) GTEST_SKIP() << "this CPU has no F16C instructions";
+  if (!has_f16c()) GTEST_SKIP() << "this CPU has no F16C instructions";
   std::vector<float> inputs;
   for (std::uint32_t bits = 0; bits < 65536; ++bits) {
     if (is_inf_pattern(kFp16, bits)) continue;

@@ -3,7 +3,6 @@
 // fp16), against the MPFR oracle. Minutes per format on two threads: labelled "long", run with
 // ctest -L long.
 #include <gtest/gtest.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,10 +24,6 @@ namespace {
 
 constexpr std::uint64_t kChunk = 1 << 16;
 constexpr std::uint64_t kInputs = std::uint64_t{1} << 32;
-
-[[gnu::target("f16c")]] std::uint16_t f16c_encode(float x) {
-  return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
-}
 
 class Failures {
  public:

@@ -3,7 +3,6 @@
 // conversion in the same four, the classic bf16 rounding bit trick, and hand-computed cases of the
 // modes MPFR does not provide. The library is not involved, so a failure here is the oracle's.
 #include <gtest/gtest.h>
-#include <immintrin.h>
 #include <mpfr.h>
 
 #include <cfenv>
@@ -67,19 +66,6 @@ TEST(MpfrOracle, Fp32MatchesHardwareConversionInAllIeeeDirections) {
     }
     EXPECT_EQ(failures, 0);
   }
-}
-
-[[gnu::target("f16c")]] std::uint16_t f16c_encode(float x, Rounding mode) {
-  switch (mode) {
-    case Rounding::toward_zero: return _cvtss_sh(x, _MM_FROUND_TO_ZERO);
-    case Rounding::upward: return _cvtss_sh(x, _MM_FROUND_TO_POS_INF);
-    case Rounding::downward: return _cvtss_sh(x, _MM_FROUND_TO_NEG_INF);
-    default: return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
-  }
-}
-
-[[gnu::target("f16c")]] float f16c_decode(std::uint16_t h) {
-  return _cvtsh_ss(h);
 }
 
 TEST(MpfrOracle, Fp16MatchesF16cInAllIeeeDirections) {

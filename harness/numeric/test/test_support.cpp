@@ -1,6 +1,7 @@
 #include "harness/numeric/test/test_support.hpp"
 
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -185,6 +186,23 @@ std::optional<std::string> check_round_to(const Format& f, Rounding mode, double
     return fail("subnormal pattern although subnormals are off");
   }
   return std::nullopt;
+}
+
+bool has_f16c() {
+  return __builtin_cpu_supports("f16c");
+}
+
+[[gnu::target("f16c")]] std::uint16_t f16c_encode(float x, Rounding mode) {
+  switch (mode) {
+    case Rounding::toward_zero: return _cvtss_sh(x, _MM_FROUND_TO_ZERO);
+    case Rounding::upward: return _cvtss_sh(x, _MM_FROUND_TO_POS_INF);
+    case Rounding::downward: return _cvtss_sh(x, _MM_FROUND_TO_NEG_INF);
+    default: return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
+  }
+}
+
+[[gnu::target("f16c")]] float f16c_decode(std::uint16_t h) {
+  return _cvtsh_ss(h);
 }
 
 }  // namespace ampbench::numeric::test

@@ -64,6 +64,11 @@ std::uint64_t expected_nan_bits(const Format& f, double x);
 
 // n binary32 numbers with random signs and fractions, their exponents uniform over the format's
 // range and a little beyond; every eighth has at most p + 1 significant bits (exact, or a tie).
+// The x86 F16C conversions, an independent hardware peer for fp16. Call only when has_f16c().
+bool has_f16c();
+std::uint16_t f16c_encode(float x, Rounding mode = Rounding::nearest_even);  // rne, rz, ru, rd
+float f16c_decode(std::uint16_t h);
+
 std::vector<float> floats_near_range(const Format& f, std::size_t n, std::uint64_t seed);
 
 // Rounds x with round_to and checks everything it returns against the oracle: the value (bit for
