@@ -58,9 +58,14 @@ struct Format {
   }
 };
 
-AMPBENCH_HD constexpr bool same_format(const Format& a, const Format& b) {
+// The same values and encodings (overflow behaviour aside).
+AMPBENCH_HD constexpr bool same_values(const Format& a, const Format& b) {
   return a.precision == b.precision && a.emin == b.emin && a.emax == b.emax &&
-         a.subnormals == b.subnormals && a.overflow == b.overflow && a.specials == b.specials;
+         a.subnormals == b.subnormals && a.specials == b.specials;
+}
+
+AMPBENCH_HD constexpr bool same_format(const Format& a, const Format& b) {
+  return same_values(a, b) && a.overflow == b.overflow;
 }
 
 namespace formats {

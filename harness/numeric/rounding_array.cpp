@@ -49,11 +49,6 @@ Isa cpu_isa() {
 // The formats with a vectorised path, and how their patterns are stored.
 enum class FastFormat { none, fp16, bf16, tf32, e4m3, e5m2 };
 
-constexpr bool same_values(const Format& a, const Format& b) {
-  return a.precision == b.precision && a.emin == b.emin && a.emax == b.emax &&
-         a.subnormals == b.subnormals && a.specials == b.specials;
-}
-
 FastFormat fast_format(const RoundingOptions& o) {
   if (o.mode != Rounding::nearest_even && o.mode != Rounding::stochastic_proportional) {
     return FastFormat::none;
