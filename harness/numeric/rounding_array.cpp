@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -584,9 +585,7 @@ const float* table_for(const Format& f) {
 }
 
 float float_of_bits(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
+  return std::bit_cast<float>(u);
 }
 
 // A binary32 pattern with the quiet bit set when it is a NaN: decode's rule for NaN patterns.

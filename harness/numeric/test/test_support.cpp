@@ -4,8 +4,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <ostream>
 #include <random>
 
@@ -27,27 +27,16 @@ void PrintTo(const Format& format, std::ostream* os) {
 namespace ampbench::numeric::test {
 
 std::uint64_t bits_of(double x) {
-  std::uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
+  return std::bit_cast<std::uint64_t>(x);
 }
-
 double double_of(std::uint64_t bits) {
-  double x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
+  return std::bit_cast<double>(bits);
 }
-
 std::uint32_t bits_of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
+  return std::bit_cast<std::uint32_t>(x);
 }
-
 float float_of(std::uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
+  return std::bit_cast<float>(bits);
 }
 
 bool same(double a, double b) {
