@@ -138,18 +138,96 @@ AMPBENCH_HD inline double decode(const Format& f, std::uint64_t bits) {
   return detail::compose(negative, (std::uint64_t{1} << t) | fraction, field - f.bias() - t);
 }
 
+namespace detail {
+
+// A finite nonzero magnitude cut at the quantum 2^qt of its rounded result: `kept` whole quanta,
+// and what lies below them summarised for every rounding mode.
+struct Cut {
+  std::uint64_t kept;
+  int qt;
+  bool tiny;                   // below 2^emin before rounding
+  bool inexact;                // something lies below the cut
+  int versus_half;             // the part below compared with half a quantum: -1, 0 or 1
+  std::uint64_t sr_threshold;  // floor(2^32 * part below / quantum)
+};
+
+// The quantum of the result for a magnitude in [2^ex, 2^(ex+1)). Below 2^emin it is fixed by the
+// subnormals; without them the only neighbours there are 0 and 2^emin.
+AMPBENCH_HD inline int result_quantum(const Format& f, int ex) {
+  if (ex >= f.emin) return ex - f.fraction_bits();
+  return f.subnormals ? f.emin - f.fraction_bits() : f.emin;
+}
+
+// The rounded result of a cut magnitude: direction by mode, then overflow, then the encoding.
+AMPBENCH_HD inline Rounded finish(const Format& f, Rounding mode, bool negative, const Cut& c,
+                                  std::uint32_t random) {
+  const std::uint64_t sign = negative ? f.sign_mask() : 0;
+  const int t = f.fraction_bits();
+  const auto result = [&](std::uint64_t bits, RoundingEvent event) {
+    return Rounded{bits, decode(f, bits), event};
+  };
+
+  bool away = false;  // add one quantum to the magnitude
+  if (c.inexact) {
+    switch (mode) {
+      case Rounding::nearest_even:
+        away = c.versus_half > 0 || (c.versus_half == 0 && (c.kept & 1));
+        break;
+      case Rounding::nearest_away: away = c.versus_half >= 0; break;
+      case Rounding::toward_zero: away = false; break;
+      case Rounding::upward: away = !negative; break;
+      case Rounding::downward: away = negative; break;
+      case Rounding::to_odd: away = (c.kept & 1) == 0; break;
+      case Rounding::stochastic_proportional: away = random < c.sr_threshold; break;
+      case Rounding::stochastic_equal: away = (random >> 31) != 0; break;
+    }
+  }
+  const std::uint64_t n = c.kept + (away ? 1 : 0);
+
+  // IEEE overflow: the result rounded with an unbounded exponent range exceeds the largest finite
+  // value. Round-to-nearest and rounding away from zero then give infinity; rounding toward zero
+  // gives the largest finite value. Stochastic rounding picks one of those two directions.
+  // A tiny value cannot overflow: it rounds to at most 2^emin (and without subnormals qt is emin,
+  // which may exceed emax - t in a narrow format, so the test below would misfire).
+  if (!c.tiny && (c.qt > f.emax - t || (c.qt == f.emax - t && n > f.max_significand()))) {
+    const bool to_infinity =
+        mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
+        (mode == Rounding::upward && !negative) || (mode == Rounding::downward && negative) ||
+        ((mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal) && away);
+    if (!to_infinity || f.overflow == Overflow::saturate) {
+      return result(sign | max_finite_bits(f), RoundingEvent::saturation);
+    }
+    return result(sign | (f.has_infinity() ? infinity_bits(f) : nan_bits(f, 0)),
+                  RoundingEvent::overflow);
+  }
+
+  if (n == 0) return result(sign, RoundingEvent::flush_to_zero);
+  const int width = bit_width(n);
+  const int e = c.qt + width - 1;  // exponent of the result
+  std::uint64_t bits;
+  if (e < f.emin) {
+    bits = n;  // subnormal: qt == emin - t, so n is the fraction field
+  } else {
+    const std::uint64_t normalized = width - 1 <= t ? n << (t - (width - 1)) : n >> 1;
+    bits = (static_cast<std::uint64_t>(e + f.bias()) << t) | (normalized & fraction_mask(f));
+  }
+  const RoundingEvent event = !c.inexact
+                                  ? RoundingEvent::exact
+                                  : (c.tiny ? RoundingEvent::underflow : RoundingEvent::inexact);
+  return result(sign | bits, event);
+}
+
+}  // namespace detail
+
 // Rounds x to format f. `random` is used by the stochastic modes only: one uniform 32-bit draw per
 // value (see stochastic_draw); the result rounds away from zero when random < floor(2^32 * frac),
 // frac being x's position between its two neighbours, or (equal mode) when its top bit is set.
 AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
                                     std::uint32_t random = 0) {
-  using detail::bit_width;
   const std::uint64_t xb = detail::bits_of(x);
   const bool negative = xb >> 63;
   const std::uint64_t magnitude = xb & ~(std::uint64_t{1} << 63);
   const std::uint64_t sign = negative ? f.sign_mask() : 0;
-  const int t = f.fraction_bits();
-
   const auto result = [&](std::uint64_t bits, RoundingEvent event) {
     return Rounded{bits, decode(f, bits), event};
   };
@@ -172,82 +250,74 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
   const std::uint64_t m =
       biased == 0 ? magnitude : (magnitude & detail::kF64FractionMask) | (std::uint64_t{1} << 52);
   const int q = biased == 0 ? -1074 : biased - 1075;
-  const int ex = q + bit_width(m) - 1;
-  const bool tiny = ex < f.emin;
+  const int ex = q + detail::bit_width(m) - 1;
 
-  // qt: exponent of the result's last significand bit (its quantum). Below 2^emin it is fixed by
-  // the subnormals; without them the only neighbours there are 0 and 2^emin.
-  const int qt = tiny ? (f.subnormals ? f.emin - t : f.emin) : ex - t;
-  const int shift = qt - q;
-
-  std::uint64_t kept;
-  bool inexact;
-  int versus_half = -1;            // the discarded part compared with half a quantum
-  std::uint64_t sr_threshold = 0;  // floor(2^32 * discarded part / quantum)
+  detail::Cut c{};
+  c.tiny = ex < f.emin;
+  c.qt = detail::result_quantum(f, ex);
+  c.versus_half = -1;
+  const int shift = c.qt - q;
   if (shift <= 0) {
-    kept = m << -shift;
-    inexact = false;
+    c.kept = m << -shift;
   } else if (shift < 64) {
-    kept = m >> shift;
+    c.kept = m >> shift;
     const std::uint64_t rest = m & ((std::uint64_t{1} << shift) - 1);
     const std::uint64_t half = std::uint64_t{1} << (shift - 1);
-    inexact = rest != 0;
-    versus_half = rest < half ? -1 : (rest == half ? 0 : 1);
-    sr_threshold = shift <= 32 ? rest << (32 - shift) : rest >> (shift - 32);
+    c.inexact = rest != 0;
+    c.versus_half = rest < half ? -1 : (rest == half ? 0 : 1);
+    c.sr_threshold = shift <= 32 ? rest << (32 - shift) : rest >> (shift - 32);
   } else {  // m < 2^53 <= half a quantum
-    kept = 0;
-    inexact = true;
-    sr_threshold = shift - 32 < 64 ? m >> (shift - 32) : 0;
+    c.inexact = true;
+    c.sr_threshold = shift - 32 < 64 ? m >> (shift - 32) : 0;
   }
+  return detail::finish(f, mode, negative, c, random);
+}
 
-  bool away = false;  // add one quantum to the magnitude
-  if (inexact) {
-    switch (mode) {
-      case Rounding::nearest_even:
-        away = versus_half > 0 || (versus_half == 0 && (kept & 1));
-        break;
-      case Rounding::nearest_away: away = versus_half >= 0; break;
-      case Rounding::toward_zero: away = false; break;
-      case Rounding::upward: away = !negative; break;
-      case Rounding::downward: away = negative; break;
-      case Rounding::to_odd: away = (kept & 1) == 0; break;
-      case Rounding::stochastic_proportional: away = random < sr_threshold; break;
-      case Rounding::stochastic_equal: away = (random >> 31) != 0; break;
-    }
+// A finite magnitude held to more bits than a binary64 has, as an exact accumulator or an
+// arbitrary-precision number gives it: (high + low * 2^-64 + tail) * 2^exponent, where high has
+// its top bit set (or high, low and sticky are all zero for a zero), and the tail, 0 <= tail <
+// 2^-64, is known only as zero or not (sticky). 128 bits and a sticky bit decide every mode: the
+// result keeps at most 53 of them, and stochastic rounding reads 32 more.
+struct Window {
+  bool negative;
+  std::uint64_t high;
+  std::uint64_t low;
+  bool sticky;
+  int exponent;
+};
+
+// Rounds the value of a window to format f, as round_to does a binary64.
+AMPBENCH_HD inline Rounded round_window(const Format& f, Rounding mode, const Window& w,
+                                        std::uint32_t random = 0) {
+  if (w.high == 0) {
+    const std::uint64_t bits = w.negative ? f.sign_mask() : 0;
+    return Rounded{bits, decode(f, bits), RoundingEvent::exact};
   }
-  const std::uint64_t n = kept + (away ? 1 : 0);
-
-  // IEEE overflow: the result rounded with an unbounded exponent range exceeds the largest finite
-  // value. Round-to-nearest and rounding away from zero then give infinity; rounding toward zero
-  // gives the largest finite value. Stochastic rounding picks one of those two directions.
-  // A tiny value cannot overflow: it rounds to at most 2^emin (and without subnormals qt is emin,
-  // which may exceed emax - t in a narrow format, so the test below would misfire).
-  if (!tiny && (qt > f.emax - t || (qt == f.emax - t && n > f.max_significand()))) {
-    const bool to_infinity =
-        mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
-        (mode == Rounding::upward && !negative) || (mode == Rounding::downward && negative) ||
-        ((mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal) && away);
-    if (!to_infinity || f.overflow == Overflow::saturate) {
-      return result(sign | detail::max_finite_bits(f), RoundingEvent::saturation);
-    }
-    return result(sign | (f.has_infinity() ? detail::infinity_bits(f) : detail::nan_bits(f, 0)),
-                  RoundingEvent::overflow);
-  }
-
-  if (n == 0) return result(sign, RoundingEvent::flush_to_zero);
-  const int width = bit_width(n);
-  const int e = qt + width - 1;  // exponent of the result
-  std::uint64_t bits;
-  if (e < f.emin) {
-    bits = n;  // subnormal: qt == emin - t, so n is the fraction field
+  const int ex = w.exponent + 63;
+  detail::Cut c{};
+  c.tiny = ex < f.emin;
+  c.qt = detail::result_quantum(f, ex);
+  // The result keeps at most 53 bits, so at least the low 11 bits of high are cut off.
+  const int shift = c.qt - w.exponent;
+  const bool below_high = w.low != 0 || w.sticky;  // anything beneath the high word
+  if (shift < 64) {
+    c.kept = w.high >> shift;
+    const std::uint64_t rest = w.high & ((std::uint64_t{1} << shift) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+    c.inexact = rest != 0 || below_high;
+    c.versus_half = rest < half ? -1 : (rest > half || below_high ? 1 : 0);
+    c.sr_threshold = shift < 32    ? (rest << (32 - shift)) | (w.low >> (32 + shift))
+                     : shift == 32 ? rest
+                                   : rest >> (shift - 32);
   } else {
-    const std::uint64_t normalized = width - 1 <= t ? n << (t - (width - 1)) : n >> 1;
-    bits =
-        (static_cast<std::uint64_t>(e + f.bias()) << t) | (normalized & detail::fraction_mask(f));
+    c.kept = 0;
+    c.inexact = true;
+    // The whole window is below the cut: exactly half a quantum only if it is 2^63 * 2^exponent
+    // with nothing beneath, and shift == 64.
+    c.versus_half = shift > 64 ? -1 : (w.high > (std::uint64_t{1} << 63) || below_high ? 1 : 0);
+    c.sr_threshold = shift == 64 ? w.high >> 32 : (shift < 96 ? w.high >> (shift - 32) : 0);
   }
-  const RoundingEvent event =
-      !inexact ? RoundingEvent::exact : (tiny ? RoundingEvent::underflow : RoundingEvent::inexact);
-  return result(sign | bits, event);
+  return detail::finish(f, mode, w.negative, c, random);
 }
 
 // Draw number `index` of the stream `seed` for stochastic rounding: splitmix64 (Steele, Lea and

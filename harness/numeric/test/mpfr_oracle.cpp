@@ -10,10 +10,11 @@
 namespace ampbench::numeric::oracle {
 namespace {
 
-// Enough bits to hold exactly the difference of two values between 2^-1074 and 2^1024 (at most
-// 2098 significant bits). The computations below use fewer where that suffices (exact_precision),
-// and check that every step they need exact was exact.
-constexpr mpfr_prec_t kExactPrecision = 2200;
+// Enough bits to hold exactly the difference between a format value and an input spanning up to
+// 2^-3000 .. 2^1024 (an exact dot product of binary64 values reaches 2^-2148). The computations
+// below use fewer where that suffices (exact_precision), and check that every step they need exact
+// was exact.
+constexpr mpfr_prec_t kExactPrecision = 4200;
 
 class Number {
  public:
@@ -22,6 +23,22 @@ class Number {
   Number(const Number&) = delete;
   Number& operator=(const Number&) = delete;
   mpfr_ptr get() { return value_; }
+
+ private:
+  mpfr_t value_;
+};
+
+// A binary64 value as an MPFR number (exact).
+class Binary64 {
+ public:
+  explicit Binary64(double x) {
+    mpfr_init2(value_, 53);
+    mpfr_set_d(value_, x, MPFR_RNDN);
+  }
+  ~Binary64() { mpfr_clear(value_); }
+  Binary64(const Binary64&) = delete;
+  Binary64& operator=(const Binary64&) = delete;
+  mpfr_srcptr get() const { return value_; }
 
  private:
   mpfr_t value_;
@@ -64,6 +81,13 @@ Workspace& workspace() {
   return w;
 }
 
+// Whether |x| > 2^(e-2), half the smallest value of an MPFR range whose minimum exponent is e.
+bool mpfr_cmpabs_ui_2exp_above_half(mpfr_srcptr x, mpfr_exp_t e) {
+  Number half(2);
+  mpfr_set_ui_2exp(half.get(), 1, e - 2, MPFR_RNDN);
+  return mpfr_cmpabs(x, half.get()) > 0;
+}
+
 // Rounds x to precision p in MPFR with mode rnd, in the exponent range of the format: MPFR's
 // significands lie in [1/2, 1), so a format value 2^e is MPFR exponent e + 1. With subnormals,
 // the smallest positive value 2^(emin-p+1) is MPFR's minimum (emin_mpfr = emin - p + 2) and
@@ -72,13 +96,40 @@ Workspace& workspace() {
 // MPFR's underflow rule gives 0 or 2^emin. With bounded_top the largest MPFR value is the
 // format's (2 - 2^(1-p)) * 2^emax and MPFR reports overflow as IEEE 754 defines it; otherwise
 // the range above is unbounded. Returns whether MPFR overflowed.
-bool round_mpfr(const Spec& s, mpfr_ptr result, double x, mpfr_rnd_t rnd, bool bounded_top) {
+//
+// MPFR wants its inputs inside the current exponent range, which a value of any precision need not
+// be: one at or above 2^emax_mpfr overflows in every mode, and one below the smallest value
+// 2^(emin_mpfr-1) is rounded here as MPFR rounds an underflow (to 0 or the smallest value; to
+// nearest, the smallest value only above half of it).
+bool round_mpfr(const Spec& s, mpfr_ptr result, mpfr_srcptr x, mpfr_rnd_t rnd, bool bounded_top) {
   mpfr_set_prec(result, s.precision);
   const mpfr_exp_t emin = s.subnormals ? s.emin - s.precision + 2 : s.emin + 1;
   const mpfr_exp_t emax = bounded_top ? s.emax + 1 : mpfr_get_emax_max();
+  if (mpfr_regular_p(x) && mpfr_get_exp(x) > emax) {
+    mpfr_set_inf(result, mpfr_sgn(x));
+    return true;
+  }
+  if (mpfr_regular_p(x) && mpfr_get_exp(x) < emin) {
+    const int sign = mpfr_sgn(x);
+    bool smallest = false;
+    switch (rnd) {
+      case MPFR_RNDN: smallest = mpfr_cmpabs_ui_2exp_above_half(x, emin); break;
+      case MPFR_RNDU: smallest = sign > 0; break;
+      case MPFR_RNDD: smallest = sign < 0; break;
+      case MPFR_RNDA: smallest = true; break;
+      default: smallest = false; break;
+    }
+    const ExponentRange range(emin, emax);
+    if (smallest) {
+      mpfr_set_si_2exp(result, sign, emin - 1, MPFR_RNDN);
+    } else {
+      mpfr_set_zero(result, sign);
+    }
+    return false;
+  }
   const ExponentRange range(emin, emax);
   mpfr_clear_flags();
-  const int ternary = mpfr_set_d(result, x, rnd);
+  const int ternary = mpfr_set(result, x, rnd);
   if (s.subnormals) mpfr_subnormalize(result, ternary, rnd);
   return mpfr_overflow_p() != 0;
 }
@@ -93,7 +144,7 @@ bool odd(const Spec& s, double v) {
 }
 
 // Sets w.toward_zero and w.away to x's neighbours (unbounded exponent range above).
-void compute_neighbours(const Spec& s, Workspace& w, double x) {
+void compute_neighbours(const Spec& s, Workspace& w, mpfr_srcptr x) {
   round_mpfr(s, w.toward_zero.get(), x, MPFR_RNDZ, false);
   round_mpfr(s, w.away.get(), x, MPFR_RNDA, false);
 }
@@ -106,28 +157,30 @@ void require_exact(int ternary) {
   if (ternary != 0) throw std::logic_error("mpfr oracle: an exact step was inexact");
 }
 
-// x, toward_zero and away are multiples of 2^max(ilogb(x) - 52, -1074) (the format's quantum is
-// at least x's binary64 quantum, as p <= 53) and below 2^(max(ilogb(x), emin) + 2).
-mpfr_prec_t exact_precision(const Spec& s, double x) {
-  const int e = std::ilogb(x);
-  const int top = std::max(e, s.emin) + 2;
-  const int bottom = std::max(e - 52, -1074);
+// x, toward_zero and away are multiples of x's last bit, 2^(ilogb(x) + 1 - precision(x)) (the
+// format's quantum is at least that when x has at least p bits), and below
+// 2^(max(ilogb(x), emin) + 2).
+mpfr_prec_t exact_precision(const Spec& s, mpfr_srcptr x) {
+  const mpfr_exp_t e = mpfr_get_exp(x) - 1;  // ilogb: MPFR's significand is in [1/2, 1)
+  const mpfr_exp_t top = std::max<mpfr_exp_t>(e, s.emin) + 2;
+  const mpfr_exp_t bottom = e + 1 - std::max<mpfr_prec_t>(mpfr_get_prec(x), s.precision);
   return std::min<mpfr_prec_t>(top - bottom + 2, kExactPrecision);
 }
 
 // Sets w.a = |x| - |toward_zero| and w.b = |away| - |x|, exactly.
-void distances(const Spec& s, Workspace& w, double x) {
+void distances(const Spec& s, Workspace& w, mpfr_srcptr x) {
   const mpfr_prec_t precision = exact_precision(s, x);
   mpfr_set_prec(w.a.get(), precision);
   mpfr_set_prec(w.b.get(), precision);
-  require_exact(mpfr_set_d(w.a.get(), std::fabs(x), MPFR_RNDN));
-  mpfr_abs(w.b.get(), w.toward_zero.get(), MPFR_RNDN);  // exact: precision >= p
-  require_exact(mpfr_sub(w.a.get(), w.a.get(), w.b.get(), MPFR_RNDN));
-  mpfr_abs(w.b.get(), w.away.get(), MPFR_RNDN);
-  require_exact(mpfr_sub_d(w.b.get(), w.b.get(), std::fabs(x), MPFR_RNDN));
+  require_exact(mpfr_abs(w.b.get(), w.away.get(), MPFR_RNDN));  // exact: precision >= p
+  require_exact(mpfr_sgn(x) > 0 ? mpfr_sub(w.b.get(), w.b.get(), x, MPFR_RNDN)
+                                : mpfr_add(w.b.get(), w.b.get(), x, MPFR_RNDN));
+  require_exact(mpfr_abs(w.a.get(), x, MPFR_RNDN));
+  require_exact(mpfr_sgn(x) > 0 ? mpfr_sub(w.a.get(), w.a.get(), w.toward_zero.get(), MPFR_RNDN)
+                                : mpfr_add(w.a.get(), w.a.get(), w.toward_zero.get(), MPFR_RNDN));
 }
 
-std::uint64_t threshold(const Spec& s, Workspace& w, double x) {
+std::uint64_t threshold(const Spec& s, Workspace& w, mpfr_srcptr x) {
   if (exact(w)) return 0;
   distances(s, w, x);
   // a / (a + b) is the fraction of the quantum between toward_zero and x.
@@ -156,16 +209,17 @@ Spec spec_of(const Format& f) {
               std::ldexp(max_significand, f.emax)};
 }
 
-Result round(const Spec& s, Rounding mode, double x, std::uint32_t random) {
+Result round(const Spec& s, Rounding mode, mpfr_srcptr x, std::uint32_t random) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  if (std::isnan(x)) return {kNaN, RoundingEvent::nan, false};
-  if (std::isinf(x)) {
-    if (s.saturate) return {std::copysign(s.max_finite, x), RoundingEvent::saturation, false};
-    if (s.has_infinity) return {x, RoundingEvent::exact, false};
+  const double sign = mpfr_signbit(x) ? -1.0 : 1.0;
+  if (mpfr_nan_p(x)) return {kNaN, RoundingEvent::nan, false};
+  if (mpfr_inf_p(x)) {
+    if (s.saturate) return {sign * s.max_finite, RoundingEvent::saturation, false};
+    if (s.has_infinity) return {sign * kInf, RoundingEvent::exact, false};
     return {kNaN, RoundingEvent::nan, false};
   }
-  if (x == 0) return {x, RoundingEvent::exact, false};
+  if (mpfr_zero_p(x)) return {sign * 0.0, RoundingEvent::exact, false};
 
   Workspace& w = workspace();
   double r = 0;
@@ -213,32 +267,43 @@ Result round(const Spec& s, Rounding mode, double x, std::uint32_t random) {
       case Rounding::nearest_away: to_infinity = true; break;
       case Rounding::toward_zero:
       case Rounding::to_odd: to_infinity = false; break;
-      case Rounding::upward: to_infinity = x > 0; break;
-      case Rounding::downward: to_infinity = x < 0; break;
+      case Rounding::upward: to_infinity = sign > 0; break;
+      case Rounding::downward: to_infinity = sign < 0; break;
       case Rounding::stochastic_proportional:
       case Rounding::stochastic_equal: to_infinity = away; break;
     }
     if (!to_infinity || s.saturate) {
-      return {std::copysign(s.max_finite, x), RoundingEvent::saturation, true};
+      return {sign * s.max_finite, RoundingEvent::saturation, true};
     }
-    return {s.has_infinity ? std::copysign(kInf, x) : kNaN, RoundingEvent::overflow, true};
+    return {s.has_infinity ? sign * kInf : kNaN, RoundingEvent::overflow, true};
   }
-  if (r == x) return {r, RoundingEvent::exact, false};
+  if (mpfr_cmp_d(x, r) == 0) return {r, RoundingEvent::exact, false};
   if (r == 0) return {r, RoundingEvent::flush_to_zero, false};
-  if (std::fabs(x) < std::ldexp(1.0, s.emin)) return {r, RoundingEvent::underflow, false};
+  if (mpfr_get_exp(x) - 1 < s.emin) return {r, RoundingEvent::underflow, false};
   return {r, RoundingEvent::inexact, false};
+}
+
+Result round(const Spec& s, Rounding mode, double x, std::uint32_t random) {
+  const Binary64 v(x);
+  return round(s, mode, v.get(), random);
 }
 
 Neighbours neighbours(const Spec& s, double x) {
   Workspace& w = workspace();
-  compute_neighbours(s, w, x);
+  const Binary64 v(x);
+  compute_neighbours(s, w, v.get());
   return {to_double(w.toward_zero.get()), to_double(w.away.get())};
 }
 
-std::uint64_t stochastic_threshold(const Spec& s, double x) {
+std::uint64_t stochastic_threshold(const Spec& s, mpfr_srcptr x) {
   Workspace& w = workspace();
   compute_neighbours(s, w, x);
   return threshold(s, w, x);
+}
+
+std::uint64_t stochastic_threshold(const Spec& s, double x) {
+  const Binary64 v(x);
+  return stochastic_threshold(s, v.get());
 }
 
 bool thread_safe() {

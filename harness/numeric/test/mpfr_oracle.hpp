@@ -8,6 +8,8 @@
 // specification, not from the library's code.
 #pragma once
 
+#include <mpfr.h>
+
 #include <cstdint>
 
 #include "harness/numeric/format.hpp"
@@ -39,6 +41,9 @@ struct Result {
 // The correctly rounded result of x in mode (with `random` for the stochastic modes, see
 // rounding.hpp), and the rounding event it should report.
 Result round(const Spec& spec, Rounding mode, double x, std::uint32_t random = 0);
+// The same for a value of any precision (an exact dot product, a multiprecision reference); its
+// exponent must lie within the current MPFR exponent range, which the oracle changes only inside.
+Result round(const Spec& spec, Rounding mode, mpfr_srcptr x, std::uint32_t random = 0);
 
 // The two values of the format (with an unbounded exponent range above) that enclose x:
 // toward_zero <= |x| <= away in magnitude, both equal to x when x is representable.
@@ -51,6 +56,7 @@ Neighbours neighbours(const Spec& spec, double x);
 // floor(2^32 * (|x| - |toward_zero|) / (|away| - |toward_zero|)), computed exactly; 0 when x is
 // representable. Stochastic-proportional rounding goes away from zero iff random < this.
 std::uint64_t stochastic_threshold(const Spec& spec, double x);
+std::uint64_t stochastic_threshold(const Spec& spec, mpfr_srcptr x);
 
 // Whether MPFR keeps its exponent range per thread (needed to call the oracle from threads).
 bool thread_safe();
