@@ -320,15 +320,19 @@ AMPBENCH_HD inline Rounded round_window(const Format& f, Rounding mode, const Wi
   return detail::finish(f, mode, w.negative, c, random);
 }
 
-// Draw number `index` of the stream `seed` for stochastic rounding: splitmix64 (Steele, Lea and
-// Flood, OOPSLA 2014) evaluated at a position, so that element i of an array gets the same draw
-// whatever the chunking, thread count or device.
-AMPBENCH_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uint64_t index) {
+// Number `index` of the splitmix64 stream `seed` (Steele, Lea and Flood, OOPSLA 2014), evaluated
+// at a position: element i of an array gets the same draw whatever the chunking, thread count or
+// device.
+AMPBENCH_HD constexpr std::uint64_t splitmix64(std::uint64_t seed, std::uint64_t index) {
   std::uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<std::uint32_t>(z >> 32);
+  return z ^ (z >> 31);
+}
+
+// Draw number `index` of the stream `seed` for stochastic rounding: the top half of splitmix64.
+AMPBENCH_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uint64_t index) {
+  return static_cast<std::uint32_t>(splitmix64(seed, index) >> 32);
 }
 
 AMPBENCH_HD constexpr bool is_stochastic(Rounding mode) {
