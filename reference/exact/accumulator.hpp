@@ -8,11 +8,13 @@
 // depend on the order of the terms, on how they were split among threads, or on merging order.
 //
 // NarrowAccumulator is the same idea in one 128-bit integer, for formats whose products all fit in
-// fewer than 97 bits (fp16: 2^-48 .. 2^32, fp8): no chunks, no deferred carries.
+// fewer than 97 bits (fp16: 2^-48 .. 2^32, fp8): no chunks, no deferred carries, nothing to clear
+// or to read back; the reference uses it for short dot products.
 #pragma once
 
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 #include "harness/numeric/format.hpp"
@@ -26,6 +28,9 @@ class ExactAccumulator {
   // Weight of the lowest bit: below 2^-2148, the smallest product of two binary64 subnormals.
   static constexpr int kLowestExponent = -68 * 32;
   static constexpr int kChunks = 136;  // up to 2^(kLowestExponent + 32 * kChunks) = 2^2176
+
+  // add_all bins runs of at least this many terms.
+  static constexpr std::size_t kBinnedFrom = 512;
 
   ExactAccumulator() { clear(); }
   void clear();
@@ -45,28 +50,58 @@ class ExactAccumulator {
     }
   }
 
+  // Adds term(0), ..., term(n - 1), each a binary64, exactly. Long runs first collect terms in
+  // one bin per sign and exponent (Neal, "Fast exact summation using small and large
+  // superaccumulators", arXiv:1505.05571, 2015): a term's significand is added to its bin as an
+  // integer, with no shift, no sign and no carry; a bin is moved into the chunks after 2^11
+  // terms, before it could overflow its 64 bits, and at the end.
+  template <class Term>
+  void add_all(std::size_t n, Term term) {
+    if (n < kBinnedFrom) {
+      for (std::size_t i = 0; i < n; ++i) add(term(i));
+      return;
+    }
+    Bins& bins = thread_bins();  // left empty by every use
+    // Restrict-qualified: the bins alias nothing else the loop touches, which lets the compiler
+    // keep its loads and stores apart from the accumulator's.
+    std::uint64_t* __restrict sum = bins.sum.data();
+    std::int16_t* __restrict room = bins.room.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = std::bit_cast<std::uint64_t>(term(i));
+      const std::size_t bin = bits >> 52;  // sign and biased exponent
+      if (--room[bin] < 0) [[unlikely]] {
+        empty_bin(bins, bin);
+        if ((bin & 0x7FF) == 0x7FF) {  // an infinity or NaN: never binned
+          add(std::bit_cast<double>(bits));
+          continue;
+        }
+        --room[bin];
+      }
+      const std::uint64_t fraction = bits & ((std::uint64_t{1} << 52) - 1);
+      sum[bin] += (bin & 0x7FF) == 0 ? fraction : fraction | (std::uint64_t{1} << 52);
+    }
+    empty_bins(bins);
+  }
+
   // Adds a*b exactly, for any two binary64 values (the product is formed as a 106-bit integer).
   void add_product(double a, double b);
 
   // Adds (-1)^negative * m * 2^q exactly; m * 2^q must be a multiple of 2^kLowestExponent below
   // 2^2112 (every product of binary64 values is).
   void add_scaled(bool negative, std::uint64_t m, int q) {
-    if (m == 0) return;
     const int offset = q - kLowestExponent;
     const int index = offset >> 5;
     const uint128 shifted = static_cast<uint128>(m) << (offset & 31);
+    // Branch-free negation (signs of real data are unpredictable): (p ^ mask) - mask is -p when
+    // mask is all ones, p when it is zero.
+    const std::int64_t mask = -static_cast<std::int64_t>(negative);
     const auto piece = [&](int k) {
-      return static_cast<std::int64_t>(static_cast<std::uint32_t>(shifted >> (32 * k)));
+      const auto p = static_cast<std::int64_t>(static_cast<std::uint32_t>(shifted >> (32 * k)));
+      return (p ^ mask) - mask;
     };
-    if (negative) {
-      chunk_[index] -= piece(0);
-      chunk_[index + 1] -= piece(1);
-      chunk_[index + 2] -= piece(2);
-    } else {
-      chunk_[index] += piece(0);
-      chunk_[index + 1] += piece(1);
-      chunk_[index + 2] += piece(2);
-    }
+    chunk_[index] += piece(0);
+    chunk_[index + 1] += piece(1);
+    chunk_[index + 2] += piece(2);
     if (++pending_ == kMaxPending) propagate_carries();
   }
 
@@ -77,9 +112,30 @@ class ExactAccumulator {
 
  private:
   static constexpr int kMaxPending = 1 << 30;
+  static constexpr std::size_t kBins = 4096;
+  static constexpr std::int16_t kBinRoom = 2048;  // 2^11 significands < 2^53 sum below 2^64
+
+  struct Bins {
+    Bins() {
+      sum.fill(0);
+      room.fill(kBinRoom);
+      room[0x7FF] = room[0xFFF] = 0;  // infinities and NaN go to the slow path
+    }
+    std::array<std::uint64_t, kBins> sum;
+    std::array<std::int16_t, kBins> room;
+  };
+  // The calling thread's bins (40 KiB, set up once).
+  static Bins& thread_bins();
+  // Moves a used bin's sum into the chunks and notes its sign, leaving it empty with full room.
+  void empty_bin(Bins& bins, std::size_t bin);
+  // Empties every used bin.
+  void empty_bins(Bins& bins);
 
   void add_special(double x);
-  void note_sign(bool negative) { (negative ? any_negative_ : any_positive_) = true; }
+  void note_sign(bool negative) {  // without a branch: signs of real data are unpredictable
+    any_negative_ |= negative;
+    any_positive_ |= !negative;
+  }
   void propagate_carries();
 
   std::array<std::int64_t, kChunks> chunk_;
@@ -99,7 +155,7 @@ class NarrowAccumulator {
   // Whether products of values of f fit, and the exponent of the lowest bit they need.
   static bool fits(const numeric::Format& f);
   static int lowest_exponent(const numeric::Format& f);
-  static constexpr std::uint64_t kMaxTerms = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kMaxTerms = std::uint64_t{1} << 31;  // callers stay below
 
   explicit NarrowAccumulator(const numeric::Format& f);
 
@@ -112,7 +168,8 @@ class NarrowAccumulator {
     const int biased = static_cast<int>((bits >> 52) & 0x7FF);
     if (biased == 0x7FF) return add_special(a, b);
     const bool negative = (bits >> 63) != 0;
-    (negative ? any_negative_ : any_positive_) = true;
+    any_negative_ |= negative;
+    any_positive_ |= !negative;
     if (biased == 0) return;  // a zero (no product of these formats is a binary64 subnormal)
     const std::uint64_t m = (bits & ((std::uint64_t{1} << 52) - 1)) | (std::uint64_t{1} << 52);
     const int shift = biased - 1075 - lowest_;  // may be negative: then m has that many zeros

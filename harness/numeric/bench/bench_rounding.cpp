@@ -21,26 +21,25 @@
 // and overflow, with one element in 1024 an infinity or NaN.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
-#include <map>
 #include <random>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "harness/bench/ratios.hpp"
 #include "harness/numeric/rounding_array.hpp"
 
 namespace {
 
 using namespace ampbench::numeric;
+namespace bench = ampbench::bench;
 
 constexpr std::size_t kElements = std::size_t{1} << 20;
 
@@ -214,53 +213,6 @@ AMPBENCH_BOTH_INPUTS(BM_bf16_rne_round_array);
 
 // ---- ratios to the peer -------------------------------------------------------------------------
 
-struct Throughput {
-  std::string family;               // e.g. BM_fp16_rne_encode
-  std::string input;                // the rest of the name, e.g. /normal
-  std::string label;                // the rounding path
-  std::int64_t family_index = 0;    // registration order
-  std::vector<double> repetitions;  // elements/s of each repetition
-  double median = -1;               // the median aggregate, where reported
-};
-
-// Keeps each run's elements/s while the wrapped reporter prints as usual.
-template <typename Base>
-class Collecting : public Base {
- public:
-  using Base::Base;
-  std::map<std::string, Throughput> results;  // by benchmark name, without aggregate suffix
-
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
-    for (const auto& run : runs) {
-      if (run.error_occurred) continue;
-      const auto it = run.counters.find("items_per_second");
-      if (it == run.counters.end()) continue;
-      const std::string name = run.run_name.str();
-      Throughput& t = results[name];
-      const std::size_t slash = name.find('/');
-      t.family = name.substr(0, slash);
-      t.input = slash == std::string::npos ? "" : name.substr(slash);
-      t.family_index = run.family_index;
-      if (!run.report_label.empty()) t.label = run.report_label;
-      if (run.run_type == benchmark::BenchmarkReporter::Run::RT_Iteration) {
-        t.repetitions.push_back(it->second.value);
-      } else if (run.aggregate_name == "median") {
-        t.median = it->second.value;
-      }
-    }
-    Base::ReportRuns(runs);
-  }
-};
-
-double median_of(const Throughput& t) {
-  if (t.median >= 0) return t.median;
-  std::vector<double> v = t.repetitions;
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 double target_for(std::string_view family) {
   if (family == "BM_fp16_rne_encode") return 0.9;
   if (family == "BM_bf16_rne_encode") return 0.8;
@@ -268,79 +220,21 @@ double target_for(std::string_view family) {
   return 0;
 }
 
-// The faster F16C peer's elements/s on `input` (e.g. "/normal"), or -1.
-double peer_for(const std::map<std::string, Throughput>& results, const std::string& input) {
+// The faster F16C peer's elements/s on the benchmark's input (e.g. "/normal"), or -1.
+double peer_for(const bench::Results& results, const bench::Throughput& t) {
   double best = -1;
   for (const char* peer : {"BM_F16C_peer_zmm", "BM_F16C_peer_ymm"}) {
-    const auto it = results.find(peer + input);
-    if (it != results.end()) best = std::max(best, median_of(it->second));
+    const auto it = results.find(peer + t.input);
+    if (it != results.end()) best = std::max(best, bench::median_of(it->second));
   }
   return best;
-}
-
-void print_ratios(std::ostream& out, const std::map<std::string, Throughput>& results) {
-  std::vector<const Throughput*> rows;
-  for (const auto& [name, t] : results) rows.push_back(&t);
-  std::sort(rows.begin(), rows.end(), [](const Throughput* a, const Throughput* b) {
-    return a->input != b->input ? a->input < b->input : a->family_index < b->family_index;
-  });
-  char line[200];
-  out << "\nThroughput relative to the peer, the faster of BM_F16C_peer_zmm and BM_F16C_peer_ymm"
-         " on the same input\n(medians of the repetitions):\n";
-  std::snprintf(line, sizeof line, "%-34s %-7s %12s %9s  %s\n", "benchmark", "path", "elements/s",
-                "vs peer", "target");
-  out << line;
-  for (const Throughput* t : rows) {
-    const std::string name = t->family + t->input;
-    const double rate = median_of(*t);
-    const double peer_rate = peer_for(results, t->input);
-    std::snprintf(line, sizeof line, "%-34s %-7s %12.4g", name.c_str(), t->label.c_str(), rate);
-    out << line;
-    if (rate > 0 && peer_rate > 0) {
-      const double ratio = rate / peer_rate;
-      std::snprintf(line, sizeof line, " %8.3fx", ratio);
-      out << line;
-      if (const double target = target_for(t->family); target > 0) {
-        std::snprintf(line, sizeof line, "  >= %.2fx %s", target,
-                      ratio >= target ? "ok" : "MISSED");
-        out << line;
-      }
-    }
-    out << "\n";
-  }
-  out.flush();
-}
-
-std::string format_flag(int argc, char** argv) {
-  constexpr std::string_view kFlag = "--benchmark_format=";
-  std::string format = "console";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.substr(0, kFlag.size()) == kFlag) format = arg.substr(kFlag.size());
-  }
-  return format;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string format = format_flag(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (format == "json") {
-    Collecting<benchmark::JSONReporter> reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    print_ratios(std::cerr, reporter.results);
-  } else if (format == "console") {
-    Collecting<benchmark::ConsoleReporter> reporter(isatty(STDOUT_FILENO)
-                                                        ? benchmark::ConsoleReporter::OO_Defaults
-                                                        : benchmark::ConsoleReporter::OO_Tabular);
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    print_ratios(reporter.GetOutputStream(), reporter.results);
-  } else {
-    benchmark::RunSpecifiedBenchmarks();
-    std::fprintf(stderr, "ratios to the peer are printed with the console and json formats only\n");
-  }
-  benchmark::Shutdown();
-  return 0;
+  const bench::RatioTable table{
+      "the peer, the faster of BM_F16C_peer_zmm and BM_F16C_peer_ymm on the same input", peer_for,
+      target_for};
+  return bench::run_with_ratios(argc, argv, {table});
 }
