@@ -23,4 +23,14 @@ struct RoundArgs {
 };
 int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
 
+struct DotArgs {
+  std::string format;
+  std::string accumulate;  // empty: the input format
+  std::string mode = "rne";
+  std::uint64_t seed = 0;
+  std::string inputs;  // a file; empty: standard input
+  bool json = false;
+};
+int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

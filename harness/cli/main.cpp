@@ -53,6 +53,22 @@ int main(int argc, char** argv) {
                    "Beyond the range: inf (NaN where the format has no infinity) or saturate")
       ->check(CLI::IsMember({"inf", "saturate"}));
 
+  ampbench::cli::DotArgs dot_args;
+  auto* dot = app.add_subcommand(
+      "dot",
+      "Exact dot product of two vectors (JSON {\"a\": [...], \"b\": [...]}): its correct "
+      "rounding, and the naive sequential result with its error in ulps");
+  dot->add_option("--format", dot_args.format,
+                  "Format of the inputs and of the rounded result (see 'ampbench formats'); "
+                  "required");
+  dot->add_option("--accumulate", dot_args.accumulate,
+                  "Format of the naive loop's accumulator (default: --format)");
+  dot->add_option("--mode", dot_args.mode, "Rounding mode: rne rna rz ru rd rto sr srp sre")
+      ->capture_default_str();
+  dot->add_option("--seed", dot_args.seed, "Seed of the stochastic modes")->capture_default_str();
+  dot->add_option("--inputs", dot_args.inputs, "JSON file to read (default: standard input)");
+  dot->add_flag("--json", dot_args.json, "One JSON object instead of text");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -85,5 +101,6 @@ int main(int argc, char** argv) {
   }
   if (*formats) return ampbench::cli::run_formats(formats_json, std::cout);
   if (*round) return ampbench::cli::run_round(round_args, std::cin, std::cout, std::cerr);
+  if (*dot) return ampbench::cli::run_dot(dot_args, std::cin, std::cout, std::cerr);
   return ampbench::cli::kExitUsage;
 }

@@ -230,4 +230,102 @@ TEST(Cli, WarningsGoToStderrAndDoNotStopTheRun) {
   EXPECT_EQ(run.out, "1\t0x1p+0\t0x0ca0000000\texact\n");
 }
 
+// ---- dot
+// ------------------------------------------------------------------------------------------
+
+nlohmann::json dot_json(const std::string& args, const std::string& input) {
+  const Outcome run = ampbench("dot --json " + args, input);
+  EXPECT_EQ(run.status, 0) << run.err;
+  return nlohmann::json::parse(run.out);
+}
+
+TEST(CliDot, CancellationLosesEverythingInTheNaiveLoop) {
+  // 2^100 * 2^100 + 1 * 1 - 2^100 * 2^100 = 1 exactly; in binary64 the 1 is absorbed by 2^200.
+  const auto r = dot_json("--format fp64",
+                          R"({"a": ["0x1p100", 1, "-0x1p100"], "b": ["0x1p100", 1, "0x1p100"]})");
+  EXPECT_EQ(r["exact"], "1e+00");
+  EXPECT_EQ(r["exact_hex"], "0x1p+0");
+  EXPECT_EQ(r["rounded"], "0x1p+0");
+  EXPECT_EQ(r["naive"], "0x0p+0");
+  // From 0 to 1 in binary64: 1.0's encoding, 0x3FF0000000000000, counts the steps.
+  EXPECT_EQ(r["naive_ulp_error"], 0x3FF0000000000000u);
+  EXPECT_EQ(r["length"], 3);
+  EXPECT_EQ(r["inputs_rounded"], 0);
+}
+
+TEST(CliDot, Fp16AccumulationStagnatesAt2048) {
+  std::string ones = "[1";
+  for (int i = 1; i < 4096; ++i) ones += ",1";
+  ones += "]";
+  const std::string input = R"({"a": )" + ones + R"(, "b": )" + ones + "}";
+  const auto r = dot_json("--format fp16", input);
+  EXPECT_EQ(r["exact"], "4.096e+03");
+  EXPECT_EQ(r["rounded"], "0x1p+12");
+  EXPECT_EQ(r["naive"], "0x1p+11");       // 2048 + 1 is a tie, and 2048 is even
+  EXPECT_EQ(r["naive_ulp_error"], 1024);  // fp16 has 1024 values in [2^11, 2^12)
+  // Accumulating in fp32 is exact here; the result is then already the correct rounding.
+  const auto wide = dot_json("--format fp16 --accumulate fp32", input);
+  EXPECT_EQ(wide["naive"], "0x1p+12");
+  EXPECT_EQ(wide["naive_ulp_error"], 0);
+  EXPECT_EQ(wide["accumulate"], "fp32");
+}
+
+TEST(CliDot, InputsAreRoundedFromTheirDecimalValueAndCounted) {
+  // 1.00048828125000000000000001 is just above the fp16 midpoint 1 + 2^-11: it rounds up, though
+  // its nearest binary64 is the midpoint itself (which would round to even, down).
+  const Outcome run =
+      ampbench("dot --json --format fp16", R"({"a": [1.00048828125000000000000001], "b": [1]})");
+  EXPECT_EQ(run.status, 0);
+  const auto r = nlohmann::json::parse(run.out);
+  EXPECT_EQ(r["exact_hex"], "0x1.004p+0");
+  EXPECT_EQ(r["inputs_rounded"], 1);
+  EXPECT_NE(run.err.find("a[0] = 1.00048828125000000000000001 became 0x1.004p+0"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(CliDot, TextOutputAndInputsFile) {
+  char dir_template[] = "/tmp/ampbench-dot-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::ofstream(dir + "/v.json") << R"({"a": [3, "0x1.8p0"], "b": [0.5, -1]})";
+  const Outcome run = ampbench("dot --format bf16 --inputs " + dir + "/v.json");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_NE(run.out.find("exact            0\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("naive ulp error  0 "), std::string::npos) << run.out;
+}
+
+TEST(CliDot, BadInputExitsWith2NamingTheProblemAndPrintsNoResult) {
+  const std::string good = R"({"a": [1], "b": [1]})";
+  const struct {
+    std::string args;
+    std::string input;
+    std::string message;
+  } cases[] = {
+      {"", good, "--format FORMAT is required"},
+      {"--format fp17", good, "--format: unknown format 'fp17'"},
+      {"--format fp16 --accumulate x", good, "--accumulate: unknown format 'x'"},
+      {"--format fp16 --mode up", good, "--mode: unknown rounding mode 'up'"},
+      {"--format fp16 --inputs /nonexistent/v.json", good,
+       "--inputs /nonexistent/v.json: cannot open (No such file or directory)"},
+      {"--format fp16", "{\"a\": [1,\n 2,, 3], \"b\": []}",
+       "<stdin>: line 2, column 4: JSON syntax error"},
+      {"--format fp16", R"({"a": [1]})", "<stdin>: missing member 'b'"},
+      {"--format fp16", R"({"a": [1, {}], "b": [1, 2]})",
+       "<stdin>: a[1]: expected a number or a hex-float string, got an object"},
+      {"--format fp16", R"({"a": [1], "b": ["banana"]})",
+       "<stdin>: b[0]: 'banana' is not a number"},
+      {"--format fp16", R"({"a": [1, 2], "b": [1]})",
+       "<stdin>: a has 2 elements and b has 1: they must have the same length"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("dot " + c.args, c.input);
+    EXPECT_EQ(run.status, 2) << c.args << " " << c.input;
+    EXPECT_EQ(run.out, "") << c.args;
+    EXPECT_NE(run.err.find("ampbench dot: " + c.message), std::string::npos) << c.args << "\n"
+                                                                             << run.err;
+  }
+}
+
 }  // namespace
