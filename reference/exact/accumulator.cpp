@@ -63,33 +63,22 @@ void ExactAccumulator::add_product(double a, double b) {
   add_scaled(negative, static_cast<std::uint64_t>(product >> 64), x.q + y.q + 64);
 }
 
-void ExactAccumulator::empty_bin(Bins& bins, std::size_t bin) {
-  if ((bin & 0x7FF) == 0x7FF) return;  // infinities and NaN are never binned
-  const bool used = bins.room[bin] != kBinRoom;
-  bins.room[bin] = kBinRoom;
-  if (!used) return;
-  const bool negative = bin >= 0x800;
-  note_sign(negative);
-  const int biased = static_cast<int>(bin & 0x7FF);
-  add_scaled(negative, bins.sum[bin], biased == 0 ? -1074 : biased - 1075);
-  bins.sum[bin] = 0;
-}
-
 ExactAccumulator::Bins& ExactAccumulator::thread_bins() {
   thread_local Bins bins;
   return bins;
 }
 
-void ExactAccumulator::empty_bins(Bins& bins) {
-  // Blocks of 64 bins are tested at once (a vectorised comparison); only used blocks are walked.
-  constexpr std::size_t kBlock = 64;
-  for (std::size_t first = 0; first < kBins; first += kBlock) {
-    bool used = false;
+void ExactAccumulator::empty_bins(Bins& bins, std::uint64_t touched) {
+  constexpr std::size_t kBlock = kBins / 64;
+  for (; touched != 0; touched &= touched - 1) {
+    const std::size_t first = static_cast<std::size_t>(std::countr_zero(touched)) * kBlock;
     for (std::size_t bin = first; bin < first + kBlock; ++bin) {
-      used |= bins.room[bin] != kBinRoom;
+      const std::uint64_t total = bins.sum[0][bin] + bins.sum[1][bin];  // < 2^11 * 2^53
+      if (total == 0) continue;
+      bins.sum[0][bin] = bins.sum[1][bin] = 0;
+      const int biased = static_cast<int>(bin & 0x7FF);
+      add_scaled(bin >= 0x800, total, biased == 0 ? -1074 : biased - 1075);
     }
-    if (!used) continue;
-    for (std::size_t bin = first; bin < first + kBlock; ++bin) empty_bin(bins, bin);
   }
 }
 

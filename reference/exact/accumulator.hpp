@@ -12,6 +12,7 @@
 // or to read back; the reference uses it for short dot products.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -53,8 +54,9 @@ class ExactAccumulator {
   // Adds term(0), ..., term(n - 1), each a binary64, exactly. Long runs first collect terms in
   // one bin per sign and exponent (Neal, "Fast exact summation using small and large
   // superaccumulators", arXiv:1505.05571, 2015): a term's significand is added to its bin as an
-  // integer, with no shift, no sign and no carry; a bin is moved into the chunks after 2^11
-  // terms, before it could overflow its 64 bits, and at the end.
+  // integer, with no shift, no sign and no carry. Every 2^11 terms, before any bin could overflow
+  // its 64 bits, and at the end, the bins used are moved into the chunks. Two sets of bins take
+  // alternate terms, so that a run of terms of one exponent does not wait on one bin.
   template <class Term>
   void add_all(std::size_t n, Term term) {
     if (n < kBinnedFrom) {
@@ -62,25 +64,36 @@ class ExactAccumulator {
       return;
     }
     Bins& bins = thread_bins();  // left empty by every use
-    // Restrict-qualified: the bins alias nothing else the loop touches, which lets the compiler
-    // keep its loads and stores apart from the accumulator's.
-    std::uint64_t* __restrict sum = bins.sum.data();
-    std::int16_t* __restrict room = bins.room.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t bits = std::bit_cast<std::uint64_t>(term(i));
+    // Restrict-qualified: the bins alias nothing else the loop touches.
+    std::uint64_t* __restrict even = bins.sum[0].data();
+    std::uint64_t* __restrict odd = bins.sum[1].data();
+    std::uint64_t touched = 0;  // bit b: a bin in block b (bins 64 b .. 64 b + 63) was used
+    unsigned signs = 0;         // bit 0: a term with a clear sign bit; bit 1: with a set one
+    const auto bin_term = [&](std::uint64_t* __restrict sum, double x) {
+      const std::uint64_t bits = std::bit_cast<std::uint64_t>(x);
       const std::size_t bin = bits >> 52;  // sign and biased exponent
-      if (--room[bin] < 0) [[unlikely]] {
-        empty_bin(bins, bin);
-        if ((bin & 0x7FF) == 0x7FF) {  // an infinity or NaN: never binned
-          add(std::bit_cast<double>(bits));
-          continue;
-        }
-        --room[bin];
+      if ((bin & 0x7FF) == 0x7FF) [[unlikely]] {
+        add(x);  // an infinity or NaN
+        return;
       }
+      touched |= std::uint64_t{1} << (bin >> 6);
+      signs |= 1u << (bin >> 11);
       const std::uint64_t fraction = bits & ((std::uint64_t{1} << 52) - 1);
       sum[bin] += (bin & 0x7FF) == 0 ? fraction : fraction | (std::uint64_t{1} << 52);
+    };
+    std::size_t i = 0;
+    while (i < n) {
+      const std::size_t end = std::min(n, i + kBinRoom);  // 2^11 terms between emptyings
+      for (; i + 1 < end; i += 2) {
+        bin_term(even, term(i));
+        bin_term(odd, term(i + 1));
+      }
+      if (i < end) bin_term(even, term(i++));
+      empty_bins(bins, touched);
+      touched = 0;
     }
-    empty_bins(bins);
+    if (signs & 1) note_sign(false);
+    if (signs & 2) note_sign(true);
   }
 
   // Adds a*b exactly, for any two binary64 values (the product is formed as a 106-bit integer).
@@ -113,23 +126,18 @@ class ExactAccumulator {
  private:
   static constexpr int kMaxPending = 1 << 30;
   static constexpr std::size_t kBins = 4096;
-  static constexpr std::int16_t kBinRoom = 2048;  // 2^11 significands < 2^53 sum below 2^64
+  static constexpr std::size_t kBinRoom = 2048;  // 2^11 significands < 2^53 sum below 2^64
 
   struct Bins {
     Bins() {
-      sum.fill(0);
-      room.fill(kBinRoom);
-      room[0x7FF] = room[0xFFF] = 0;  // infinities and NaN go to the slow path
+      for (auto& set : sum) set.fill(0);
     }
-    std::array<std::uint64_t, kBins> sum;
-    std::array<std::int16_t, kBins> room;
+    std::array<std::array<std::uint64_t, kBins>, 2> sum;
   };
-  // The calling thread's bins (40 KiB, set up once).
+  // The calling thread's bins (64 KiB, set up once).
   static Bins& thread_bins();
-  // Moves a used bin's sum into the chunks and notes its sign, leaving it empty with full room.
-  void empty_bin(Bins& bins, std::size_t bin);
-  // Empties every used bin.
-  void empty_bins(Bins& bins);
+  // Empties every used bin of the blocks marked in `touched`.
+  void empty_bins(Bins& bins, std::uint64_t touched);
 
   void add_special(double x);
   void note_sign(bool negative) {  // without a branch: signs of real data are unpredictable

@@ -41,8 +41,10 @@ struct Result {
 // The correctly rounded result of x in mode (with `random` for the stochastic modes, see
 // rounding.hpp), and the rounding event it should report.
 Result round(const Spec& spec, Rounding mode, double x, std::uint32_t random = 0);
-// The same for a value of any precision (an exact dot product, a multiprecision reference); its
-// exponent must lie within the current MPFR exponent range, which the oracle changes only inside.
+// The same for a value of higher precision (an exact dot product, a multiprecision reference): the
+// span from its last bit to the format's largest binade must stay below about 4200 bits (the
+// oracle throws std::logic_error otherwise, never answers inexactly), and its exponent must lie
+// within the current MPFR exponent range, which the oracle changes only inside.
 Result round(const Spec& spec, Rounding mode, mpfr_srcptr x, std::uint32_t random = 0);
 
 // The two values of the format (with an unbounded exponent range above) that enclose x:
