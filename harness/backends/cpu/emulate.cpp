@@ -1,0 +1,352 @@
+#include "harness/backends/cpu/emulate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+#include <thread>
+
+namespace ampbench::backends::cpu {
+namespace {
+
+using numeric::Format;
+
+// Rounds values to one format, counting the events. Stochastic modes draw from a stream that
+// depends only on (row, position in the row), so results do not depend on the thread count.
+class Rounder {
+ public:
+  Rounder(const Format& f, numeric::Rounding mode, numeric::EventCounts& counts,
+          std::uint64_t stream)
+      : f_(f), mode_(mode), counts_(counts), stream_(stream) {}
+  double operator()(double x) {
+    const std::uint32_t random =
+        numeric::is_stochastic(mode_) ? numeric::stochastic_draw(stream_, index_++) : 0u;
+    const numeric::Rounded r = numeric::round_to(f_, mode_, x, random);
+    counts_.add(r.event);
+    return r.value;
+  }
+
+ private:
+  Format f_;
+  numeric::Rounding mode_;
+  numeric::EventCounts& counts_;
+  std::uint64_t stream_;
+  std::uint64_t index_ = 0;
+};
+
+// The three rounders of one row of work.
+struct Rounders {
+  Rounders(const Arithmetic& a, Events& events, std::uint64_t row)
+      : compute(a.compute, a.mode, events.intermediate, numeric::splitmix64(row, 0)),
+        accumulate(a.accumulate, a.mode, events.intermediate, numeric::splitmix64(row, 1)),
+        output(a.output, a.mode, events.output, numeric::splitmix64(row, 2)) {}
+  Rounder compute;
+  Rounder accumulate;
+  Rounder output;
+};
+
+void require_exact(const Arithmetic& a) {
+  for (const Format* f : {&a.compute, &a.accumulate, &a.output}) {
+    if (!exact_emulation(*f)) {
+      throw std::invalid_argument(fmt::format(
+          "format {} (p={}) cannot be emulated exactly in binary64 containers (needs p <= 25 "
+          "or p = 53)",
+          f->name, f->precision));
+    }
+  }
+}
+
+void require(bool condition, const std::string& what) {
+  if (!condition) throw std::invalid_argument(what);
+}
+
+// Runs work(first_row, end_row, events) over [0, rows) on up to all cores, in contiguous blocks,
+// and adds the events in block order.
+template <class Work>
+Events for_rows(std::size_t rows, Work work) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(rows, 1));
+  std::vector<Events> events(blocks);
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t b = 1; b < blocks; ++b) {
+      pool.emplace_back([&, b] { work(rows * b / blocks, rows * (b + 1) / blocks, events[b]); });
+    }
+    work(0, rows / blocks, events[0]);
+  }
+  Events total;
+  for (const auto& e : events) total += e;
+  return total;
+}
+
+// The sum of x[0..n) (each already rounded to `accumulate`'s inputs), rounded as `summation` says.
+double accumulate_sum(Rounder& round, Summation summation, const double* x, std::size_t n) {
+  if (n == 0) return 0.0;
+  if (summation == Summation::sequential || n == 1) {
+    double s = x[0];
+    for (std::size_t i = 1; i < n; ++i) s = round(s + x[i]);
+    return s;
+  }
+  const std::size_t half = n / 2;
+  const double left = accumulate_sum(round, summation, x, half);
+  const double right = accumulate_sum(round, summation, x + half, n - half);
+  return round(left + right);
+}
+
+double row_max(const double* x, std::size_t n) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) return x[i];
+    m = std::max(m, x[i]);
+  }
+  return m;
+}
+
+}  // namespace
+
+bool exact_emulation(const Format& f) {
+  return f.precision <= 25 || f.precision == 53;
+}
+
+Events& Events::operator+=(const Events& other) {
+  intermediate += other.intermediate;
+  output += other.output;
+  return *this;
+}
+
+std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
+                         std::size_t n, std::size_t k, std::span<const double> a,
+                         std::span<const double> b, std::span<const double> c_in,
+                         std::span<const double> bias, Events& events) {
+  require_exact(arithmetic);
+  require(a.size() == m * k && b.size() == k * n && (c_in.empty() || c_in.size() == m * n) &&
+              (bias.empty() || bias.size() == n),
+          fmt::format("gemm {}x{}x{}: operand sizes a={} b={} c={} bias={} do not match", m, n, k,
+                      a.size(), b.size(), c_in.size(), bias.size()));
+  std::vector<double> c(m * n);
+  events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
+    std::vector<double> products(k);
+    for (std::size_t i = first; i < end; ++i) {
+      Rounders round(arithmetic, e, i);
+      for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t l = 0; l < k; ++l) {
+          products[l] = round.compute(a[i * k + l] * b[l * n + j]);  // exact product, rounded once
+        }
+        double s = accumulate_sum(round.accumulate, summation, products.data(), k);
+        if (!c_in.empty()) s = round.accumulate(s + c_in[i * n + j]);
+        if (!bias.empty()) s = round.accumulate(s + bias[j]);
+        c[i * n + j] = round.output(s);
+      }
+    }
+  });
+  return c;
+}
+
+double sum(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+           Events& events) {
+  require_exact(arithmetic);
+  Rounders round(arithmetic, events, 0);
+  return round.output(accumulate_sum(round.accumulate, summation, x.data(), x.size()));
+}
+
+double mean(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+            Events& events) {
+  require_exact(arithmetic);
+  require(!x.empty(), "mean of an empty vector");
+  Rounders round(arithmetic, events, 0);
+  const double s = accumulate_sum(round.accumulate, summation, x.data(), x.size());
+  return round.output(round.compute(s / static_cast<double>(x.size())));
+}
+
+double l2_norm(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+               Events& events) {
+  require_exact(arithmetic);
+  Rounders round(arithmetic, events, 0);
+  std::vector<double> squares(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) squares[i] = round.compute(x[i] * x[i]);
+  const double s = accumulate_sum(round.accumulate, summation, squares.data(), squares.size());
+  return round.output(round.compute(std::sqrt(s)));
+}
+
+namespace {
+
+// The shared first half of the softmax family for one row: the max and the rounded sum of the
+// rounded exponentials of the rounded differences; `shifted` and `exps` receive them.
+double exp_sum(Rounders& round, const double* x, std::size_t cols, double* shifted, double* exps,
+               double& m) {
+  m = row_max(x, cols);
+  for (std::size_t c = 0; c < cols; ++c) {
+    shifted[c] = round.compute(x[c] - m);
+    exps[c] = round.compute(std::exp(shifted[c]));
+  }
+  return accumulate_sum(round.accumulate, Summation::sequential, exps, cols);
+}
+
+template <class Row>
+std::vector<double> rowwise(const Arithmetic& arithmetic, std::span<const double> x,
+                            std::size_t rows, std::size_t cols, std::size_t out_per_row,
+                            Events& events, Row row) {
+  require_exact(arithmetic);
+  require(x.size() == rows * cols,
+          fmt::format("{} elements do not make {} rows of {}", x.size(), rows, cols));
+  std::vector<double> y(rows * out_per_row);
+  events += for_rows(rows, [&](std::size_t first, std::size_t end, Events& e) {
+    std::vector<double> work(2 * cols);
+    for (std::size_t r = first; r < end; ++r) {
+      Rounders round(arithmetic, e, r);
+      row(round, x.data() + r * cols, y.data() + r * out_per_row, work.data(), r);
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+std::vector<double> softmax(const Arithmetic& arithmetic, std::span<const double> x,
+                            std::size_t rows, std::size_t cols, Events& events) {
+  return rowwise(arithmetic, x, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+                   double m = 0;
+                   const double s = exp_sum(round, in, cols, work, work + cols, m);
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     out[c] = round.output(round.compute(work[cols + c] / s));
+                   }
+                 });
+}
+
+std::vector<double> log_softmax(const Arithmetic& arithmetic, std::span<const double> x,
+                                std::size_t rows, std::size_t cols, Events& events) {
+  return rowwise(arithmetic, x, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+                   double m = 0;
+                   const double s = exp_sum(round, in, cols, work, work + cols, m);
+                   const double log_s = round.compute(std::log(s));
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     out[c] = round.output(round.compute(work[c] - log_s));
+                   }
+                 });
+}
+
+std::vector<double> logsumexp(const Arithmetic& arithmetic, std::span<const double> x,
+                              std::size_t rows, std::size_t cols, Events& events) {
+  return rowwise(arithmetic, x, rows, cols, 1, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+                   double m = 0;
+                   const double s = exp_sum(round, in, cols, work, work + cols, m);
+                   out[0] = round.output(round.compute(m + round.compute(std::log(s))));
+                 });
+}
+
+std::vector<double> layer_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                               std::size_t rows, std::size_t cols, double eps,
+                               std::span<const double> gamma, std::span<const double> beta,
+                               Events& events) {
+  require((gamma.empty() || gamma.size() == cols) && (beta.empty() || beta.size() == cols),
+          "layer_norm: gamma and beta must have one element per column");
+  return rowwise(
+      arithmetic, x, rows, cols, cols, events,
+      [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+        const double n = static_cast<double>(cols);
+        const double mu =
+            round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
+        for (std::size_t c = 0; c < cols; ++c) {
+          work[c] = round.compute(in[c] - mu);
+          work[cols + c] = round.compute(work[c] * work[c]);
+        }
+        const double variance = round.compute(
+            accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
+        const double rstd =
+            round.compute(1.0 / round.compute(std::sqrt(round.compute(variance + eps))));
+        for (std::size_t c = 0; c < cols; ++c) {
+          double y = round.compute(work[c] * rstd);
+          if (!gamma.empty()) y = round.compute(y * gamma[c]);
+          if (!beta.empty()) y = round.compute(y + beta[c]);
+          out[c] = round.output(y);
+        }
+      });
+}
+
+std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                             std::size_t rows, std::size_t cols, double eps,
+                             std::span<const double> gamma, Events& events) {
+  require(gamma.empty() || gamma.size() == cols,
+          "rms_norm: gamma must have one element per column");
+  return rowwise(
+      arithmetic, x, rows, cols, cols, events,
+      [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+        const double n = static_cast<double>(cols);
+        for (std::size_t c = 0; c < cols; ++c) work[c] = round.compute(in[c] * in[c]);
+        const double mean_square =
+            round.compute(accumulate_sum(round.accumulate, Summation::sequential, work, cols) / n);
+        const double rrms =
+            round.compute(1.0 / round.compute(std::sqrt(round.compute(mean_square + eps))));
+        for (std::size_t c = 0; c < cols; ++c) {
+          double y = round.compute(in[c] * rrms);
+          if (!gamma.empty()) y = round.compute(y * gamma[c]);
+          out[c] = round.output(y);
+        }
+      });
+}
+
+std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,
+                                    std::span<const double> x, std::size_t rows, std::size_t cols,
+                                    std::span<const double> bias, Events& events) {
+  require(bias.empty() || bias.size() == cols, "bias must have one element per column");
+  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
+  return rowwise(arithmetic, x, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double*, std::size_t) {
+                   auto& r = round.compute;
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     const double v = bias.empty() ? in[c] : r(in[c] + bias[c]);
+                     double y = 0;
+                     switch (activation) {
+                       case Activation::relu: y = v > 0 ? v : (std::isnan(v) ? v : 0.0); break;
+                       case Activation::gelu:
+                         // x/2 * (1 + erf(x / sqrt 2)), each step rounded (the constant is rounded
+                         // too).
+                         y = r(r(0.5 * v) * r(1.0 + r(std::erf(r(v * r(inv_sqrt2))))));
+                         break;
+                       case Activation::gelu_tanh: {
+                         const double cube = r(r(v * v) * v);
+                         const double inner = r(r(sqrt_2_over_pi) * r(v + r(r(0.044715) * cube)));
+                         y = r(r(0.5 * v) * r(1.0 + r(std::tanh(inner))));
+                         break;
+                       }
+                       case Activation::silu: y = r(v / r(1.0 + r(std::exp(-v)))); break;
+                     }
+                     out[c] = round.output(y);
+                   }
+                 });
+}
+
+double cross_entropy(const Arithmetic& arithmetic, std::span<const double> logits,
+                     std::span<const std::size_t> targets, std::size_t rows, std::size_t cols,
+                     double label_smoothing, Events& events) {
+  require(targets.size() == rows, "cross_entropy: one target per row");
+  for (const auto t : targets) require(t < cols, "cross_entropy: target beyond the classes");
+  const std::vector<double> log_p = log_softmax(
+      Arithmetic{arithmetic.compute, arithmetic.accumulate, arithmetic.compute, arithmetic.mode},
+      logits, rows, cols, events);
+  Rounders round(arithmetic, events, rows);
+  std::vector<double> losses(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double loss = -log_p[r * cols + targets[r]];
+    if (label_smoothing != 0) {
+      const double all =
+          accumulate_sum(round.accumulate, Summation::sequential, log_p.data() + r * cols, cols);
+      const double smooth = round.compute(-all / static_cast<double>(cols));
+      const double keep = round.compute(1.0 - label_smoothing);
+      const double spread = round.compute(label_smoothing);
+      loss = round.compute(round.compute(keep * loss) + round.compute(spread * smooth));
+    }
+    losses[r] = loss;
+  }
+  const double total = accumulate_sum(round.accumulate, Summation::sequential, losses.data(), rows);
+  return round.output(round.compute(total / static_cast<double>(rows)));
+}
+
+}  // namespace ampbench::backends::cpu

@@ -1,0 +1,102 @@
+// The CPU emulation of ops under a precision policy: every intermediate result is rounded to the
+// format the policy computes in, every running sum to the format it accumulates in, and every
+// output to the output format, counting the rounding events of each.
+//
+// Values are held in binary64. That "wider container" is exact for what is emulated here: a sum,
+// difference, product, quotient or square root of two values of a format with precision p, computed
+// in binary64 and then rounded to the format, equals the operation rounded once to the format
+// whenever 53 >= 2p + 2 (Figueroa, "When is double rounding innocuous?", SIGNUM 1995) — true for
+// fp32, tf32, bf16, fp16 and fp8, and for fp64 the binary64 operation is the operation itself. A
+// product of two values of a format with 2p <= 53 is exact in binary64 before any rounding.
+// Formats with 26 <= p <= 52 (user formats) would double-round: `exact_emulation` says so and the
+// ops refuse them. Elementary functions (exp, log, erf, tanh, sqrt) are binary64 libm results
+// rounded to the compute format: a model of a good device library (faithful, almost always
+// correctly rounded), not of any particular one.
+//
+// Fused multiply-adds are not modelled (a product is rounded to the compute format before it is
+// added): a fused step is what the MMA models (harness/numeric/mma.hpp) are for.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "harness/numeric/format.hpp"
+#include "harness/numeric/options.hpp"
+#include "harness/numeric/rounding.hpp"
+
+namespace ampbench::backends::cpu {
+
+// How an op's arithmetic rounds.
+struct Arithmetic {
+  numeric::Format compute;     // products, quotients, elementary functions, other intermediates
+  numeric::Format accumulate;  // running sums
+  numeric::Format output;      // what the op returns
+  numeric::Rounding mode = numeric::Rounding::nearest_even;
+};
+
+// Whether binary64 containers emulate f exactly (see above).
+bool exact_emulation(const numeric::Format& f);
+
+// Rounding events, of intermediates and of outputs.
+struct Events {
+  numeric::EventCounts intermediate;
+  numeric::EventCounts output;
+  Events& operator+=(const Events& other);
+};
+
+// How a long sum is formed.
+enum class Summation {
+  sequential,  // s = s + x[i], left to right
+  pairwise,    // halves summed recursively, each addition rounded
+};
+
+// A row-major matrix product C = A B (+ C_in) (+ bias per column): A m x k, B k x n, each output a
+// sum of k products rounded to `compute`, accumulated in `accumulate` as `summation` says, then
+// rounded to `output`. C_in and bias (empty when absent) are added last, in `accumulate`.
+std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
+                         std::size_t n, std::size_t k, std::span<const double> a,
+                         std::span<const double> b, std::span<const double> c_in,
+                         std::span<const double> bias, Events& events);
+
+// Sum, mean and Euclidean norm of a vector.
+double sum(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+           Events& events);
+double mean(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+            Events& events);
+double l2_norm(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
+               Events& events);
+
+// Row-wise softmax family over `cols` columns, as GPU kernels compute them: m = max(row);
+// e_i = exp(x_i - m); s = sum e_i; softmax y_i = e_i / s; log_softmax y_i = (x_i - m) - log s;
+// logsumexp m + log s.
+std::vector<double> softmax(const Arithmetic& arithmetic, std::span<const double> x,
+                            std::size_t rows, std::size_t cols, Events& events);
+std::vector<double> log_softmax(const Arithmetic& arithmetic, std::span<const double> x,
+                                std::size_t rows, std::size_t cols, Events& events);
+std::vector<double> logsumexp(const Arithmetic& arithmetic, std::span<const double> x,
+                              std::size_t rows, std::size_t cols, Events& events);
+
+// Row-wise layer norm (biased variance, two passes: mean, then mean of squared deviations) and
+// RMS norm; gamma and beta per column, empty when absent.
+std::vector<double> layer_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                               std::size_t rows, std::size_t cols, double eps,
+                               std::span<const double> gamma, std::span<const double> beta,
+                               Events& events);
+std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                             std::size_t rows, std::size_t cols, double eps,
+                             std::span<const double> gamma, Events& events);
+
+enum class Activation { relu, gelu, gelu_tanh, silu };
+// y = activation(x + bias[column]) over rows x cols (bias empty when absent).
+std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,
+                                    std::span<const double> x, std::size_t rows, std::size_t cols,
+                                    std::span<const double> bias, Events& events);
+
+// Mean over the batch of -log softmax(logits)[target], with label smoothing s as PyTorch defines
+// it: (1 - s) * nll + s * mean over classes of -log softmax.
+double cross_entropy(const Arithmetic& arithmetic, std::span<const double> logits,
+                     std::span<const std::size_t> targets, std::size_t rows, std::size_t cols,
+                     double label_smoothing, Events& events);
+
+}  // namespace ampbench::backends::cpu

@@ -1,0 +1,214 @@
+// The CPU emulation against arithmetic that needs no emulation: binary32 hardware arithmetic (IEEE
+// round-to-nearest-even on every +, -, *, /, sqrt) for fp32 policies, binary64 for fp64 ones, and
+// hand-worked fp16 cases (stagnation, overflow, underflow events).
+#include "harness/backends/cpu/emulate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace ampbench::backends::cpu {
+namespace {
+
+namespace formats = numeric::formats;
+using numeric::RoundingEvent;
+
+Arithmetic all(const numeric::Format& f) {
+  return Arithmetic{f, f, f};
+}
+
+std::vector<double> random_floats(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<double> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+TEST(EmulateGemm, Fp32IsBinary32HardwareArithmetic) {
+  const std::size_t m = 9, n = 7, k = 300;
+  const auto a = random_floats(m * k, 1), b = random_floats(k * n, 2), c = random_floats(m * n, 3);
+  Events events;
+  const auto got = gemm(all(formats::fp32), Summation::sequential, m, n, k, a, b, c, {}, events);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      float s = static_cast<float>(a[i * k]) * static_cast<float>(b[j]);
+      for (std::size_t l = 1; l < k; ++l) {
+        s += static_cast<float>(a[i * k + l]) * static_cast<float>(b[l * n + j]);
+      }
+      s += static_cast<float>(c[i * n + j]);
+      ASSERT_EQ(got[i * n + j], static_cast<double>(s)) << i << "," << j;
+    }
+  }
+  // k products and k - 1 additions and one for C per output, plus the output rounding.
+  EXPECT_EQ(events.intermediate.total(), m * n * (2 * k));
+  EXPECT_EQ(events.output.total(), m * n);
+  EXPECT_EQ(events.output[RoundingEvent::exact], m * n);  // already fp32
+}
+
+TEST(EmulateGemm, Fp64IsBinary64Arithmetic) {
+  const std::size_t m = 3, n = 4, k = 50;
+  const auto a = random_floats(m * k, 4), b = random_floats(k * n, 5);
+  Events events;
+  const auto got = gemm(all(formats::fp64), Summation::sequential, m, n, k, a, b, {}, {}, events);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double s = a[i * k] * b[j];
+      for (std::size_t l = 1; l < k; ++l) s += a[i * k + l] * b[l * n + j];
+      EXPECT_EQ(got[i * n + j], s);
+    }
+  }
+}
+
+TEST(EmulateGemm, Fp16AccumulationStagnatesAndPairwiseDoesNot) {
+  const std::vector<double> ones(4096, 1.0);
+  Events events;
+  EXPECT_EQ(gemm(all(formats::fp16), Summation::sequential, 1, 1, 4096, ones, ones, {}, {}, events)
+                .front(),
+            2048.0);
+  EXPECT_EQ(
+      gemm(all(formats::fp16), Summation::pairwise, 1, 1, 4096, ones, ones, {}, {}, events).front(),
+      4096.0);
+  // fp16 products with fp32 accumulation and an fp16 output (the AMP matmul): exact here.
+  const Arithmetic amp{formats::fp16, formats::fp32, formats::fp16};
+  EXPECT_EQ(gemm(amp, Summation::sequential, 1, 1, 4096, ones, ones, {}, {}, events).front(),
+            4096.0);
+}
+
+TEST(EmulateGemm, OverflowAndUnderflowAreCounted) {
+  // 256 * 256 = 65536 overflows fp16 (largest 65504) in the product itself.
+  Events events;
+  const std::vector<double> big{256.0}, tiny{0x1p-13};
+  EXPECT_TRUE(std::isinf(
+      gemm(all(formats::fp16), Summation::sequential, 1, 1, 1, big, big, {}, {}, events).front()));
+  EXPECT_EQ(events.intermediate[RoundingEvent::overflow], 1u);
+  // 2^-13 * 2^-13 = 2^-26 is below half of fp16's smallest subnormal 2^-24: flushed to zero.
+  Events small;
+  EXPECT_EQ(
+      gemm(all(formats::fp16), Summation::sequential, 1, 1, 1, tiny, tiny, {}, {}, small).front(),
+      0.0);
+  EXPECT_EQ(small.intermediate[RoundingEvent::flush_to_zero], 1u);
+  // Accumulated in fp32 the product survives; only the fp16 output flushes it.
+  Events amp_events;
+  const Arithmetic amp{formats::fp32, formats::fp32, formats::fp16};
+  EXPECT_EQ(gemm(amp, Summation::sequential, 1, 1, 1, tiny, tiny, {}, {}, amp_events).front(), 0.0);
+  EXPECT_EQ(amp_events.intermediate[RoundingEvent::flush_to_zero], 0u);
+  EXPECT_EQ(amp_events.output[RoundingEvent::flush_to_zero], 1u);
+}
+
+TEST(EmulateNorms, Fp32LayerNormAndRmsNormAreBinary32HardwareArithmetic) {
+  const std::size_t rows = 5, cols = 33;
+  const auto x = random_floats(rows * cols, 6, 10.0f);
+  const auto gamma = random_floats(cols, 7), beta = random_floats(cols, 8);
+  const float eps = 1e-5f;
+  Events events;
+  const auto ln =
+      layer_norm(all(formats::fp32), x, rows, cols, static_cast<double>(eps), gamma, beta, events);
+  const auto rms =
+      rms_norm(all(formats::fp32), x, rows, cols, static_cast<double>(eps), gamma, events);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto in = [&](std::size_t c) { return static_cast<float>(x[r * cols + c]); };
+    float s = in(0);
+    for (std::size_t c = 1; c < cols; ++c) s += in(c);
+    const float mu = s / static_cast<float>(cols);
+    float v = (in(0) - mu) * (in(0) - mu);
+    for (std::size_t c = 1; c < cols; ++c) v += (in(c)-mu) * (in(c)-mu);
+    const float rstd = 1.0f / std::sqrt(v / static_cast<float>(cols) + eps);
+    float q = in(0) * in(0);
+    for (std::size_t c = 1; c < cols; ++c) q += in(c)*in(c);
+    const float rrms = 1.0f / std::sqrt(q / static_cast<float>(cols) + eps);
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float y =
+          (in(c)-mu) * rstd * static_cast<float>(gamma[c]) + static_cast<float>(beta[c]);
+      ASSERT_EQ(ln[r * cols + c], static_cast<double>(y)) << r << "," << c;
+      ASSERT_EQ(rms[r * cols + c], static_cast<double>(in(c)*rrms * static_cast<float>(gamma[c])));
+    }
+  }
+}
+
+TEST(EmulateSoftmax, RowsSumToOneWithinTheFormatsRoundingAndLogsumexpMatches) {
+  const std::size_t rows = 4, cols = 100;
+  const auto x = random_floats(rows * cols, 9, 20.0f);
+  Events events;
+  const auto y = softmax(all(formats::fp32), x, rows, cols, events);
+  const auto lse = logsumexp(all(formats::fp64), x, rows, cols, events);
+  const auto log_y = log_softmax(all(formats::fp64), x, rows, cols, events);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::size_t c = 0; c < cols; ++c) s += y[r * cols + c];
+    // Each y has relative error below 3u (exp, sum, divide); their sum is 1 within cols * 3u.
+    EXPECT_NEAR(s, 1.0, 3.0 * 0x1p-24 * static_cast<double>(cols));
+    for (std::size_t c = 0; c < cols; ++c) {
+      EXPECT_NEAR(log_y[r * cols + c], x[r * cols + c] - lse[r], 1e-12);
+    }
+  }
+}
+
+TEST(EmulateSoftmax, Fp16ExpUnderflowsWhereFp32DoesNot) {
+  // exp(-20) = 2.06e-9 is below fp16's smallest subnormal (6e-8): flushed in an fp16 softmax.
+  const std::vector<double> x{0.0, -20.0};
+  Events fp16_events, fp32_events;
+  const auto low = softmax(all(formats::fp16), x, 1, 2, fp16_events);
+  const auto amp =
+      softmax(Arithmetic{formats::fp32, formats::fp32, formats::fp32}, x, 1, 2, fp32_events);
+  EXPECT_EQ(low[1], 0.0);
+  EXPECT_GT(fp16_events.intermediate[RoundingEvent::flush_to_zero], 0u);
+  EXPECT_GT(amp[1], 2e-9);
+  EXPECT_EQ(fp32_events.intermediate[RoundingEvent::flush_to_zero], 0u);
+}
+
+TEST(EmulateActivations, ValuesAgainstBinary64) {
+  const std::vector<double> x{-3.0, -0.5, 0.0, 0.25, 2.0, 7.5};
+  Events events;
+  for (const auto& [activation, f] :
+       std::initializer_list<std::pair<Activation, double (*)(double)>>{
+           {Activation::relu, [](double v) { return v > 0 ? v : 0.0; }},
+           {Activation::gelu,
+            [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }},
+           {Activation::silu, [](double v) { return v / (1.0 + std::exp(-v)); }},
+       }) {
+    const auto y = bias_activation(all(formats::fp64), activation, x, 1, x.size(), {}, events);
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], f(x[i]), 1e-15) << x[i];
+    // In bf16 (8 bits) each result is within a few bf16 ulps of the binary64 one.
+    const auto low = bias_activation(all(formats::bf16), activation, x, 1, x.size(), {}, events);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_NEAR(low[i], f(x[i]), 8 * 0x1p-8 * std::max(1.0, std::fabs(f(x[i])))) << x[i];
+    }
+  }
+}
+
+TEST(EmulateCrossEntropy, HandComputedAndSmoothed) {
+  // Two classes with equal logits: each probability 1/2, loss log 2.
+  const std::vector<double> logits{1.0, 1.0, 1.0, 1.0};
+  const std::vector<std::size_t> targets{0, 1};
+  Events events;
+  EXPECT_NEAR(cross_entropy(all(formats::fp64), logits, targets, 2, 2, 0.0, events), std::log(2.0),
+              1e-15);
+  EXPECT_NEAR(cross_entropy(all(formats::fp64), logits, targets, 2, 2, 0.1, events), std::log(2.0),
+              1e-15);
+  // Logits (0, log 3): p = (1/4, 3/4). Target 1: -log(3/4); smoothing s: (1-s)(-log 3/4) +
+  // s * (-(log 1/4 + log 3/4) / 2).
+  const std::vector<double> two{0.0, std::log(3.0)};
+  const std::vector<std::size_t> one{1};
+  const double s = 0.2;
+  const double expected = (1 - s) * -std::log(0.75) + s * -(std::log(0.25) + std::log(0.75)) / 2;
+  EXPECT_NEAR(cross_entropy(all(formats::fp64), two, one, 1, 2, s, events), expected, 1e-15);
+}
+
+TEST(Emulate, FormatsThatWouldDoubleRoundAreRefused) {
+  const numeric::Format p30 = numeric::user_format(30, -100, 100);
+  EXPECT_FALSE(exact_emulation(p30));
+  EXPECT_TRUE(exact_emulation(formats::fp32));
+  Events events;
+  const std::vector<double> one{1.0};
+  EXPECT_THROW(gemm(all(p30), Summation::sequential, 1, 1, 1, one, one, {}, {}, events),
+               std::invalid_argument);
+  EXPECT_THROW(gemm(all(formats::fp32), Summation::sequential, 2, 1, 1, one, one, {}, {}, events),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ampbench::backends::cpu
