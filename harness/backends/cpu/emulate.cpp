@@ -324,17 +324,19 @@ std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation act
 }
 
 double cross_entropy(const Arithmetic& arithmetic, std::span<const double> logits,
-                     std::span<const std::size_t> targets, std::size_t rows, std::size_t cols,
+                     std::span<const std::int64_t> targets, std::size_t rows, std::size_t cols,
                      double label_smoothing, Events& events) {
   require(targets.size() == rows, "cross_entropy: one target per row");
-  for (const auto t : targets) require(t < cols, "cross_entropy: target beyond the classes");
+  for (const auto t : targets) {
+    require(t >= 0 && static_cast<std::size_t>(t) < cols, "cross_entropy: target out of range");
+  }
   const std::vector<double> log_p = log_softmax(
       Arithmetic{arithmetic.compute, arithmetic.accumulate, arithmetic.compute, arithmetic.mode},
       logits, rows, cols, events);
   Rounders round(arithmetic, events, rows);
   std::vector<double> losses(rows);
   for (std::size_t r = 0; r < rows; ++r) {
-    double loss = -log_p[r * cols + targets[r]];
+    double loss = -log_p[r * cols + static_cast<std::size_t>(targets[r])];
     if (label_smoothing != 0) {
       const double all =
           accumulate_sum(round.accumulate, Summation::sequential, log_p.data() + r * cols, cols);

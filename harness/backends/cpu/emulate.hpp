@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -96,7 +97,7 @@ std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation act
 // Mean over the batch of -log softmax(logits)[target], with label smoothing s as PyTorch defines
 // it: (1 - s) * nll + s * mean over classes of -log softmax.
 double cross_entropy(const Arithmetic& arithmetic, std::span<const double> logits,
-                     std::span<const std::size_t> targets, std::size_t rows, std::size_t cols,
+                     std::span<const std::int64_t> targets, std::size_t rows, std::size_t cols,
                      double label_smoothing, Events& events);
 
 }  // namespace ampbench::backends::cpu

@@ -183,7 +183,7 @@ TEST(EmulateActivations, ValuesAgainstBinary64) {
 TEST(EmulateCrossEntropy, HandComputedAndSmoothed) {
   // Two classes with equal logits: each probability 1/2, loss log 2.
   const std::vector<double> logits{1.0, 1.0, 1.0, 1.0};
-  const std::vector<std::size_t> targets{0, 1};
+  const std::vector<std::int64_t> targets{0, 1};
   Events events;
   EXPECT_NEAR(cross_entropy(all(formats::fp64), logits, targets, 2, 2, 0.0, events), std::log(2.0),
               1e-15);
@@ -192,7 +192,7 @@ TEST(EmulateCrossEntropy, HandComputedAndSmoothed) {
   // Logits (0, log 3): p = (1/4, 3/4). Target 1: -log(3/4); smoothing s: (1-s)(-log 3/4) +
   // s * (-(log 1/4 + log 3/4) / 2).
   const std::vector<double> two{0.0, std::log(3.0)};
-  const std::vector<std::size_t> one{1};
+  const std::vector<std::int64_t> one{1};
   const double s = 0.2;
   const double expected = (1 - s) * -std::log(0.75) + s * -(std::log(0.25) + std::log(0.75)) / 2;
   EXPECT_NEAR(cross_entropy(all(formats::fp64), two, one, 1, 2, s, events), expected, 1e-15);

@@ -1,0 +1,501 @@
+#include "harness/ops/catalog.hpp"
+
+#include <fmt/format.h>
+#include <mpfr.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "harness/metrics/metrics.hpp"
+#include "reference/exact/accumulator.hpp"
+#include "reference/exact/dot.hpp"
+#include "reference/mp/multiprecision.hpp"
+#include "reference/mp/ops.hpp"
+
+namespace ampbench::ops {
+namespace {
+
+using backends::cpu::Arithmetic;
+using backends::cpu::Summation;
+using reference::Real;
+
+constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
+constexpr double kRmsNormEps = 1e-6;
+
+constexpr OpInfo kCatalog[] = {
+    {Op::gemm, "gemm", "matmul", "MxNxK", "256x256x256", "C = A B, A M x K, B K x N (row-major)",
+     "recursive summation (gamma)"},
+    {Op::dot, "dot", "matmul", "N", "4096", "a . b", "recursive summation (gamma)"},
+    {Op::sum, "sum", "reduction", "N", "65536", "sum of x", "recursive summation (gamma)"},
+    {Op::mean, "mean", "reduction", "N", "65536", "sum of x / N", "recursive summation (gamma)"},
+    {Op::l2_norm, "l2_norm", "reduction", "N", "65536", "sqrt(sum of x^2)", "none"},
+    {Op::softmax, "softmax", "softmax", "RxC", "64x1024", "exp(x - max) / sum, per row", "none"},
+    {Op::log_softmax, "log_softmax", "softmax", "RxC", "64x1024", "(x - max) - log sum, per row",
+     "none"},
+    {Op::logsumexp, "logsumexp", "softmax", "RxC", "64x1024", "max + log sum exp(x - max), per row",
+     "none"},
+    {Op::layer_norm, "layer_norm", "normalization", "RxC", "64x1024",
+     "(x - mean) / sqrt(var + 1e-5) * gamma + beta, per row", "none"},
+    {Op::rms_norm, "rms_norm", "normalization", "RxC", "64x1024",
+     "x / sqrt(mean(x^2) + 1e-6) * gamma, per row", "none"},
+    {Op::relu, "relu", "activation", "RxC", "64x1024", "max(x + bias, 0)", "none"},
+    {Op::gelu, "gelu", "activation", "RxC", "64x1024", "v/2 (1 + erf(v / sqrt 2)), v = x + bias",
+     "none"},
+    {Op::gelu_tanh, "gelu_tanh", "activation", "RxC", "64x1024",
+     "v/2 (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), v = x + bias", "none"},
+    {Op::silu, "silu", "activation", "RxC", "64x1024", "v / (1 + exp(-v)), v = x + bias", "none"},
+    {Op::cross_entropy, "cross_entropy", "loss", "RxC", "64x1000",
+     "mean over R rows of -log softmax(logits)[target], C classes", "none"},
+};
+
+std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
+  std::size_t n = 1;
+  for (const auto s : sizes) {
+    if (s != 0 && n > kMaxElements / s) {
+      throw OpError(fmt::format("{}: more than {} elements (2^27): too large for the audit", what,
+                                kMaxElements));
+    }
+    n *= s;
+  }
+  if (n > kMaxElements) {
+    throw OpError(fmt::format("{}: {} elements, more than the audit's limit of {} (2^27)", what, n,
+                              kMaxElements));
+  }
+  return n;
+}
+
+const std::vector<double>& values(const Inputs& in, std::size_t i) {
+  return in.values.at(i);
+}
+
+// Ziv's strategy per output element for a row-wise op: the row is evaluated once per working
+// precision (and MPFR's inexact flag restored for the cached evaluations, which the Ziv loop reads
+// to tell exact results), each element rounded when its error interval allows.
+class RowReference {
+ public:
+  using Evaluate = std::function<std::vector<Real>()>;
+  explicit RowReference(Evaluate evaluate) : evaluate_(std::move(evaluate)) {}
+
+  reference::ReferenceValue element(std::size_t j, const numeric::Format& f, numeric::Rounding mode,
+                                    std::uint64_t error_bound, std::uint32_t random) {
+    reference::ZivPolicy policy;
+    policy.error_bound = error_bound;
+    return reference::correctly_rounded(
+        f, mode,
+        [&] {
+          const int bits = reference::working_precision_bits();
+          if (bits != bits_) {
+            mpfr_clear_inexflag();
+            values_ = evaluate_();
+            inexact_ = mpfr_inexflag_p() != 0;
+            bits_ = bits;
+          } else if (inexact_) {
+            mpfr_set_inexflag();
+          }
+          return values_.at(j);
+        },
+        policy, random);
+  }
+
+ private:
+  Evaluate evaluate_;
+  int bits_ = 0;
+  std::vector<Real> values_;
+  bool inexact_ = true;
+};
+
+std::vector<Real> to_reals(std::span<const double> x) {
+  std::vector<Real> r;
+  r.reserve(x.size());
+  for (const double v : x) r.push_back(reference::to_real(v));
+  return r;
+}
+
+// The value of an exact sum as a Real holding every bit.
+Real to_real(const reference::ExactValue& v) {
+  Real r;
+  if (v.kind() != reference::ExactKind::finite) {
+    return Real(v.kind() == reference::ExactKind::nan ? std::numeric_limits<double>::quiet_NaN()
+                : v.kind() == reference::ExactKind::positive_infinity
+                    ? std::numeric_limits<double>::infinity()
+                    : -std::numeric_limits<double>::infinity());
+  }
+  if (v.is_zero()) return Real(v.negative() ? -0.0 : 0.0);
+  const auto& limbs = v.magnitude();
+  mpz_t n;
+  mpz_init(n);
+  mpz_import(n, limbs.size(), -1, sizeof limbs[0], 0, 0, limbs.data());
+  const auto bits = static_cast<mpfr_prec_t>(mpz_sizeinbase(n, 2));
+  mpfr_set_prec(r.backend().data(), std::max<mpfr_prec_t>(bits, MPFR_PREC_MIN));
+  mpfr_set_z_2exp(r.backend().data(), n, v.exponent(), MPFR_RNDN);  // exact: enough bits
+  mpz_clear(n);
+  if (v.negative()) r = -r;
+  return r;
+}
+
+std::uint32_t draw(numeric::Rounding mode, std::uint64_t seed, std::size_t position) {
+  return numeric::is_stochastic(mode) ? numeric::stochastic_draw(seed, position) : 0u;
+}
+
+}  // namespace
+
+std::span<const OpInfo> catalog() {
+  return kCatalog;
+}
+
+const OpInfo* find_op(std::string_view name) {
+  for (const auto& op : kCatalog) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+std::string op_names() {
+  std::string names;
+  for (const auto& op : kCatalog) names += fmt::format("{}{}", names.empty() ? "" : ", ", op.name);
+  return names;
+}
+
+Shape parse_shape(const OpInfo& op, std::string_view text) {
+  Shape shape;
+  std::string_view rest = text;
+  while (true) {
+    const auto x = rest.find('x');
+    const std::string_view part = rest.substr(0, x);
+    std::size_t size = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), size);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size() || size == 0) {
+      throw OpError(fmt::format("{} shape '{}': '{}' is not a positive size (expected {})", op.name,
+                                text, part, op.shape_syntax));
+    }
+    shape.sizes.push_back(size);
+    if (x == std::string_view::npos) break;
+    rest = rest.substr(x + 1);
+  }
+  const std::size_t expected = (op.shape_syntax.size() + 1) / 2;  // "MxNxK" has 3 sizes
+  if (shape.sizes.size() != expected) {
+    throw OpError(fmt::format("{} shape '{}': expected {} ({} sizes), got {}", op.name, text,
+                              op.shape_syntax, expected, shape.sizes.size()));
+  }
+  for (const auto& operand : operands(op, shape)) {
+    checked_product(operand.shape,
+                    fmt::format("{} shape '{}': operand {}", op.name, text, operand.name));
+  }
+  checked_product(output_shape(op, shape), fmt::format("{} shape '{}': output", op.name, text));
+  return shape;
+}
+
+std::string to_string(const Shape& shape) {
+  std::string s;
+  for (const auto n : shape.sizes) s += fmt::format("{}{}", s.empty() ? "" : "x", n);
+  return s;
+}
+
+std::size_t element_count(const std::vector<std::size_t>& shape) {
+  std::size_t n = 1;
+  for (const auto s : shape) n *= s;
+  return n;
+}
+
+std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
+  const auto& s = shape.sizes;
+  switch (op.op) {
+    case Op::gemm: return {{"a", {s[0], s[2]}}, {"b", {s[2], s[1]}}};
+    case Op::dot: return {{"a", {s[0]}}, {"b", {s[0]}}};
+    case Op::sum:
+    case Op::mean:
+    case Op::l2_norm: return {{"x", {s[0]}}};
+    case Op::softmax:
+    case Op::log_softmax:
+    case Op::logsumexp: return {{"x", {s[0], s[1]}}};
+    case Op::layer_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
+    case Op::rms_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}};
+    case Op::relu:
+    case Op::gelu:
+    case Op::gelu_tanh:
+    case Op::silu: return {{"x", {s[0], s[1]}}, {"bias", {s[1]}}};
+    case Op::cross_entropy: return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
+  }
+  throw OpError("unknown op");
+}
+
+std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
+  const auto& s = shape.sizes;
+  switch (op.op) {
+    case Op::gemm: return {s[0], s[1]};
+    case Op::dot:
+    case Op::sum:
+    case Op::mean:
+    case Op::l2_norm:
+    case Op::cross_entropy: return {1};
+    case Op::logsumexp: return {s[0]};
+    default: return {s[0], s[1]};
+  }
+}
+
+CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
+               Summation summation, const Inputs& in) {
+  namespace cpu = backends::cpu;
+  const auto& s = shape.sizes;
+  CpuRun run;
+  auto& e = run.events;
+  switch (op.op) {
+    case Op::gemm:
+      run.output = cpu::gemm(arithmetic, summation, s[0], s[1], s[2], values(in, 0), values(in, 1),
+                             {}, {}, e);
+      break;
+    case Op::dot:
+      run.output =
+          cpu::gemm(arithmetic, summation, 1, 1, s[0], values(in, 0), values(in, 1), {}, {}, e);
+      break;
+    case Op::sum: run.output = {cpu::sum(arithmetic, summation, values(in, 0), e)}; break;
+    case Op::mean: run.output = {cpu::mean(arithmetic, summation, values(in, 0), e)}; break;
+    case Op::l2_norm: run.output = {cpu::l2_norm(arithmetic, summation, values(in, 0), e)}; break;
+    case Op::softmax: run.output = cpu::softmax(arithmetic, values(in, 0), s[0], s[1], e); break;
+    case Op::log_softmax:
+      run.output = cpu::log_softmax(arithmetic, values(in, 0), s[0], s[1], e);
+      break;
+    case Op::logsumexp:
+      run.output = cpu::logsumexp(arithmetic, values(in, 0), s[0], s[1], e);
+      break;
+    case Op::layer_norm:
+      run.output = cpu::layer_norm(arithmetic, values(in, 0), s[0], s[1], kLayerNormEps,
+                                   values(in, 1), values(in, 2), e);
+      break;
+    case Op::rms_norm:
+      run.output =
+          cpu::rms_norm(arithmetic, values(in, 0), s[0], s[1], kRmsNormEps, values(in, 1), e);
+      break;
+    case Op::relu:
+    case Op::gelu:
+    case Op::gelu_tanh:
+    case Op::silu: {
+      const cpu::Activation a = op.op == Op::relu   ? cpu::Activation::relu
+                                : op.op == Op::gelu ? cpu::Activation::gelu
+                                : op.op == Op::silu ? cpu::Activation::silu
+                                                    : cpu::Activation::gelu_tanh;
+      run.output = cpu::bias_activation(arithmetic, a, values(in, 0), s[0], s[1], values(in, 1), e);
+      break;
+    }
+    case Op::cross_entropy:
+      run.output = {
+          cpu::cross_entropy(arithmetic, values(in, 0), in.indices.at(1), s[0], s[1], 0.0, e)};
+      break;
+  }
+  return run;
+}
+
+Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
+                    const numeric::Format& output, numeric::Rounding mode, std::size_t samples,
+                    std::uint64_t seed) {
+  const auto& s = shape.sizes;
+  const std::size_t count = element_count(output_shape(op, shape));
+  Reference result;
+  result.positions = reference::sample_positions(count, samples == 0 ? count : samples, seed);
+  const std::size_t n = result.positions.size();
+  result.rounded.resize(n);
+  result.nearest.resize(n);
+  const auto store = [&](std::size_t e, const numeric::Rounded& r, double nearest) {
+    result.rounded[e] = r.value;
+    result.nearest[e] = nearest;
+  };
+
+  switch (op.op) {
+    case Op::gemm: {
+      numeric::RoundingOptions options;
+      options.format = output;
+      options.mode = mode;
+      options.seed = seed;
+      const reference::GemmOperands operands{s[0], s[1], s[2], values(in, 0), values(in, 1), {}};
+      auto g = reference::exact_gemm(numeric::formats::fp64, operands, options, result.positions);
+      result.rounded = std::move(g.rounded);
+      result.nearest = std::move(g.nearest);
+      return result;
+    }
+    case Op::dot:
+    case Op::sum: {
+      const reference::ExactValue v =
+          op.op == Op::dot
+              ? reference::exact_dot(numeric::formats::fp64, values(in, 0), values(in, 1))
+              : reference::exact_sum(values(in, 0));
+      store(0, v.round(output, mode, draw(mode, seed, 0)), v.to_double());
+      return result;
+    }
+    case Op::mean:
+    case Op::l2_norm: {
+      reference::ExactAccumulator acc;
+      for (const double x : values(in, 0)) {
+        if (op.op == Op::mean) {
+          acc.add(x);
+        } else {
+          acc.add_product(x, x);
+        }
+      }
+      const reference::ExactValue total = acc.value();
+      const double items = static_cast<double>(s[0]);
+      // One correctly rounded operation on an exact value: relative error 2^-P.
+      reference::ZivPolicy policy;
+      policy.error_bound = 2;
+      const auto r = reference::correctly_rounded(
+          output, mode,
+          [&] {
+            const Real t = to_real(total);
+            return op.op == Op::mean ? Real(t / items) : reference::math::sqrt(t);
+          },
+          policy, draw(mode, seed, 0));
+      store(0, r.rounded, r.value);
+      return result;
+    }
+    default: break;
+  }
+
+  // Row-wise ops in multiprecision. Error bounds (relative, in units of 2^-P) from the formulas in
+  // reference/mp/ops.hpp, which avoid cancellation: a sum of `cols` same-signed terms contributes
+  // cols, each elementary function a few units; exp(z) amplifies the error of z by |z|.
+  const std::size_t rows = s[0];
+  const std::size_t cols = s[1];
+  const std::span<const double> x = values(in, 0);
+  const auto row_bound = [&](std::size_t r) {
+    double spread = 0;
+    const auto first = x.begin() + static_cast<std::ptrdiff_t>(r * cols);
+    const double top = *std::max_element(first, first + static_cast<std::ptrdiff_t>(cols));
+    for (std::size_t c = 0; c < cols; ++c)
+      spread = std::max(spread, std::fabs(x[r * cols + c] - top));
+    return static_cast<std::uint64_t>(
+        std::min(64.0 + 8.0 * static_cast<double>(cols) + 8.0 * spread,
+                 static_cast<double>(std::uint64_t{1} << 31)));
+  };
+
+  if (op.op == Op::cross_entropy) {
+    const auto& targets = in.indices.at(1);
+    RowReference loss([&] {
+      return std::vector<Real>{
+          reference::ops::cross_entropy<Real>(to_reals(x), rows, cols, targets, Real(0))};
+    });
+    std::uint64_t bound = 64 + 8 * rows;
+    for (std::size_t r = 0; r < rows; ++r) bound = std::max(bound, row_bound(r) + 8 * rows);
+    const auto v = loss.element(0, output, mode, std::min<std::uint64_t>(bound, 1u << 31),
+                                draw(mode, seed, 0));
+    store(0, v.rounded, v.value);
+    return result;
+  }
+
+  const std::size_t per_row = op.op == Op::logsumexp ? 1 : cols;
+  std::size_t e = 0;
+  while (e < n) {
+    const std::size_t row = result.positions[e] / per_row;
+    const auto row_values = x.subspan(row * cols, cols);
+    RowReference evaluate([&, row_values] {
+      const std::vector<Real> rx = to_reals(row_values);
+      const std::span<const Real> sx(rx);
+      switch (op.op) {
+        case Op::softmax: return reference::ops::softmax<Real>(sx, 1, cols);
+        case Op::log_softmax: return reference::ops::log_softmax<Real>(sx, 1, cols);
+        case Op::logsumexp: return reference::ops::logsumexp<Real>(sx, 1, cols);
+        case Op::layer_norm: {
+          const auto gamma = to_reals(values(in, 1));
+          const auto beta = to_reals(values(in, 2));
+          return reference::ops::layer_norm<Real>(sx, 1, cols, reference::to_real(kLayerNormEps),
+                                                  gamma, beta);
+        }
+        case Op::rms_norm: {
+          const auto gamma = to_reals(values(in, 1));
+          return reference::ops::rms_norm<Real>(sx, 1, cols, reference::to_real(kRmsNormEps),
+                                                gamma);
+        }
+        default: {
+          const auto bias = to_reals(values(in, 1));
+          const auto f = op.op == Op::relu   ? reference::ops::Activation::relu
+                         : op.op == Op::gelu ? reference::ops::Activation::gelu
+                         : op.op == Op::silu ? reference::ops::Activation::silu
+                                             : reference::ops::Activation::gelu_tanh;
+          std::vector<Real> y;
+          y.reserve(cols);
+          for (std::size_t c = 0; c < cols; ++c) {
+            y.push_back(reference::ops::activate<Real>(f, rx[c] + bias[c]));
+          }
+          return y;
+        }
+      }
+    });
+    // Activations: exp(-v) and erfc(-v / sqrt 2) amplify the error of v by about v^2.
+    std::uint64_t bound = row_bound(row);
+    if (op.op == Op::relu || op.op == Op::gelu || op.op == Op::gelu_tanh || op.op == Op::silu) {
+      double largest = 0;
+      for (const double v : row_values) largest = std::max(largest, std::fabs(v));
+      bound = static_cast<std::uint64_t>(
+          std::min(64.0 + 8.0 * largest * largest + 64.0, static_cast<double>(1u << 31)));
+    }
+    for (; e < n && result.positions[e] / per_row == row; ++e) {
+      const std::size_t p = result.positions[e];
+      const auto v = evaluate.element(p - row * per_row, output, mode, bound, draw(mode, seed, p));
+      store(e, v.rounded, v.value);
+    }
+  }
+  return result;
+}
+
+std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
+                                 Summation summation, const Inputs& in,
+                                 std::span<const std::size_t> positions) {
+  if (op.op != Op::gemm && op.op != Op::dot && op.op != Op::sum && op.op != Op::mean) return {};
+  const auto& s = shape.sizes;
+  const std::size_t k = op.op == Op::gemm ? s[2] : s[0];
+  const double u_compute = metrics::unit_roundoff(arithmetic.compute, arithmetic.mode);
+  const double u_accumulate = metrics::unit_roundoff(arithmetic.accumulate, arithmetic.mode);
+  const double u_output = metrics::unit_roundoff(arithmetic.output, arithmetic.mode);
+  // Each product rounded once (u_compute; sums have no products: 0); each term then passes through
+  // at most k - 1 additions (sequential) or ceil(log2 k) (pairwise), each rounded (u_accumulate);
+  // mean divides once more (u_compute). Higham, Accuracy and Stability, Lemma 3.1: the product of
+  // (1 + d_i) over m roundings lies within (1 + u)^m - 1 <= gamma_m.
+  std::size_t additions = k > 0 ? k - 1 : 0;
+  if (summation == Summation::pairwise && k > 1) {
+    additions = static_cast<std::size_t>(std::ceil(std::log2(static_cast<double>(k))));
+  }
+  const bool products = op.op == Op::gemm || op.op == Op::dot;
+  double coefficient = (products ? 1 + u_compute : 1.0) *
+                           std::pow(1 + u_accumulate, static_cast<double>(additions)) *
+                           (op.op == Op::mean ? 1 + u_compute : 1.0) -
+                       1;
+  coefficient = metrics::with_final_rounding(coefficient, u_output);
+  // The bound multiplies sum |a_i b_i| (or sum |x_i|, / k for the mean), computed in binary64 and
+  // enlarged by k u_64 so that its own rounding cannot make it too small.
+  const auto magnitude = [&](std::size_t position) {
+    double total = 0;
+    if (op.op == Op::gemm) {
+      const std::size_t row = position / s[1];
+      const std::size_t column = position % s[1];
+      for (std::size_t l = 0; l < k; ++l) {
+        total += std::fabs(values(in, 0)[row * k + l] * values(in, 1)[l * s[1] + column]);
+      }
+    } else if (op.op == Op::dot) {
+      for (std::size_t l = 0; l < k; ++l) total += std::fabs(values(in, 0)[l] * values(in, 1)[l]);
+    } else {
+      for (const double v : values(in, 0)) total += std::fabs(v);
+      if (op.op == Op::mean) total /= static_cast<double>(k);
+    }
+    return total * (1 + static_cast<double>(k + 2) * 0x1p-53);
+  };
+  // Relative bounds hold only above the subnormal range: each rounding of a product, a sum or the
+  // output may also lose up to half the spacing of the subnormals (all of it in the directed
+  // modes), 2^(emin - p) of its format (Higham, Section 2.1, and the underflow term of eq. (3.4)).
+  const auto underflow = [&](const numeric::Format& f) {
+    const bool nearest = arithmetic.mode == numeric::Rounding::nearest_even ||
+                         arithmetic.mode == numeric::Rounding::nearest_away;
+    const int spacing = f.subnormals ? f.emin - f.precision + 1 : f.emin;
+    return std::ldexp(1.0, nearest ? spacing - 1 : spacing);
+  };
+  const double absolute =
+      (products ? static_cast<double>(k) * underflow(arithmetic.compute) : 0.0) +
+      static_cast<double>(additions) * underflow(arithmetic.accumulate) +
+      underflow(arithmetic.output);
+  std::vector<double> bounds;
+  bounds.reserve(positions.size());
+  for (const auto p : positions) bounds.push_back(coefficient * magnitude(p) + absolute);
+  return bounds;
+}
+
+}  // namespace ampbench::ops

@@ -1,0 +1,122 @@
+// The op catalog: every op the audit knows, its shape syntax, its operands, how the CPU backend
+// runs it, its reference, and its a-priori error bound where the literature gives one.
+//
+// An op is evaluated in three steps, each a plain value passed to the next:
+//   operands(op, shape)            what to generate (names and shapes)
+//   run_cpu(op, shape, ...)        the emulated result under an arithmetic (backends/cpu)
+//   reference(op, shape, ...)      the exact result correctly rounded to the output format, at all
+//                                  output positions or a seeded sample of them, and the bounds
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/backends/cpu/emulate.hpp"
+#include "harness/numeric/format.hpp"
+#include "harness/numeric/rounding.hpp"
+
+namespace ampbench::ops {
+
+enum class Op {
+  gemm,
+  dot,
+  sum,
+  mean,
+  l2_norm,
+  softmax,
+  log_softmax,
+  logsumexp,
+  layer_norm,
+  rms_norm,
+  relu,
+  gelu,
+  gelu_tanh,
+  silu,
+  cross_entropy,
+};
+
+struct OpInfo {
+  Op op;
+  std::string_view name;
+  std::string_view op_class;       // the precision policies' class: matmul, softmax, ...
+  std::string_view shape_syntax;   // e.g. "MxNxK"
+  std::string_view default_shape;  // the shape the audit uses when none is given
+  std::string_view summary;
+  std::string_view bound;  // the a-priori bound the audit checks, or "none"
+};
+
+std::span<const OpInfo> catalog();
+// Empty when the name is unknown.
+const OpInfo* find_op(std::string_view name);
+std::string op_names();  // "gemm, dot, ..." for messages
+
+// Bad input to an op: a shape that does not parse or does not fit, operands of the wrong size.
+class OpError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Sizes separated by 'x' ("64x1024"), checked against the op's syntax and against a limit on the
+// memory the audit would need (kMaxElements per operand).
+struct Shape {
+  std::vector<std::size_t> sizes;
+};
+inline constexpr std::size_t kMaxElements = std::size_t{1} << 27;
+Shape parse_shape(const OpInfo& op, std::string_view text);
+std::string to_string(const Shape& shape);
+
+// An operand to generate: its name, shape, and whether it is an index (cross-entropy targets:
+// integers in [0, classes), not values of a format).
+struct Operand {
+  std::string name;
+  std::vector<std::size_t> shape;
+  bool is_index = false;
+  std::size_t index_limit = 0;
+};
+std::vector<Operand> operands(const OpInfo& op, const Shape& shape);
+std::size_t element_count(const std::vector<std::size_t>& shape);
+// The output's shape and the length of the sums inside it (k of a gemm; the row length of a
+// softmax), for bounds and reports.
+std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape);
+
+// Operands in the order operands() lists them: values (in binary64 containers) or indices.
+struct Inputs {
+  std::vector<std::vector<double>> values;
+  std::vector<std::vector<std::int64_t>> indices;  // same positions; empty unless is_index
+};
+
+struct CpuRun {
+  std::vector<double> output;
+  backends::cpu::Events events;
+};
+CpuRun run_cpu(const OpInfo& op, const Shape& shape, const backends::cpu::Arithmetic& arithmetic,
+               backends::cpu::Summation summation, const Inputs& inputs);
+
+// The reference at some output positions: the exact result of the op on the given inputs
+// (gemm, dot, sum exactly; the others in multiprecision, correctly rounded by Ziv's strategy),
+// rounded to `output` in `mode`, and to the nearest binary64.
+struct Reference {
+  std::vector<std::size_t> positions;  // increasing
+  std::vector<double> rounded;
+  std::vector<double> nearest;
+};
+// All positions when samples == 0 or samples >= the output size; otherwise `samples` positions
+// chosen from `seed` (reference::sample_positions).
+Reference reference(const OpInfo& op, const Shape& shape, const Inputs& inputs,
+                    const numeric::Format& output, numeric::Rounding mode, std::size_t samples,
+                    std::uint64_t seed);
+
+// The a-priori absolute error bound of each output position, for the ops that have one (gemm, dot,
+// sum, mean: recursive summation, Higham's Lemma 3.1 and eq. (3.5), with products rounded to
+// compute, sums to accumulate and the result to output); empty otherwise.
+std::vector<double> error_bounds(const OpInfo& op, const Shape& shape,
+                                 const backends::cpu::Arithmetic& arithmetic,
+                                 backends::cpu::Summation summation, const Inputs& inputs,
+                                 std::span<const std::size_t> positions);
+
+}  // namespace ampbench::ops

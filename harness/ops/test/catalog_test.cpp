@@ -1,0 +1,220 @@
+// The op catalog: shapes and their errors, operands, and for every op the agreement of two
+// independent computations — the CPU emulation in binary64 and the multiprecision or exact
+// reference — and the a-priori bounds holding for emulated low-precision results.
+#include "harness/ops/catalog.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "harness/metrics/metrics.hpp"
+
+namespace ampbench::ops {
+namespace {
+
+namespace formats = numeric::formats;
+using backends::cpu::Arithmetic;
+using backends::cpu::Summation;
+
+std::string shape_error(std::string_view op, std::string_view text) {
+  try {
+    parse_shape(*find_op(op), text);
+  } catch (const OpError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Shapes, ParseAndReportErrors) {
+  EXPECT_EQ(parse_shape(*find_op("gemm"), "64x32x16").sizes,
+            (std::vector<std::size_t>{64, 32, 16}));
+  EXPECT_EQ(to_string(parse_shape(*find_op("softmax"), "8x1024")), "8x1024");
+  EXPECT_EQ(shape_error("gemm", "64x64"), "gemm shape '64x64': expected MxNxK (3 sizes), got 2");
+  EXPECT_EQ(shape_error("softmax", "8xx4"),
+            "softmax shape '8xx4': '' is not a positive size (expected RxC)");
+  EXPECT_EQ(shape_error("dot", "0"), "dot shape '0': '0' is not a positive size (expected N)");
+  EXPECT_EQ(shape_error("dot", "-3"), "dot shape '-3': '-3' is not a positive size (expected N)");
+  EXPECT_NE(shape_error("gemm", "100000x100000x100000").find("too large"), std::string::npos);
+  EXPECT_EQ(find_op("conv9d"), nullptr);
+  for (const auto& op : catalog()) {
+    EXPECT_NO_THROW(parse_shape(op, op.default_shape)) << op.name;
+  }
+}
+
+TEST(Operands, NamesAndShapes) {
+  const auto& gemm = *find_op("gemm");
+  const auto o = operands(gemm, parse_shape(gemm, "4x3x2"));
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].shape, (std::vector<std::size_t>{4, 2}));
+  EXPECT_EQ(o[1].shape, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(output_shape(gemm, parse_shape(gemm, "4x3x2")), (std::vector<std::size_t>{4, 3}));
+  const auto& ce = *find_op("cross_entropy");
+  const auto c = operands(ce, parse_shape(ce, "5x7"));
+  EXPECT_TRUE(c[1].is_index);
+  EXPECT_EQ(c[1].index_limit, 7u);
+}
+
+// Seeded inputs: normal values rounded to `f`, indices uniform below their limit.
+Inputs make_inputs(const OpInfo& op, const Shape& shape, const numeric::Format& f,
+                   std::uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  Inputs in;
+  for (const auto& operand : operands(op, shape)) {
+    const std::size_t n = element_count(operand.shape);
+    std::vector<double> v;
+    std::vector<std::int64_t> idx;
+    if (operand.is_index) {
+      for (std::size_t i = 0; i < n; ++i) {
+        idx.push_back(static_cast<std::int64_t>(rng() % operand.index_limit));
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        v.push_back(numeric::round_to(f, numeric::Rounding::nearest_even, normal(rng)).value);
+      }
+    }
+    in.values.push_back(std::move(v));
+    in.indices.push_back(std::move(idx));
+  }
+  return in;
+}
+
+Arithmetic all(const numeric::Format& f) {
+  return Arithmetic{f, f, f};
+}
+
+// The binary64 emulation and the reference agree to within a few binary64 ulps on every op whose
+// emulated formula does not cancel: two independent computations of the same function. (GELU's
+// formulas cancel for negative inputs, as the kernels they model do: see the next test.)
+TEST(Catalog, Binary64EmulationAgreesWithTheReference) {
+  for (const auto& op : catalog()) {
+    if (op.op == Op::gelu || op.op == Op::gelu_tanh) continue;
+    SCOPED_TRACE(op.name);
+    const Shape shape = parse_shape(op, op.shape_syntax == "MxNxK" ? "6x5x40"
+                                        : op.shape_syntax == "N"   ? "300"
+                                                                   : "3x50");
+    const Inputs in = make_inputs(op, shape, formats::fp32, 11, 2.0);
+    const CpuRun run = run_cpu(op, shape, all(formats::fp64), Summation::sequential, in);
+    const Reference ref =
+        reference(op, shape, in, formats::fp64, numeric::Rounding::nearest_even, 0, 0);
+    ASSERT_EQ(ref.rounded.size(), run.output.size());
+    const metrics::ErrorSummary summary =
+        metrics::summarize(formats::fp64, run.output, ref.rounded, ref.nearest);
+    EXPECT_EQ(summary.compared, run.output.size());
+    // Sums of up to 300 terms with cancellation, exp and erf within a few ulps: 2^12 ulps of
+    // binary64 is a generous envelope that still catches any wrong formula (errors of 2^40+).
+    EXPECT_LE(*summary.max_ulp, 4096u) << "max ulp error " << *summary.max_ulp;
+    EXPECT_LT(*summary.normwise_rel_error, 1e-12);
+  }
+}
+
+// GELU as kernels write it, v/2 (1 + erf(v / sqrt 2)), cancels for negative v: at v = -5 the sum
+// 1 + erf(-3.54) = 5.7e-7 keeps only the bits of erf below 2^-21. The reference (written with
+// erfc) does not; the audit reports the emulated kernel's error, which grows with -v.
+TEST(Catalog, GeluCancelsForNegativeInputsAsItsKernelFormulaDoes) {
+  const auto& op = *find_op("gelu");
+  const Shape shape = parse_shape(op, "1x3");
+  Inputs in;
+  in.values = {{-1.0, -5.0, -8.0}, {0.0, 0.0, 0.0}};
+  in.indices = {{}, {}};
+  const auto run = run_cpu(op, shape, all(formats::fp32), Summation::sequential, in);
+  const auto ref = reference(op, shape, in, formats::fp32, numeric::Rounding::nearest_even, 0, 0);
+  const auto relative = [&](std::size_t i) {
+    return std::fabs(run.output[i] - ref.nearest[i]) / std::fabs(ref.nearest[i]);
+  };
+  EXPECT_LT(relative(0), 1e-6);  // 1 + erf(-0.71) = 0.32: nothing lost
+  EXPECT_GT(relative(1), 1e-3);  // 2^-24 / 5.7e-7: about 3% of the result is rounding noise
+  EXPECT_NEAR(ref.nearest[1], -5.0 / 2 * std::erfc(5.0 / std::sqrt(2.0)), 1e-20);
+  // At v = -8, 1 + erf(-5.66) is 1.2e-15, below half an fp32 ulp of 1: the kernel returns -0.
+  EXPECT_EQ(run.output[2], 0.0);
+  EXPECT_LT(ref.nearest[2], -1e-15);
+}
+
+TEST(Catalog, SampledReferenceIsTheFullReferenceAtThosePositions) {
+  for (const char* name : {"gemm", "softmax", "gelu", "logsumexp"}) {
+    const auto& op = *find_op(name);
+    const Shape shape = parse_shape(op, op.shape_syntax == "MxNxK" ? "8x9x10" : "6x20");
+    const Inputs in = make_inputs(op, shape, formats::bf16, 3);
+    const Reference full =
+        reference(op, shape, in, formats::bf16, numeric::Rounding::nearest_even, 0, 0);
+    const std::size_t samples = op.op == Op::logsumexp ? 4 : 17;  // logsumexp has 6 outputs
+    const Reference some =
+        reference(op, shape, in, formats::bf16, numeric::Rounding::nearest_even, samples, 5);
+    ASSERT_EQ(some.positions.size(), samples) << name;
+    for (std::size_t i = 0; i < some.positions.size(); ++i) {
+      EXPECT_EQ(some.rounded[i], full.rounded[some.positions[i]]) << name;
+      EXPECT_EQ(some.nearest[i], full.nearest[some.positions[i]]) << name;
+    }
+  }
+}
+
+// The emulated low-precision sums stay within their a-priori bound. Lengths keep n u < 1, where the
+// bound says something; stagnating sums of ones come within a small factor of it.
+TEST(Catalog, LowPrecisionSumsStayWithinTheirBounds) {
+  struct Case {
+    const char* op;
+    const char* shape;
+    Arithmetic arithmetic;
+    Summation summation;
+  };
+  const Case cases[] = {
+      {"gemm", "16x16x512", all(formats::fp16), Summation::sequential},
+      {"gemm", "16x16x512", all(formats::bf16), Summation::pairwise},
+      {"gemm", "16x16x512", Arithmetic{formats::fp16, formats::fp32, formats::fp16},
+       Summation::sequential},
+      {"dot", "1000", all(formats::fp16), Summation::sequential},
+      {"sum", "200", all(formats::bf16), Summation::sequential},
+      {"mean", "100000", all(formats::fp32), Summation::sequential},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.shape);
+    const auto& op = *find_op(c.op);
+    const Shape shape = parse_shape(op, c.shape);
+    const Inputs in = make_inputs(op, shape, c.arithmetic.compute, 21);
+    const CpuRun run = run_cpu(op, shape, c.arithmetic, c.summation, in);
+    const Reference ref = reference(op, shape, in, c.arithmetic.output, c.arithmetic.mode, 0, 0);
+    const auto bounds = error_bounds(op, shape, c.arithmetic, c.summation, in, ref.positions);
+    ASSERT_EQ(bounds.size(), ref.positions.size());
+    const metrics::ErrorSummary summary = metrics::summarize(
+        c.arithmetic.output, run.output, ref.rounded, ref.nearest, {bounds, std::nullopt});
+    ASSERT_TRUE(summary.bound_ratio.has_value());
+    EXPECT_LE(*summary.bound_ratio, 1.0);
+  }
+  // 1024 ones summed in bf16 stop at 256 (256 + 1 is a tie that rounds to even), an error of 768
+  // against a bound of
+  // ((1 + 2^-8)^1023 - 1) * 1024 + (output rounding): a ratio of about 1/70.
+  const auto& sum = *find_op("sum");
+  const Shape shape = parse_shape(sum, "1024");
+  Inputs ones;
+  ones.values = {std::vector<double>(1024, 1.0)};
+  ones.indices = {{}};
+  const auto run = run_cpu(sum, shape, all(formats::bf16), Summation::sequential, ones);
+  EXPECT_EQ(run.output[0], 256.0);
+  const auto ref =
+      reference(sum, shape, ones, formats::bf16, numeric::Rounding::nearest_even, 0, 0);
+  const auto bounds =
+      error_bounds(sum, shape, all(formats::bf16), Summation::sequential, ones, ref.positions);
+  const double ratio = 768.0 / bounds[0];
+  EXPECT_GT(ratio, 1.0 / 100);
+  EXPECT_LT(ratio, 1.0);
+}
+
+TEST(Catalog, SoftmaxUnderPureFp16LosesAccuracyThatFp32ComputeKeeps) {
+  const auto& op = *find_op("softmax");
+  const Shape shape = parse_shape(op, "8x512");
+  const Inputs in = make_inputs(op, shape, formats::fp16, 5, 4.0);
+  const Arithmetic pure = all(formats::fp16);
+  const Arithmetic amp{formats::fp32, formats::fp32, formats::fp32};
+  const auto low = run_cpu(op, shape, pure, Summation::sequential, in);
+  const auto wide = run_cpu(op, shape, amp, Summation::sequential, in);
+  const auto ref16 = reference(op, shape, in, formats::fp16, numeric::Rounding::nearest_even, 0, 0);
+  const auto ref32 = reference(op, shape, in, formats::fp32, numeric::Rounding::nearest_even, 0, 0);
+  const auto s16 = metrics::summarize(formats::fp16, low.output, ref16.rounded, ref16.nearest);
+  const auto s32 = metrics::summarize(formats::fp32, wide.output, ref32.rounded, ref32.nearest);
+  EXPECT_GT(*s16.normwise_rel_error, 100 * *s32.normwise_rel_error);
+  EXPECT_LT(*s32.max_ulp, 64u);  // a few fp32 roundings per element
+}
+
+}  // namespace
+}  // namespace ampbench::ops
