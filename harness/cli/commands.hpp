@@ -33,4 +33,10 @@ struct DotArgs {
 };
 int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
 
+struct PoliciesArgs {
+  std::string policy;  // a built-in name or a FILE.toml; empty: every built-in policy
+  bool json = false;
+};
+int run_policies(const PoliciesArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

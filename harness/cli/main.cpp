@@ -69,6 +69,15 @@ int main(int argc, char** argv) {
   dot->add_option("--inputs", dot_args.inputs, "JSON file to read (default: standard input)");
   dot->add_flag("--json", dot_args.json, "One JSON object instead of text");
 
+  ampbench::cli::PoliciesArgs policies_args;
+  auto* policies = app.add_subcommand(
+      "policies",
+      "Precision policies: input, compute, accumulate and output format of every op class");
+  policies->add_option("--policy", policies_args.policy,
+                       "One policy: a built-in name (fp32 tf32 fp16 bf16 amp-fp16 amp-bf16) or a "
+                       "FILE.toml (default: every built-in)");
+  policies->add_flag("--json", policies_args.json, "Machine-readable output with the sources");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -102,5 +111,6 @@ int main(int argc, char** argv) {
   if (*formats) return ampbench::cli::run_formats(formats_json, std::cout);
   if (*round) return ampbench::cli::run_round(round_args, std::cin, std::cout, std::cerr);
   if (*dot) return ampbench::cli::run_dot(dot_args, std::cin, std::cout, std::cerr);
+  if (*policies) return ampbench::cli::run_policies(policies_args, std::cout, std::cerr);
   return ampbench::cli::kExitUsage;
 }

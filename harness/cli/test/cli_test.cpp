@@ -328,4 +328,140 @@ TEST(CliDot, BadInputExitsWith2NamingTheProblemAndPrintsNoResult) {
   }
 }
 
+// ---- ampbench policies -------------------------------------------------------------------------
+// Expected classifications come from PyTorch's CUDA autocast lists
+// (aten/src/ATen/autocast_mode.cpp).
+
+// Writes `files` (name -> text) into a fresh directory and returns its path.
+std::string temp_files(const std::map<std::string, std::string>& files) {
+  char dir_template[] = "/tmp/ampbench-policies-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  for (const auto& [name, text] : files) std::ofstream(dir + "/" + name) << text;
+  return dir;
+}
+
+TEST(CliPolicies, TableHasEveryBuiltinPolicyAndOpClass) {
+  const Outcome run = ampbench("policies");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  for (const char* name : {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}) {
+    EXPECT_NE(run.out.find(std::string(name) + ": "), std::string::npos) << name;
+  }
+  for (const char* c : {"matmul", "convolution", "attention", "elementwise", "activation",
+                        "softmax", "normalization", "loss", "reduction"}) {
+    EXPECT_NE(run.out.find(std::string("\n  ") + c + " "), std::string::npos) << c;
+  }
+  // amp-bf16: mm/linear lowered with fp32 accumulation; softmax in fp32; dot on the promote list.
+  const std::size_t amp = run.out.find("amp-bf16: ");
+  ASSERT_NE(amp, std::string::npos);
+  const std::string section = run.out.substr(amp);
+  EXPECT_NE(section.find("  matmul                  fixed    bf16   fp32     fp32        bf16"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("  softmax                 fixed    fp32   fp32     fp32        fp32"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("    dot (op)              promote  bf16"), std::string::npos) << section;
+}
+
+TEST(CliPolicies, JsonOfOnePolicyHasEveryClassWithItsSource) {
+  const Outcome run = ampbench("policies --json --policy amp-fp16");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto p = nlohmann::json::parse(run.out);
+  EXPECT_EQ(p["name"], "amp-fp16");
+  EXPECT_EQ(p["classes"].size(), 9u);
+  const auto& conv = p["classes"]["convolution"];
+  EXPECT_EQ(conv["input"], "fp16");
+  EXPECT_EQ(conv["accumulate"], "fp32");
+  EXPECT_EQ(conv["output"], "fp16");
+  EXPECT_EQ(conv["promote"], false);
+  EXPECT_NE(conv["source"].get<std::string>().find("autocast_mode.cpp"), std::string::npos);
+  EXPECT_EQ(p["classes"]["loss"]["output"], "fp32");
+  EXPECT_EQ(p["classes"]["activation"]["promote"], true);
+  EXPECT_EQ(p["ops"]["batch_norm"]["class"], "normalization");
+  EXPECT_EQ(p["ops"]["batch_norm"]["promote"], true);
+  EXPECT_EQ(p["ops"]["dot"]["promote"], true);
+
+  const Outcome all = ampbench("policies --json");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const auto list = nlohmann::json::parse(all.out);
+  ASSERT_EQ(list.size(), 6u);
+  EXPECT_EQ(list[1]["name"], "tf32");
+  EXPECT_EQ(list[1]["classes"]["matmul"]["input"], "tf32");
+  EXPECT_EQ(list[1]["classes"]["matmul"]["output"], "fp32");
+}
+
+TEST(CliPolicies, UserTomlFile) {
+  const std::string dir = temp_files({{"mine.toml",
+                                       "name = \"mine\"\nbase = \"amp-bf16\"\n[softmax]\n"
+                                       "output = \"bf16\"\nmode = \"rz\"\n"}});
+  const Outcome text = ampbench("policies --policy " + dir + "/mine.toml");
+  const Outcome json = ampbench("policies --json --policy " + dir + "/mine.toml");
+  std::system(("rm -rf " + dir).c_str());
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("mine\n", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("  softmax                 fixed    fp32   fp32     fp32        bf16    "
+                          "rne        rz\n"),
+            std::string::npos)
+      << text.out;
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto p = nlohmann::json::parse(json.out);
+  EXPECT_EQ(p["classes"]["softmax"]["output"], "bf16");
+  EXPECT_EQ(p["classes"]["softmax"]["mode"], "rz");
+  EXPECT_EQ(p["classes"]["matmul"]["input"], "bf16");
+  EXPECT_EQ(p["classes"]["softmax"]["source"], dir + "/mine.toml:3:1 [softmax]");
+}
+
+TEST(CliPolicies, ExamplePolicyLoadsAndHelpListsTheCommand) {
+  // The source tree from this file's path (CMake compiles it by absolute path).
+  const std::string self = __FILE__;
+  const std::string root = self.substr(0, self.rfind("harness/cli/test/"));
+  const Outcome run = ampbench("policies --json --policy " + root + "suites/policies/example.toml");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["name"], "amp-bf16-fp32-attention");
+  EXPECT_NE(ampbench("help").out.find("policies"), std::string::npos);
+}
+
+TEST(CliPolicies, ErrorsExitWith2NameTheProblemAndPrintNothing) {
+  const std::string dir = temp_files({
+      {"syntax.toml", "name = \"x\"\n[matmul\n"},
+      {"format.toml", "name = \"x\"\n[matmul]\ninput = \"fp17\"\n"},
+      {"class.toml", "name = \"x\"\n\n[matmult]\n"},
+      {"key.toml", "name = \"x\"\n[loss]\nouput = \"fp32\"\n"},
+      {"type.toml", "name = \"x\"\n[loss]\npromote = 1\n"},
+  });
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--policy amp",
+       "ampbench policies: --policy: unknown policy 'amp' (built-in: fp32, tf32, fp16, bf16, "
+       "amp-fp16, amp-bf16; or a FILE.toml)"},
+      {"--policy " + dir + "/none.toml", "ampbench policies: --policy: " + dir +
+                                             "/none.toml: cannot open the policy file: No such "
+                                             "file or directory"},
+      {"--policy " + dir + "/syntax.toml",
+       "ampbench policies: --policy: " + dir + "/syntax.toml:2:8: not valid TOML"},
+      {"--policy " + dir + "/format.toml",
+       "ampbench policies: --policy: " + dir +
+           "/format.toml:3:9: key 'matmul.input': unknown format 'fp17' (known: fp64, fp32, tf32, "
+           "bf16, fp16, e4m3, e5m2"},
+      {"--policy " + dir + "/class.toml",
+       dir + "/class.toml:3:2: unknown key 'matmult' (expected name, description, base, ops, or "
+             "an op class: matmul,"},
+      {"--policy " + dir + "/key.toml", dir + "/key.toml:3:1: unknown key 'loss.ouput'"},
+      {"--policy " + dir + "/type.toml",
+       dir + "/type.toml:3:11: key 'loss.promote': expected true or false, got an integer"},
+      {"--policy", "--policy: 1 required TEXT missing"},
+      {"--colour", "--colour"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("policies " + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_EQ(run.out, "") << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+  }
+  std::system(("rm -rf " + dir).c_str());
+}
+
 }  // namespace

@@ -1,0 +1,73 @@
+// Accuracy budgets: per op and policy, a limit on one metric of the audit, with the source of the
+// number (an a-priori bound, or a measured value with its margin). A case that breaks a budget
+// fails with a message naming op, policy, metric, value and limit.
+//
+// File format (suites/budgets.toml): an array of tables
+//   [[budget]]
+//   op = "gemm"              # an op of the catalog, or "*" for every op
+//   policy = "fp16"          # a policy name, or "*"
+//   metric = "max_ulp"       # see Metric
+//   limit = 16
+//   source = "measured 4 ulps (2026-11-29, seed 1, 256x256x256), margin 4x"
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/metrics/metrics.hpp"
+
+namespace ampbench::audit {
+
+enum class Metric {
+  max_ulp,                     // at most
+  mean_ulp,                    // at most
+  normwise_rel_error,          // at most
+  componentwise_rel_error,     // at most
+  bound_ratio,                 // at most
+  fraction_correctly_rounded,  // at least
+  mismatches,                  // at most: NaN/Inf disagreements and values outside the format
+};
+
+std::string_view metric_name(Metric m);
+std::optional<Metric> metric_from_name(std::string_view name);
+std::string metric_names();     // for messages
+bool is_lower_limit(Metric m);  // fraction_correctly_rounded: the value must be at least the limit
+
+struct Budget {
+  std::string op;      // "*" for any
+  std::string policy;  // "*" for any
+  Metric metric;
+  double limit;
+  std::string source;
+  std::string origin;  // file:line, for messages
+};
+
+class BudgetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses budgets; errors name the file, the line and what is wrong.
+std::vector<Budget> parse_budgets(std::string_view text, std::string_view source_name);
+std::vector<Budget> load_budgets(const std::string& path);
+
+// The value of a metric in a summary (empty when the summary has none, e.g. no bound).
+std::optional<double> metric_value(const metrics::ErrorSummary& summary, Metric m);
+
+// A budget a case broke.
+struct Breach {
+  Budget budget;
+  double value;
+  std::string message;  // "gemm fp16: max_ulp 37 > 16 (measured ..., suites/budgets.toml:12)"
+};
+
+// The budgets that apply to (op, policy) and that the summary breaks. Beyond the file's budgets,
+// two always apply: a bound ratio above 1 (a rigorous bound broken) and any NaN/Inf mismatch or
+// value outside the format, unless a budget for that metric says otherwise.
+std::vector<Breach> check(const std::vector<Budget>& budgets, std::string_view op,
+                          std::string_view policy, const metrics::ErrorSummary& summary);
+
+}  // namespace ampbench::audit

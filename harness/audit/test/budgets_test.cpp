@@ -1,0 +1,114 @@
+// Budgets: the file format and its error messages, and which budgets a summary breaks.
+#include "harness/audit/budgets.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ampbench::audit {
+namespace {
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_budgets(text, "b.toml");
+  } catch (const BudgetError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Budgets, Parse) {
+  const auto budgets = parse_budgets(R"(
+[[budget]]
+op = "gemm"
+policy = "fp16"
+metric = "max_ulp"
+limit = 16
+source = "measured 4, margin 4x"
+
+[[budget]]
+op = "*"
+policy = "amp-fp16"
+metric = "fraction_correctly_rounded"
+limit = 0.5
+source = "measured 0.7"
+)",
+                                     "b.toml");
+  ASSERT_EQ(budgets.size(), 2u);
+  EXPECT_EQ(budgets[0].op, "gemm");
+  EXPECT_EQ(budgets[0].metric, Metric::max_ulp);
+  EXPECT_EQ(budgets[0].limit, 16.0);
+  EXPECT_EQ(budgets[0].origin, "b.toml:2");
+  EXPECT_EQ(budgets[1].metric, Metric::fraction_correctly_rounded);
+}
+
+TEST(Budgets, ErrorsNameFileLineAndProblem) {
+  EXPECT_EQ(error_of("[[budget]]\nop = \"gemm\"\npolicy = \"fp16\"\nmetric = \"max_ulps\"\nlimit = "
+                     "1\nsource = \"x\"\n"),
+            "b.toml:1:1: unknown metric 'max_ulps' (known: max_ulp, mean_ulp, normwise_rel_error, "
+            "componentwise_rel_error, bound_ratio, fraction_correctly_rounded, mismatches)");
+  EXPECT_EQ(error_of("[[budget]]\nop = \"gemm\"\npolicy = \"fp16\"\nmetric = \"max_ulp\"\n"
+                     "source = \"x\"\n"),
+            "b.toml:1:1: 'limit' is required and must be a number");
+  EXPECT_EQ(error_of("[[budget]]\nop = \"gemm\"\nlimits = 3\n"),
+            "b.toml:3:10: unknown key 'limits' (expected op, policy, metric, limit, source)");
+  EXPECT_EQ(error_of("[budgets]\n"),
+            "b.toml:1:1: unknown key 'budgets' (expected [[budget]] tables)");
+  EXPECT_NE(error_of("[[budget]\n").find("b.toml:1:"), std::string::npos);
+  EXPECT_THROW(load_budgets("/nonexistent/b.toml"), BudgetError);
+}
+
+metrics::ErrorSummary one_ulp_off() {
+  const std::vector<double> computed{1.0, 1.0 + 0x1p-10}, rounded{1.0, 1.0}, exact{1.0, 1.0};
+  return metrics::summarize(numeric::formats::fp16, computed, rounded, exact);
+}
+
+TEST(Budgets, CheckFindsBreachesOfApplicableBudgetsOnly) {
+  const auto budgets = parse_budgets(R"(
+[[budget]]
+op = "gemm"
+policy = "*"
+metric = "max_ulp"
+limit = 0
+source = "must be correctly rounded"
+
+[[budget]]
+op = "softmax"
+policy = "fp16"
+metric = "max_ulp"
+limit = 0
+source = "other op"
+
+[[budget]]
+op = "*"
+policy = "fp16"
+metric = "fraction_correctly_rounded"
+limit = 0.75
+source = "measured"
+)",
+                                     "b.toml");
+  const auto breaches = check(budgets, "gemm", "fp16", one_ulp_off());
+  ASSERT_EQ(breaches.size(), 2u);
+  EXPECT_EQ(breaches[0].message, "gemm fp16: max_ulp 1 > 0 (must be correctly rounded; b.toml:2)");
+  EXPECT_EQ(breaches[1].message,
+            "gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; b.toml:16)");
+  EXPECT_TRUE(check(budgets, "gemm", "fp16",
+                    metrics::summarize(numeric::formats::fp16, std::vector<double>{1.0},
+                                       std::vector<double>{1.0}, std::vector<double>{1.0}))
+                  .empty());
+}
+
+TEST(Budgets, BrokenBoundsAndMismatchesAlwaysFail) {
+  const std::vector<double> computed{1.0, std::numeric_limits<double>::infinity()};
+  const std::vector<double> rounded{1.0 + 0x1p-10, 2.0}, exact{1.0 + 0x1p-10, 2.0};
+  const std::vector<double> bounds{0x1p-12, 1.0};
+  const auto summary =
+      metrics::summarize(numeric::formats::fp16, computed, rounded, exact, {bounds, std::nullopt});
+  const auto breaches = check({}, "dot", "fp16", summary);
+  ASSERT_EQ(breaches.size(), 2u);
+  EXPECT_EQ(breaches[0].budget.metric, Metric::bound_ratio);
+  EXPECT_EQ(breaches[0].value, 4.0);
+  EXPECT_EQ(breaches[1].budget.metric, Metric::mismatches);
+  EXPECT_EQ(breaches[1].value, 1.0);
+}
+
+}  // namespace
+}  // namespace ampbench::audit

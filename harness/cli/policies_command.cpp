@@ -1,0 +1,117 @@
+// ampbench policies: the precision of every op class under the built-in policies, or under one
+// policy (built-in or a user's TOML file); docs/policies.md.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.hpp"
+#include "harness/numeric/options.hpp"
+#include "harness/policy/policy.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench policies";
+
+bool looks_like_file(const std::string& name) {
+  const std::string suffix = ".toml";
+  return name.find('/') != std::string::npos ||
+         (name.size() >= suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+nlohmann::json to_json(const policy::OpPrecision& p) {
+  return {{"input", policy::format_label(p.input)},
+          {"compute", policy::format_label(p.compute)},
+          {"accumulate", policy::format_label(p.accumulate)},
+          {"output", policy::format_label(p.output)},
+          {"mode", std::string(numeric::rounding_name(p.mode))},
+          {"input_mode", std::string(numeric::rounding_name(p.input_mode))},
+          {"promote", p.promote},
+          {"source", p.source}};
+}
+
+nlohmann::json to_json(const policy::Policy& p) {
+  nlohmann::json classes = nlohmann::json::object();
+  for (policy::OpClass c : policy::kOpClasses) {
+    classes[std::string(policy::op_class_name(c))] = to_json(p.precision(c));
+  }
+  nlohmann::json ops = nlohmann::json::object();
+  for (const policy::OpException& e : p.exceptions) {
+    nlohmann::json entry = to_json(e.precision);
+    entry["class"] = std::string(policy::op_class_name(policy::op_class(e.op)));
+    ops[std::string(policy::op_name(e.op))] = entry;
+  }
+  return {{"name", p.name}, {"description", p.description}, {"classes", classes}, {"ops", ops}};
+}
+
+void write_row(std::ostream& out, const std::string& what, const policy::OpPrecision& p) {
+  out << fmt::format("  {:<24}{:<9}{:<7}{:<9}{:<12}{:<8}{:<11}{}\n", what,
+                     p.promote ? "promote" : "fixed", policy::format_label(p.input),
+                     policy::format_label(p.compute), policy::format_label(p.accumulate),
+                     policy::format_label(p.output), numeric::rounding_name(p.input_mode),
+                     numeric::rounding_name(p.mode));
+}
+
+void write_table(std::ostream& out, const policy::Policy& p) {
+  out << p.name << (p.description.empty() ? "" : ": " + p.description) << '\n';
+  out << fmt::format("  {:<24}{:<9}{:<7}{:<9}{:<12}{:<8}{:<11}{}\n", "op class / op", "inputs",
+                     "input", "compute", "accumulate", "output", "input mode", "mode");
+  for (policy::OpClass c : policy::kOpClasses) {
+    write_row(out, std::string(policy::op_class_name(c)), p.precision(c));
+    for (const policy::OpException& e : p.exceptions) {
+      if (policy::op_class(e.op) == c) {
+        write_row(out, fmt::format("  {} (op)", policy::op_name(e.op)), e.precision);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int run_policies(const PoliciesArgs& args, std::ostream& out, std::ostream& err) {
+  std::vector<policy::Policy> chosen;
+  if (args.policy.empty()) {
+    const auto all = policy::builtin_policies();
+    chosen.assign(all.begin(), all.end());
+  } else if (const policy::Policy* builtin = policy::find_builtin(args.policy)) {
+    chosen.push_back(*builtin);
+  } else if (looks_like_file(args.policy)) {
+    try {
+      chosen.push_back(policy::load_policy(args.policy));
+    } catch (const policy::PolicyError& e) {
+      err << kCommand << ": --policy: " << e.what() << '\n';
+      return kExitUsage;
+    }
+  } else {
+    err << fmt::format("{}: --policy: unknown policy '{}' (built-in: {}; or a FILE.toml)\n",
+                       kCommand, args.policy, policy::builtin_policy_names());
+    return kExitUsage;
+  }
+
+  if (args.json) {
+    if (!args.policy.empty()) {
+      out << to_json(chosen.front()).dump(2) << '\n';
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (const policy::Policy& p : chosen) list.push_back(to_json(p));
+      out << list.dump(2) << '\n';
+    }
+    return kExitOk;
+  }
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    if (i > 0) out << '\n';
+    write_table(out, chosen[i]);
+  }
+  out << "\nfixed: the op runs in the formats shown. promote: it runs in the widest format of its "
+         "data inputs;\nthe table shows the format it gets from the policy's low-precision ops. "
+         "(op) rows are single ops\nthat differ from their class. 'ampbench policies --json' "
+         "adds the source of every entry;\ndocs/policies.md explains them.\n";
+  return kExitOk;
+}
+
+}  // namespace ampbench::cli
