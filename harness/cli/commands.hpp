@@ -10,6 +10,7 @@ namespace ampbench::cli {
 
 // Exit statuses shared by every subcommand.
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitFail = 1;   // the run worked and a check failed (an audit budget)
 inline constexpr int kExitUsage = 2;  // bad command line or bad input
 
 int run_formats(bool json, std::ostream& out);
@@ -38,5 +39,20 @@ struct PoliciesArgs {
   bool json = false;
 };
 int run_policies(const PoliciesArgs& args, std::ostream& out, std::ostream& err);
+
+struct AuditArgs {
+  std::string op;
+  bool all = false;
+  std::string shape;     // empty: the op's default
+  std::string policies;  // comma-separated names or files; empty: fp32 (all built-ins with --all)
+  std::string dist = "normal";
+  std::uint64_t seed = 1;
+  std::size_t samples = 0;  // reference positions; 0: all
+  std::string backend = "cpu";
+  std::string summation = "sequential";
+  std::string budgets;  // empty: suites/budgets.toml when it exists; "none": built-in only
+  std::string json;     // file for the records
+};
+int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ampbench::cli

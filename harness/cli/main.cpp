@@ -78,6 +78,32 @@ int main(int argc, char** argv) {
                        "FILE.toml (default: every built-in)");
   policies->add_flag("--json", policies_args.json, "Machine-readable output with the sources");
 
+  ampbench::cli::AuditArgs audit_args;
+  auto* audit = app.add_subcommand(
+      "audit",
+      "Per-op precision audit: error of an op under precision policies against its correctly "
+      "rounded reference, with bounds and budgets (exit 1 when a case fails)");
+  audit->add_option("--op", audit_args.op, "The op (see docs/audit.md); or --all");
+  audit->add_flag("--all", audit_args.all,
+                  "Every op at its default shape under every built-in policy");
+  audit->add_option("--shape", audit_args.shape, "Sizes separated by x: 64x1024, gemm MxNxK");
+  audit->add_option(
+      "--policy", audit_args.policies,
+      "Policies, comma-separated: fp32 tf32 fp16 bf16 amp-fp16 amp-bf16 or FILE.toml");
+  audit->add_option("--dist", audit_args.dist, "Input distribution (docs/inputs.md)")
+      ->capture_default_str();
+  audit->add_option("--seed", audit_args.seed, "Seed of the inputs")->capture_default_str();
+  audit
+      ->add_option("--samples", audit_args.samples,
+                   "Compute the reference at K seeded output positions (0: all)")
+      ->capture_default_str();
+  audit->add_option("--backend", audit_args.backend, "cpu")->capture_default_str();
+  audit->add_option("--summation", audit_args.summation, "sequential or pairwise")
+      ->capture_default_str();
+  audit->add_option("--budgets", audit_args.budgets,
+                    "Budgets file (default: suites/budgets.toml if present; none: built-in only)");
+  audit->add_option("--json", audit_args.json, "Write one record per case to this file");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -112,5 +138,6 @@ int main(int argc, char** argv) {
   if (*round) return ampbench::cli::run_round(round_args, std::cin, std::cout, std::cerr);
   if (*dot) return ampbench::cli::run_dot(dot_args, std::cin, std::cout, std::cerr);
   if (*policies) return ampbench::cli::run_policies(policies_args, std::cout, std::cerr);
+  if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   return ampbench::cli::kExitUsage;
 }

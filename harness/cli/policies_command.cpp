@@ -17,13 +17,6 @@ namespace {
 
 constexpr const char* kCommand = "ampbench policies";
 
-bool looks_like_file(const std::string& name) {
-  const std::string suffix = ".toml";
-  return name.find('/') != std::string::npos ||
-         (name.size() >= suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
-}
-
 nlohmann::json to_json(const policy::OpPrecision& p) {
   return {{"input", policy::format_label(p.input)},
           {"compute", policy::format_label(p.compute)},
@@ -78,19 +71,13 @@ int run_policies(const PoliciesArgs& args, std::ostream& out, std::ostream& err)
   if (args.policy.empty()) {
     const auto all = policy::builtin_policies();
     chosen.assign(all.begin(), all.end());
-  } else if (const policy::Policy* builtin = policy::find_builtin(args.policy)) {
-    chosen.push_back(*builtin);
-  } else if (looks_like_file(args.policy)) {
+  } else {
     try {
-      chosen.push_back(policy::load_policy(args.policy));
+      chosen.push_back(policy::policy_by_name_or_file(args.policy));
     } catch (const policy::PolicyError& e) {
       err << kCommand << ": --policy: " << e.what() << '\n';
       return kExitUsage;
     }
-  } else {
-    err << fmt::format("{}: --policy: unknown policy '{}' (built-in: {}; or a FILE.toml)\n",
-                       kCommand, args.policy, policy::builtin_policy_names());
-    return kExitUsage;
   }
 
   if (args.json) {

@@ -590,7 +590,8 @@ std::string format_label(const Format& f) {
 
 PolicyError::PolicyError(std::string source, int line, int column, const std::string& message)
     : std::runtime_error(line > 0 ? fmt::format("{}:{}:{}: {}", source, line, column, message)
-                                  : fmt::format("{}: {}", source, message)),
+                         : source.empty() ? message
+                                          : fmt::format("{}: {}", source, message)),
       source_(std::move(source)),
       line_(line),
       column_(column),
@@ -619,6 +620,18 @@ Policy load_policy(const std::string& path) {
   text << file.rdbuf();
   if (file.bad()) throw PolicyError(path, 0, 0, "cannot read the policy file");
   return parse_policy(text.str(), path);
+}
+
+Policy policy_by_name_or_file(const std::string& name) {
+  if (const Policy* builtin = find_builtin(name)) return *builtin;
+  const std::string suffix = ".toml";
+  const bool file = name.find('/') != std::string::npos ||
+                    (name.size() >= suffix.size() &&
+                     name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+  if (file) return load_policy(name);
+  throw PolicyError("", 0, 0,
+                    fmt::format("unknown policy '{}' (built-in: {}; or a FILE.toml)", name,
+                                builtin_policy_names()));
 }
 
 }  // namespace ampbench::policy

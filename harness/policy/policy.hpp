@@ -174,4 +174,9 @@ class PolicyError : public std::runtime_error {
 Policy parse_policy(std::string_view text, std::string_view source_name);
 Policy load_policy(const std::string& path);
 
+// What the command line's --policy takes: a built-in name, or a user policy file (a name ending in
+// .toml or containing '/'). Throws PolicyError; for an unknown name its message lists the
+// built-in policies.
+Policy policy_by_name_or_file(const std::string& name);
+
 }  // namespace ampbench::policy

@@ -464,4 +464,82 @@ TEST(CliPolicies, ErrorsExitWith2NameTheProblemAndPrintNothing) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// ---- audit
+// ----------------------------------------------------------------------------------------
+
+TEST(CliAudit, GemmUnderAmpIsCloseToCorrectlyRoundedAndWritesReplayableRecords) {
+  char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const Outcome run = ampbench(
+      "audit --op gemm --shape 32x16x64 --policy amp-fp16,fp16 --seed 7 "
+      "--budgets none --json " +
+      dir + "/a.json");
+  const Outcome again = ampbench(
+      "audit --op gemm --shape 32x16x64 --policy amp-fp16,fp16 --seed 7 "
+      "--budgets none --json " +
+      dir + "/b.json");
+  const std::string a = slurp(dir + "/a.json"), b = slurp(dir + "/b.json");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(a, b);  // seeded runs are bit-reproducible
+  const auto records = nlohmann::json::parse(a);
+  EXPECT_EQ(records["schema"], "ampbench.audit/1");
+  ASSERT_EQ(records["cases"].size(), 2u);
+  const auto& amp = records["cases"][0];
+  EXPECT_EQ(amp["op"], "gemm");
+  EXPECT_EQ(amp["policy"], "amp-fp16");
+  EXPECT_EQ(amp["shape"], "32x16x64");
+  EXPECT_EQ(amp["seed"], 7);
+  EXPECT_EQ(amp["formats"]["accumulate"], "fp32");
+  EXPECT_EQ(amp["formats"]["output"], "fp16");
+  EXPECT_EQ(amp["status"], "PASS");
+  EXPECT_EQ(amp["inputs"].size(), 2u);
+  EXPECT_TRUE(amp["inputs"][0].contains("seed"));
+  // fp32 accumulation of 64 fp16 products, rounded once to fp16: at most an ulp or two.
+  EXPECT_LE(amp["max_ulp"].get<int>(), 2);
+  // Pure fp16 accumulation is measurably worse.
+  EXPECT_GT(records["cases"][1]["mean_ulp"].get<double>(), 4 * amp["mean_ulp"].get<double>());
+  EXPECT_LE(records["cases"][1]["bound_ratio"].get<double>(), 1.0);
+}
+
+TEST(CliAudit, ABudgetBreachFailsTheCaseWithExitStatus1) {
+  char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::ofstream(dir + "/budgets.toml") << "[[budget]]\nop = \"softmax\"\npolicy = \"bf16\"\n"
+                                          "metric = \"max_ulp\"\nlimit = 1\nsource = \"test\"\n";
+  const Outcome run = ampbench("audit --op softmax --shape 4x256 --policy bf16,fp32 --budgets " +
+                               dir + "/budgets.toml");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.out.find("FAIL softmax bf16: max_ulp"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("> 1 (test; "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("softmax       fp32"), std::string::npos);
+}
+
+TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"", "give exactly one of --op OP and --all"},
+      {"--op gemm --all", "give exactly one of --op OP and --all"},
+      {"--op conv9d", "--op: unknown op 'conv9d' (known: gemm, dot"},
+      {"--op gemm --shape 64x64", "--shape: gemm shape '64x64': expected MxNxK (3 sizes), got 2"},
+      {"--op gemm --shape 100000x100000x100000", "too large"},
+      {"--op gemm --policy fp17", "--policy: unknown policy 'fp17'"},
+      {"--op gemm --policy /nonexistent/p.toml", "--policy: /nonexistent/p.toml: cannot open"},
+      {"--op gemm --dist gauss", "--dist: "},
+      {"--op gemm --backend tpu", "--backend: unknown backend 'tpu' (available: cpu)"},
+      {"--op gemm --summation kahan", "--summation: unknown order 'kahan'"},
+      {"--op gemm --budgets /nonexistent/b.toml", "--budgets: /nonexistent/b.toml: cannot open"},
+      {"--op gemm --json /nonexistent/dir/r.json", "--json /nonexistent/dir/r.json: directory"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("audit " + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_EQ(run.out, "") << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+  }
+}
+
 }  // namespace

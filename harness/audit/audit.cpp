@@ -1,0 +1,123 @@
+#include "harness/audit/audit.hpp"
+
+#include <fmt/format.h>
+
+#include "harness/inputs/distributions.hpp"
+#include "harness/numeric/options.hpp"
+
+namespace ampbench::audit {
+namespace {
+
+__extension__ typedef unsigned __int128 uint128;
+
+bool is_parameter(const std::string& name) {
+  return name == "gamma" || name == "beta" || name == "bias";
+}
+
+}  // namespace
+
+Generated generate_operands(const Case& c, const policy::OpPrecision& precision) {
+  Generated g;
+  const auto operands = ops::operands(*c.op, c.shape);
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    const auto& operand = operands[k];
+    const std::uint64_t seed = inputs::operand_seed(c.seed, k);
+    OperandRecord record{operand.name, "", seed};
+    std::vector<double> values;
+    std::vector<std::int64_t> indices;
+    if (operand.is_index) {
+      // Uniform in [0, limit): the high half of a 64 x 64-bit product (bias below limit / 2^64).
+      const std::size_t n = ops::element_count(operand.shape);
+      indices.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto wide = static_cast<uint128>(numeric::splitmix64(seed, i)) * operand.index_limit;
+        indices[i] = static_cast<std::int64_t>(wide >> 64);
+      }
+      record.source = fmt::format("uniform integers in [0, {})", operand.index_limit);
+    } else {
+      const std::string spec = !is_parameter(operand.name) ? c.distribution
+                               : operand.name == "gamma"   ? std::string("normal:mu=1,sigma=0.25")
+                                                           : std::string("normal");
+      inputs::Generated generated =
+          inputs::generate(std::string_view(spec), operand.shape, precision.input, seed);
+      values = std::move(generated.tensor.data);
+      record.source = generated.tensor.source;
+      record.changed = generated.report.changed;
+      record.flushed = generated.report.flushed;
+      record.overflowed = generated.report.overflowed;
+    }
+    g.inputs.values.push_back(std::move(values));
+    g.inputs.indices.push_back(std::move(indices));
+    g.records.push_back(std::move(record));
+  }
+  return g;
+}
+
+CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
+  const auto op = policy::op_from_name(c.op->name);
+  if (!op) throw ops::OpError(fmt::format("op {} has no precision class", c.op->name));
+  const policy::OpPrecision precision = c.policy.precision(*op);
+  const backends::cpu::Arithmetic arithmetic{precision.compute, precision.accumulate,
+                                             precision.output, precision.mode};
+  Generated generated = generate_operands(c, precision);
+
+  const ops::CpuRun run = ops::run_cpu(*c.op, c.shape, arithmetic, c.summation, generated.inputs);
+  const ops::Reference ref = ops::reference(*c.op, c.shape, generated.inputs, precision.output,
+                                            precision.mode, c.samples, c.seed);
+  std::vector<double> computed;
+  computed.reserve(ref.positions.size());
+  for (const auto p : ref.positions) computed.push_back(run.output.at(p));
+  const std::vector<double> bounds =
+      ops::error_bounds(*c.op, c.shape, arithmetic, c.summation, generated.inputs, ref.positions);
+
+  CaseResult r;
+  r.op = std::string(c.op->name);
+  r.policy = c.policy.name;
+  r.shape = ops::to_string(c.shape);
+  r.distribution = c.distribution;
+  r.seed = c.seed;
+  r.precision = precision;
+  r.operands = std::move(generated.records);
+  r.outputs = run.output.size();
+  r.references = ref.positions.size();
+  r.summary = metrics::summarize(precision.output, computed, ref.rounded, ref.nearest,
+                                 metrics::ElementBounds{bounds, std::nullopt});
+  r.summary.output_events = run.events.output;
+  r.summary.intermediate_events = run.events.intermediate;
+  r.breaches = check(budgets, r.op, r.policy, r.summary);
+  return r;
+}
+
+nlohmann::json to_json(const CaseResult& r) {
+  nlohmann::json j = metrics::to_json(r.summary);
+  j["op"] = r.op;
+  j["policy"] = r.policy;
+  j["backend"] = r.backend;
+  j["shape"] = r.shape;
+  j["dist"] = r.distribution;
+  j["seed"] = r.seed;
+  j["formats"] = {{"input", r.precision.input.name},
+                  {"compute", r.precision.compute.name},
+                  {"accumulate", r.precision.accumulate.name},
+                  {"output", r.precision.output.name},
+                  {"mode", numeric::rounding_name(r.precision.mode)}};
+  j["outputs"] = r.outputs;
+  j["reference_sample"] = r.references;
+  nlohmann::json operands = nlohmann::json::array();
+  for (const auto& o : r.operands) {
+    operands.push_back({{"name", o.name},
+                        {"source", o.source},
+                        {"seed", o.seed},
+                        {"changed_by_rounding", o.changed},
+                        {"flushed", o.flushed},
+                        {"overflowed", o.overflowed}});
+  }
+  j["inputs"] = operands;
+  nlohmann::json breaches = nlohmann::json::array();
+  for (const auto& b : r.breaches) breaches.push_back(b.message);
+  j["breaches"] = breaches;
+  j["status"] = r.pass() ? "PASS" : "FAIL";
+  return j;
+}
+
+}  // namespace ampbench::audit

@@ -1,0 +1,72 @@
+// The per-op precision audit: one case is an op at a shape, its inputs drawn from a distribution
+// with a seed, run under a precision policy on a backend, judged against its correctly rounded
+// reference and the budgets. A case is a plain value; so is its result.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/audit/budgets.hpp"
+#include "harness/backends/cpu/emulate.hpp"
+#include "harness/metrics/metrics.hpp"
+#include "harness/ops/catalog.hpp"
+#include "harness/policy/policy.hpp"
+
+namespace ampbench::audit {
+
+struct Case {
+  const ops::OpInfo* op;
+  ops::Shape shape;
+  policy::Policy policy;
+  std::string distribution = "normal";  // of the data operands (harness/inputs)
+  std::uint64_t seed = 1;
+  std::size_t samples = 0;  // reference positions: 0 for all
+  backends::cpu::Summation summation = backends::cpu::Summation::sequential;
+};
+
+// What generating one operand did.
+struct OperandRecord {
+  std::string name;
+  std::string source;  // the distribution with every parameter, to replay it
+  std::uint64_t seed;
+  std::uint64_t changed = 0;  // by rounding to the input format
+  std::uint64_t flushed = 0;
+  std::uint64_t overflowed = 0;
+};
+
+struct CaseResult {
+  std::string op;
+  std::string policy;
+  std::string backend = "cpu";
+  std::string shape;
+  std::string distribution;
+  std::uint64_t seed;
+  policy::OpPrecision precision;  // what the policy gave this op
+  std::vector<OperandRecord> operands;
+  std::size_t outputs = 0;     // elements of the output
+  std::size_t references = 0;  // of which the reference was computed (the sample)
+  metrics::ErrorSummary summary;
+  std::vector<Breach> breaches;
+  bool pass() const { return breaches.empty(); }
+};
+
+// The operands of a case: data operands from the case's distribution, parameters (gamma, beta,
+// bias) from fixed ones (gamma normal(1, 1/4), beta and bias normal(0, 1)), indices uniform; each
+// rounded to the policy's input format for the op, each from its own seed
+// (inputs::operand_seed(seed, k)).
+struct Generated {
+  ops::Inputs inputs;
+  std::vector<OperandRecord> records;
+};
+Generated generate_operands(const Case& c, const policy::OpPrecision& precision);
+
+CaseResult run_case(const Case& c, const std::vector<Budget>& budgets);
+
+// The record of a case as the audit's --json writes it.
+nlohmann::json to_json(const CaseResult& r);
+
+}  // namespace ampbench::audit

@@ -1,0 +1,208 @@
+// ampbench audit: how wrong is op X under precision policy P, on inputs like these? Every case is
+// checked against its correctly rounded reference and the budgets. Bad input is reported before
+// any work starts; the --json file is rewritten (atomically) after every case, so the records of
+// finished cases stay valid whatever happens to later ones.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/audit/audit.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/inputs/distributions.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench audit";
+constexpr const char* kDefaultBudgets = "suites/budgets.toml";
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = list.find(',', start);
+    items.push_back(list.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::string number(const std::optional<double>& v, const char* format = "{:.3g}") {
+  return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
+}
+
+void write_row(std::ostream& out, const audit::CaseResult& r) {
+  const auto& s = r.summary;
+  const auto& e = s.output_events;
+  out << fmt::format(
+      "{:<14}{:<10}{:<13}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
+      r.shape, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
+      number(s.normwise_rel_error), number(s.bound_ratio),
+      number(s.fraction_correctly_rounded
+                 ? std::optional<double>(100 * *s.fraction_correctly_rounded)
+                 : std::nullopt,
+             "{:.1f}"),
+      e[numeric::RoundingEvent::underflow] + e[numeric::RoundingEvent::flush_to_zero],
+      e[numeric::RoundingEvent::overflow] + e[numeric::RoundingEvent::saturation],
+      e[numeric::RoundingEvent::nan], r.pass() ? "PASS" : "FAIL");
+}
+
+// Writes the records so far to `path` through a temporary file and a rename, so the file is
+// always a complete JSON document.
+bool write_records(const std::string& path, const nlohmann::json& records, std::ostream& err) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file << nlohmann::json{{"schema", "ampbench.audit/1"}, {"cases", records}}.dump(2) << '\n';
+    if (!file) {
+      err << fmt::format("{}: --json {}: cannot write {}\n", kCommand, path, temporary);
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    err << fmt::format("{}: --json {}: cannot rename {} to it ({})\n", kCommand, path, temporary,
+                       ec.message());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
+  // ---- everything is checked before any work starts -----------------------------------------
+  if (args.op.empty() == !args.all) {
+    err << kCommand << ": give exactly one of --op OP and --all\n";
+    return kExitUsage;
+  }
+  if (args.backend != "cpu") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu)\n", kCommand,
+                       args.backend);
+    return kExitUsage;
+  }
+  if (args.all && !args.shape.empty()) {
+    err << kCommand << ": --shape goes with --op (--all uses each op's default shape)\n";
+    return kExitUsage;
+  }
+  backends::cpu::Summation summation = backends::cpu::Summation::sequential;
+  if (args.summation == "pairwise") {
+    summation = backends::cpu::Summation::pairwise;
+  } else if (args.summation != "sequential") {
+    err << fmt::format("{}: --summation: unknown order '{}' (sequential, pairwise)\n", kCommand,
+                       args.summation);
+    return kExitUsage;
+  }
+
+  std::vector<const ops::OpInfo*> op_list;
+  if (args.all) {
+    for (const auto& op : ops::catalog()) op_list.push_back(&op);
+  } else if (const ops::OpInfo* op = ops::find_op(args.op)) {
+    op_list.push_back(op);
+  } else {
+    err << fmt::format("{}: --op: unknown op '{}' (known: {})\n", kCommand, args.op,
+                       ops::op_names());
+    return kExitUsage;
+  }
+  std::vector<ops::Shape> shapes;
+  try {
+    for (const auto* op : op_list) {
+      shapes.push_back(ops::parse_shape(*op, args.shape.empty() ? op->default_shape : args.shape));
+    }
+  } catch (const ops::OpError& e) {
+    err << fmt::format("{}: --shape: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+
+  std::vector<policy::Policy> policies;
+  const std::vector<std::string> policy_names =
+      args.all && args.policies.empty()
+          ? std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}
+          : split(args.policies.empty() ? "fp32" : args.policies);
+  for (const auto& name : policy_names) {
+    try {
+      policies.push_back(policy::policy_by_name_or_file(name));
+    } catch (const policy::PolicyError& e) {
+      err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+  }
+  try {
+    inputs::parse_spec(args.dist);
+  } catch (const inputs::SpecError& e) {
+    err << fmt::format("{}: --dist: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+
+  std::vector<audit::Budget> budgets;
+  std::string budgets_path = args.budgets;
+  if (budgets_path.empty() && std::filesystem::exists(kDefaultBudgets))
+    budgets_path = kDefaultBudgets;
+  if (!budgets_path.empty() && budgets_path != "none") {
+    try {
+      budgets = audit::load_budgets(budgets_path);
+    } catch (const audit::BudgetError& e) {
+      err << fmt::format("{}: --budgets: {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+  }
+  if (!args.json.empty()) {
+    const auto parent = std::filesystem::path(args.json).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+      err << fmt::format("{}: --json {}: directory {} does not exist\n", kCommand, args.json,
+                         parent.string());
+      return kExitUsage;
+    }
+  }
+
+  // ---- the cases ------------------------------------------------------------------------------
+  out << fmt::format("budgets: {}\n", budgets_path.empty() || budgets_path == "none"
+                                          ? std::string("built-in only (bound ratio <= 1, no "
+                                                        "NaN/Inf mismatches)")
+                                          : budgets_path);
+  out << fmt::format("{:<14}{:<10}{:<13}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
+                     "op", "policy", "shape", "dist", "max_ulp", "mean_ulp", "normwise", "bound",
+                     "CR%", "uflow", "oflow", "nan", "status");
+  nlohmann::json records = nlohmann::json::array();
+  std::vector<std::string> failures;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < op_list.size(); ++i) {
+    for (const auto& p : policies) {
+      audit::Case c{op_list[i], shapes[i], p, args.dist, args.seed, args.samples, summation};
+      audit::CaseResult result;
+      try {
+        result = audit::run_case(c, budgets);
+      } catch (const std::exception& e) {
+        out.flush();
+        err << fmt::format("{}: {} under {}: {}\n", kCommand, op_list[i]->name, p.name, e.what());
+        return kExitUsage;
+      }
+      write_row(out, result);
+      for (const auto& b : result.breaches) failures.push_back(b.message);
+      records.push_back(audit::to_json(result));
+      if (!args.json.empty() && !write_records(args.json, records, err)) return kExitUsage;
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << fmt::format("\n{} case(s) in {:.1f} s, {} failed.\n", records.size(), seconds,
+                     std::count_if(records.begin(), records.end(),
+                                   [](const auto& r) { return r["status"] == "FAIL"; }));
+  for (const auto& f : failures) out << "FAIL " << f << '\n';
+  out << "max_ulp/mean_ulp: ulps of the output format from the correctly rounded result; "
+         "normwise: ||c - x|| / ||x||;\nbound: largest error / a-priori bound; CR%: outputs "
+         "correctly rounded; uflow/oflow/nan: output rounding events.\n";
+  return failures.empty() ? kExitOk : kExitFail;
+}
+
+}  // namespace ampbench::cli
