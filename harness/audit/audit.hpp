@@ -13,6 +13,7 @@
 #include "harness/audit/budgets.hpp"
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/metrics/metrics.hpp"
+#include "harness/numeric/mma.hpp"
 #include "harness/ops/catalog.hpp"
 #include "harness/policy/policy.hpp"
 
@@ -26,6 +27,9 @@ struct Case {
   std::uint64_t seed = 1;
   std::size_t samples = 0;  // reference positions: 0 for all
   backends::cpu::Summation summation = backends::cpu::Summation::sequential;
+  // A Tensor Core model for gemm and dot, replacing the policy's accumulation (the policy's input
+  // and output formats stay); ignored by the other ops.
+  std::optional<numeric::MmaModel> mma;
 };
 
 // What generating one operand did.
@@ -46,6 +50,7 @@ struct CaseResult {
   std::string distribution;
   std::uint64_t seed;
   policy::OpPrecision precision;  // what the policy gave this op
+  std::string mma;                // the Tensor Core model's name, when one ran the op
   std::vector<OperandRecord> operands;
   std::size_t outputs = 0;     // elements of the output
   std::size_t references = 0;  // of which the reference was computed (the sample)

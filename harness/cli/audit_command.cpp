@@ -17,6 +17,7 @@
 #include "harness/audit/audit.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/inputs/distributions.hpp"
+#include "harness/numeric/mma.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -137,6 +138,34 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
+  // The Tensor Core model of each policy: a preset by name, or the architecture's preset for the
+  // input format the policy gives gemm.
+  std::vector<std::optional<numeric::MmaModel>> models(policies.size());
+  if (!args.mma.empty()) {
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      const numeric::Format input = policies[i].precision(policy::Op::gemm).input;
+      if (auto named = numeric::mma_model_named(args.mma)) {
+        if (!numeric::same_values(named->input, input)) {
+          err << fmt::format("{}: --mma {}: the preset takes {} inputs; policy {} gives gemm {}\n",
+                             kCommand, args.mma, named->input.name, policies[i].name, input.name);
+          return kExitUsage;
+        }
+        models[i] = named;
+      } else if (auto model = numeric::mma_model(args.mma, input)) {
+        models[i] = model;
+      } else {
+        std::string presets;
+        for (const auto& m : numeric::mma_presets()) {
+          presets += fmt::format("{}{}", presets.empty() ? "" : " ", m.name);
+        }
+        err << fmt::format(
+            "{}: --mma {}: no Tensor Core model of that name, or none for {} inputs (policy "
+            "{}); architectures: volta turing ampere ada hopper blackwell; presets: {}\n",
+            kCommand, args.mma, input.name, policies[i].name, presets);
+        return kExitUsage;
+      }
+    }
+  }
   try {
     inputs::parse_spec(args.dist);
   } catch (const inputs::SpecError& e) {
@@ -170,6 +199,10 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
                                           ? std::string("built-in only (bound ratio <= 1, no "
                                                         "NaN/Inf mismatches)")
                                           : budgets_path);
+  if (!args.mma.empty()) {
+    out << fmt::format("mma: {} (gemm and dot run on the Tensor Core model; no a-priori bound)\n",
+                       args.mma);
+  }
   out << fmt::format("{:<14}{:<10}{:<13}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
                      "op", "policy", "shape", "dist", "max_ulp", "mean_ulp", "normwise", "bound",
                      "CR%", "uflow", "oflow", "nan", "status");
@@ -177,8 +210,10 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < op_list.size(); ++i) {
-    for (const auto& p : policies) {
-      audit::Case c{op_list[i], shapes[i], p, args.dist, args.seed, args.samples, summation};
+    for (std::size_t j = 0; j < policies.size(); ++j) {
+      const auto& p = policies[j];
+      audit::Case c{op_list[i], shapes[i],    p,         args.dist,
+                    args.seed,  args.samples, summation, models[j]};
       audit::CaseResult result;
       try {
         result = audit::run_case(c, budgets);

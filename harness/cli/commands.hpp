@@ -50,6 +50,7 @@ struct AuditArgs {
   std::size_t samples = 0;  // reference positions; 0: all
   std::string backend = "cpu";
   std::string summation = "sequential";
+  std::string mma;      // Tensor Core model: an architecture or a preset name; empty: none
   std::string budgets;  // empty: suites/budgets.toml when it exists; "none": built-in only
   std::string json;     // file for the records
 };

@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
   audit->add_option("--backend", audit_args.backend, "cpu")->capture_default_str();
   audit->add_option("--summation", audit_args.summation, "sequential or pairwise")
       ->capture_default_str();
+  audit->add_option("--mma", audit_args.mma,
+                    "Tensor Core model for gemm and dot: volta turing ampere ada hopper blackwell, "
+                    "or a preset name (docs/mma-models.md)");
   audit->add_option("--budgets", audit_args.budgets,
                     "Budgets file (default: suites/budgets.toml if present; none: built-in only)");
   audit->add_option("--json", audit_args.json, "Write one record per case to this file");

@@ -288,6 +288,28 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   return run;
 }
 
+bool runs_on_mma(const OpInfo& op) {
+  return op.op == Op::gemm || op.op == Op::dot;
+}
+
+CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
+                   const numeric::Format& output, numeric::Rounding mode, const Inputs& in) {
+  if (!runs_on_mma(op)) {
+    throw OpError(
+        fmt::format("{} has no Tensor Core model (--mma applies to gemm and dot)", op.name));
+  }
+  const auto& s = shape.sizes;
+  CpuRun run;
+  if (op.op == Op::gemm) {
+    run.output = backends::cpu::gemm_mma(model, output, mode, s[0], s[1], s[2], values(in, 0),
+                                         values(in, 1), run.events);
+  } else {
+    run.output = backends::cpu::gemm_mma(model, output, mode, 1, 1, s[0], values(in, 0),
+                                         values(in, 1), run.events);
+  }
+  return run;
+}
+
 Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
                     const numeric::Format& output, numeric::Rounding mode, std::size_t samples,
                     std::uint64_t seed) {

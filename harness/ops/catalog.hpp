@@ -97,6 +97,12 @@ struct CpuRun {
 CpuRun run_cpu(const OpInfo& op, const Shape& shape, const backends::cpu::Arithmetic& arithmetic,
                backends::cpu::Summation summation, const Inputs& inputs);
 
+// gemm and dot on a Tensor Core model (backends::cpu::gemm_mma), rounded to `output`; OpError for
+// the other ops.
+bool runs_on_mma(const OpInfo& op);
+CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
+                   const numeric::Format& output, numeric::Rounding mode, const Inputs& inputs);
+
 // The reference at some output positions: the exact result of the op on the given inputs
 // (gemm, dot, sum exactly; the others in multiprecision, correctly rounded by Ziv's strategy),
 // rounded to `output` in `mode`, and to the nearest binary64.

@@ -145,6 +145,33 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
   return c;
 }
 
+std::vector<double> gemm_mma(const numeric::MmaModel& model, const Format& output,
+                             numeric::Rounding mode, std::size_t m, std::size_t n, std::size_t k,
+                             std::span<const double> a, std::span<const double> b, Events& events) {
+  require(a.size() == m * k && b.size() == k * n,
+          fmt::format("gemm {}x{}x{}: operand sizes a={} b={} do not match", m, n, k, a.size(),
+                      b.size()));
+  if (const char* problem = numeric::mma_model_error(model)) {
+    throw std::invalid_argument(fmt::format("MMA model {}: {}", model.name, problem));
+  }
+  std::vector<double> qa(a.size()), qb(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) qa[i] = numeric::mma_quantize_input(model, a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) qb[i] = numeric::mma_quantize_input(model, b[i]);
+  std::vector<double> c(m * n);
+  const Arithmetic rounding{output, output, output, mode};
+  events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
+    for (std::size_t i = first; i < end; ++i) {
+      Rounders round(rounding, e, i);
+      for (std::size_t j = 0; j < n; ++j) {
+        const double d = numeric::mma_dot(model, 0.0, qa.data() + i * k, 1, qb.data() + j,
+                                          static_cast<std::ptrdiff_t>(n), static_cast<int>(k));
+        c[i * n + j] = round.output(d);
+      }
+    }
+  });
+  return c;
+}
+
 double sum(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,
            Events& events) {
   require_exact(arithmetic);

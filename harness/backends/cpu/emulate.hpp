@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "harness/numeric/format.hpp"
+#include "harness/numeric/mma.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/rounding.hpp"
 
@@ -59,6 +60,15 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
                          std::size_t n, std::size_t k, std::span<const double> a,
                          std::span<const double> b, std::span<const double> c_in,
                          std::span<const double> bias, Events& events);
+
+// The same product on a Tensor Core model (harness/numeric/mma.hpp): each output is mma_dot of its
+// row and column with c = 0, in the model's own arithmetic (its fp32 or fp16 accumulator inside),
+// then rounded to `output` in `mode`. Inputs are first quantized as the model's hardware does
+// (tf32: truncated). Only the output rounding's events are counted: the model has no others to
+// report.
+std::vector<double> gemm_mma(const numeric::MmaModel& model, const numeric::Format& output,
+                             numeric::Rounding mode, std::size_t m, std::size_t n, std::size_t k,
+                             std::span<const double> a, std::span<const double> b, Events& events);
 
 // Sum, mean and Euclidean norm of a vector.
 double sum(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,

@@ -502,6 +502,29 @@ TEST(CliAudit, GemmUnderAmpIsCloseToCorrectlyRoundedAndWritesReplayableRecords) 
   EXPECT_LE(records["cases"][1]["bound_ratio"].get<double>(), 1.0);
 }
 
+TEST(CliAudit, TensorCoreModelReplacesTheAccumulation) {
+  char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const Outcome run = ampbench(
+      "audit --op gemm --shape 16x16x128 --policy fp16 --mma hopper "
+      "--budgets none --json " +
+      dir + "/r.json");
+  const Outcome plain = ampbench(
+      "audit --op gemm --shape 16x16x128 --policy fp16 --budgets none "
+      "--json " +
+      dir + "/p.json");
+  const auto mma = nlohmann::json::parse(slurp(dir + "/r.json"))["cases"][0];
+  const auto pure = nlohmann::json::parse(slurp(dir + "/p.json"))["cases"][0];
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(mma["mma"], "hopper-fp16");
+  EXPECT_TRUE(mma["bound_ratio"].is_null());
+  EXPECT_FALSE(pure.contains("mma"));
+  // fp32 accumulation inside the model, one rounding to fp16: far closer than fp16 accumulation.
+  EXPECT_LE(mma["max_ulp"].get<int>(), 2);
+  EXPECT_LT(mma["mean_ulp"].get<double>(), pure["mean_ulp"].get<double>() / 4);
+}
+
 TEST(CliAudit, ABudgetBreachFailsTheCaseWithExitStatus1) {
   char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
@@ -533,6 +556,12 @@ TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
       {"--op gemm --summation kahan", "--summation: unknown order 'kahan'"},
       {"--op gemm --budgets /nonexistent/b.toml", "--budgets: /nonexistent/b.toml: cannot open"},
       {"--op gemm --json /nonexistent/dir/r.json", "--json /nonexistent/dir/r.json: directory"},
+      {"--op gemm --policy bf16 --mma volta",
+       "--mma volta: no Tensor Core model of that name, or "
+       "none for bf16 inputs (policy bf16)"},
+      {"--op gemm --policy bf16 --mma ampere-fp16",
+       "--mma ampere-fp16: the preset takes fp16 inputs; policy bf16 gives gemm bf16"},
+      {"--op gemm --mma pascal", "--mma pascal: no Tensor Core model of that name"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench("audit " + c.args);
