@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/options.hpp"
 
@@ -95,6 +97,27 @@ CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
   r.summary.intermediate_events = run.events.intermediate;
   r.breaches = check(budgets, r.op, r.policy, r.summary);
   return r;
+}
+
+numeric::MmaModel mma_for(const std::string& name, const policy::Policy& p) {
+  const numeric::Format input = p.precision(policy::Op::gemm).input;
+  if (auto named = numeric::mma_model_named(name)) {
+    if (!numeric::same_values(named->input, input)) {
+      throw std::invalid_argument(
+          fmt::format("{}: the preset takes {} inputs; policy {} gives gemm {}", name,
+                      named->input.name, p.name, input.name));
+    }
+    return *named;
+  }
+  if (auto model = numeric::mma_model(name, input)) return *model;
+  std::string presets;
+  for (const auto& m : numeric::mma_presets()) {
+    presets += fmt::format("{}{}", presets.empty() ? "" : " ", m.name);
+  }
+  throw std::invalid_argument(fmt::format(
+      "{}: no Tensor Core model of that name, or none for {} inputs (policy {}); architectures: "
+      "volta turing ampere ada hopper blackwell; presets: {}",
+      name, input.name, p.name, presets));
 }
 
 nlohmann::json to_json(const CaseResult& r) {

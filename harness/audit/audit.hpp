@@ -71,6 +71,11 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
 
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets);
 
+// The Tensor Core model `--mma NAME` means under a policy: the preset of that name, or the
+// architecture's preset for the input format the policy gives gemm. std::invalid_argument says
+// why there is none (listing the architectures and presets).
+numeric::MmaModel mma_for(const std::string& name, const policy::Policy& p);
+
 // The record of a case as the audit's --json writes it.
 nlohmann::json to_json(const CaseResult& r);
 

@@ -17,7 +17,6 @@
 #include "harness/audit/audit.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/inputs/distributions.hpp"
-#include "harness/numeric/mma.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -138,30 +137,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
-  // The Tensor Core model of each policy: a preset by name, or the architecture's preset for the
-  // input format the policy gives gemm.
+  // The Tensor Core model of each policy (audit::mma_for).
   std::vector<std::optional<numeric::MmaModel>> models(policies.size());
   if (!args.mma.empty()) {
     for (std::size_t i = 0; i < policies.size(); ++i) {
-      const numeric::Format input = policies[i].precision(policy::Op::gemm).input;
-      if (auto named = numeric::mma_model_named(args.mma)) {
-        if (!numeric::same_values(named->input, input)) {
-          err << fmt::format("{}: --mma {}: the preset takes {} inputs; policy {} gives gemm {}\n",
-                             kCommand, args.mma, named->input.name, policies[i].name, input.name);
-          return kExitUsage;
-        }
-        models[i] = named;
-      } else if (auto model = numeric::mma_model(args.mma, input)) {
-        models[i] = model;
-      } else {
-        std::string presets;
-        for (const auto& m : numeric::mma_presets()) {
-          presets += fmt::format("{}{}", presets.empty() ? "" : " ", m.name);
-        }
-        err << fmt::format(
-            "{}: --mma {}: no Tensor Core model of that name, or none for {} inputs (policy "
-            "{}); architectures: volta turing ampere ada hopper blackwell; presets: {}\n",
-            kCommand, args.mma, input.name, policies[i].name, presets);
+      try {
+        models[i] = audit::mma_for(args.mma, policies[i]);
+      } catch (const std::invalid_argument& e) {
+        err << fmt::format("{}: --mma {}\n", kCommand, e.what());
         return kExitUsage;
       }
     }

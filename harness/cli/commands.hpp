@@ -56,4 +56,15 @@ struct AuditArgs {
 };
 int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err);
 
+int run_ops(bool json, std::ostream& out);
+
+struct EvalArgs {
+  std::string op;
+  std::string policy = "fp32";
+  std::string mma;
+  std::string inputs;  // JSON: {"operand": nested row-major list, ...}
+  bool json = false;
+};
+int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

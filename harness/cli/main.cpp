@@ -107,6 +107,24 @@ int main(int argc, char** argv) {
                     "Budgets file (default: suites/budgets.toml if present; none: built-in only)");
   audit->add_option("--json", audit_args.json, "Write one record per case to this file");
 
+  bool ops_json = false;
+  auto* ops = app.add_subcommand(
+      "ops", "The op catalog: class, shape syntax, operands, reference and a-priori bound");
+  ops->add_flag("--json", ops_json, "Machine-readable output");
+
+  ampbench::cli::EvalArgs eval_args;
+  auto* eval = app.add_subcommand(
+      "eval",
+      "One op on your own inputs: each output, its correctly rounded reference and the "
+      "ulp error");
+  eval->add_option("--op", eval_args.op, "The op (see 'ampbench ops'); required");
+  eval->add_option("--policy", eval_args.policy, "Policy name or FILE.toml")->capture_default_str();
+  eval->add_option("--mma", eval_args.mma, "Tensor Core model for gemm and dot");
+  eval->add_option("--inputs", eval_args.inputs,
+                   "JSON file: {\"operand\": nested row-major list of numbers or hex-float "
+                   "strings, ...}; required");
+  eval->add_flag("--json", eval_args.json, "One JSON object: output, reference, ulp_error");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -142,5 +160,7 @@ int main(int argc, char** argv) {
   if (*dot) return ampbench::cli::run_dot(dot_args, std::cin, std::cout, std::cerr);
   if (*policies) return ampbench::cli::run_policies(policies_args, std::cout, std::cerr);
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
+  if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
+  if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   return ampbench::cli::kExitUsage;
 }

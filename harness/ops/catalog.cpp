@@ -236,6 +236,56 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
   }
 }
 
+Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::size_t>>& shapes) {
+  const std::size_t sizes = (op.shape_syntax.size() + 1) / 2;
+  const auto first = shapes.empty() ? std::vector<std::size_t>{} : shapes.front();
+  Shape shape;
+  if (op.op == Op::gemm) {
+    if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
+      shape.sizes = {first[0], shapes[1][1], first[1]};
+    }
+  } else if (sizes == 1) {
+    if (first.size() == 1) shape.sizes = {first[0]};
+  } else if (first.size() == 2) {
+    shape.sizes = {first[0], first[1]};
+  }
+  const auto expected = shape.sizes.empty() ? std::vector<Operand>{} : operands(op, shape);
+  const auto names = [&] {
+    std::string list;
+    for (const auto& o : operands(op, Shape{std::vector<std::size_t>(sizes, 1)})) {
+      list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
+    }
+    return list;
+  };
+  if (shape.sizes.empty() || shapes.size() != expected.size()) {
+    throw OpError(fmt::format("{} takes operands {} ({}: {})", op.name, names(), op.shape_syntax,
+                              op.summary));
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (shapes[i] != expected[i].shape) {
+      std::string want, got;
+      for (const auto n : expected[i].shape)
+        want += fmt::format("{}{}", want.empty() ? "" : "x", n);
+      for (const auto n : shapes[i]) got += fmt::format("{}{}", got.empty() ? "" : "x", n);
+      throw OpError(fmt::format("{}: operand {} has shape {}, expected {} (from {})", op.name,
+                                expected[i].name, got.empty() ? "scalar" : got, want,
+                                expected.front().name));
+    }
+  }
+  return parse_shape(op, to_string(shape));  // the size limits
+}
+
+std::string_view reference_kind(const OpInfo& op) {
+  switch (op.op) {
+    case Op::gemm:
+    case Op::dot:
+    case Op::sum: return "exact";
+    case Op::mean:
+    case Op::l2_norm: return "exact sum, one correctly rounded step";
+    default: return "multiprecision (Ziv)";
+  }
+}
+
 CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                Summation summation, const Inputs& in) {
   namespace cpu = backends::cpu;

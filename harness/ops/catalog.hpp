@@ -83,6 +83,11 @@ std::size_t element_count(const std::vector<std::size_t>& shape);
 // The output's shape and the length of the sums inside it (k of a gemm; the row length of a
 // softmax), for bounds and reports.
 std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape);
+// The shape an op has for operands of the given shapes (in operands() order), or OpError naming
+// the operand whose shape does not fit: what `ampbench eval` uses to read a user's tensors.
+Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::size_t>>& shapes);
+// How the reference of an op is computed, for listings: "exact" or "multiprecision (Ziv)".
+std::string_view reference_kind(const OpInfo& op);
 
 // Operands in the order operands() lists them: values (in binary64 containers) or indices.
 struct Inputs {

@@ -571,4 +571,90 @@ TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
   }
 }
 
+// ---- ops and eval -------------------------------------------------------------------------------
+
+TEST(CliOps, ListsTheCatalog) {
+  const Outcome run = ampbench("ops --json");
+  EXPECT_EQ(run.status, 0);
+  const auto list = nlohmann::json::parse(run.out);
+  EXPECT_EQ(list.size(), 15u);
+  EXPECT_EQ(list[0]["op"], "gemm");
+  EXPECT_EQ(list[0]["shape"], "MxNxK");
+  EXPECT_EQ(list[0]["reference"], "exact");
+  const Outcome text = ampbench("ops");
+  EXPECT_NE(text.out.find("cross_entropy loss"), std::string::npos) << text.out;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = "/tmp/ampbench-eval-" + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CliEval, Fp16AccumulationIsOneUlpOffWhereTheAmpPolicyIsNot) {
+  // 2048 + 1 + 1 in fp16: each + 1 is a tie that rounds to even, 2048; the exact 2050 is an fp16.
+  const std::string path = write_temp("dot.json", R"({"a": [2048, 1, 1], "b": [1, 1, "0x1p0"]})");
+  const Outcome pure = ampbench("eval --op dot --policy fp16 --json --inputs " + path);
+  const Outcome amp = ampbench("eval --op dot --policy amp-fp16 --json --inputs " + path);
+  const Outcome text = ampbench("eval --op dot --policy fp16 --inputs " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(pure.status, 0) << pure.err;
+  const auto p = nlohmann::json::parse(pure.out);
+  EXPECT_EQ(p["output"], "0x1p+11");
+  EXPECT_EQ(p["reference"], "0x1.004p+11");
+  EXPECT_EQ(p["ulp_error"], 1);
+  EXPECT_EQ(p["shape"], "3");
+  const auto a = nlohmann::json::parse(amp.out);
+  EXPECT_EQ(a["output"], "0x1.004p+11");
+  EXPECT_EQ(a["ulp_error"], 0);
+  EXPECT_NE(text.out.find("0         0x1p+11                   0x1.004p+11               1"),
+            std::string::npos)
+      << text.out;
+}
+
+TEST(CliEval, OutputsAreNestedLikeTheOpsOutput) {
+  const std::string path = write_temp("softmax.json", R"({"x": [[0, 0], [1, 1], [2, 2]]})");
+  const Outcome run = ampbench("eval --op softmax --policy fp32 --json --inputs " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["output"].size(), 3u);
+  EXPECT_EQ(j["output"][2][1], "0x1p-1");
+  EXPECT_EQ(j["reference"][0][0], "0x1p-1");
+  EXPECT_EQ(j["ulp_error"][1][0], 0);
+}
+
+TEST(CliEval, BadInputExitsWith2) {
+  const std::string gemm =
+      write_temp("g.json", R"({"a": [[1, 2, 3], [4, 5, 6]], "b": [[1, 2], [3, 4]]})");
+  const std::string extra = write_temp("x.json", R"({"x": [[1]], "y": [[1]]})");
+  const std::string missing = write_temp("m.json", R"({"a": [1, 2]})");
+  const std::string targets = write_temp("t.json", R"({"logits": [[1, 2]], "targets": [2]})");
+  const std::string broken = write_temp("b.json", R"({"a": [1, 2)");
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--inputs " + gemm, "--op: required"},
+      {"--op conv9d --inputs " + gemm, "--op: unknown op 'conv9d'"},
+      {"--op gemm", "--inputs FILE is required"},
+      {"--op gemm --inputs /nonexistent/x.json", "--inputs /nonexistent/x.json: cannot open"},
+      {"--op gemm --inputs " + gemm, "gemm: operand b has shape 2x2, expected 3x2 (from a)"},
+      {"--op softmax --inputs " + extra, "unknown operand 'y' (softmax takes x)"},
+      {"--op dot --inputs " + missing, "missing operand 'b'"},
+      {"--op cross_entropy --inputs " + targets, "targets[0] = 2 is not below the 2 classes"},
+      {"--op dot --inputs " + broken, "--inputs " + broken + ": "},
+      {"--op softmax --policy fp16 --mma hopper --inputs " + extra,
+       "--mma: softmax has no Tensor Core model"},
+      {"--op gemm --policy fp17 --inputs " + gemm, "--policy: unknown policy 'fp17'"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("eval " + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_EQ(run.out, "") << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+  }
+  for (const auto& path : {gemm, extra, missing, targets, broken}) std::remove(path.c_str());
+}
+
 }  // namespace

@@ -1,0 +1,198 @@
+// ampbench eval: one op on the user's own inputs, printing each output, its correctly rounded
+// reference and the ulp error between them — the tool for "why is this one case wrong?".
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness/audit/audit.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/inputs/tensor_file.hpp"
+#include "harness/numeric/options.hpp"
+#include "harness/numeric/ulp.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench eval";
+
+std::string hex(double x) {
+  return fmt::format("{:a}", x);
+}
+
+// A flat row-major vector as nested JSON lists of `shape`.
+nlohmann::json nest(const std::vector<nlohmann::json>& flat, const std::vector<std::size_t>& shape,
+                    std::size_t dimension = 0, std::size_t offset = 0) {
+  if (shape.empty() || (shape.size() == 1 && shape[0] == 1 && dimension == 0 && flat.size() == 1)) {
+    return flat.at(offset);
+  }
+  nlohmann::json list = nlohmann::json::array();
+  std::size_t stride = 1;
+  for (std::size_t d = dimension + 1; d < shape.size(); ++d) stride *= shape[d];
+  for (std::size_t i = 0; i < shape[dimension]; ++i) {
+    list.push_back(dimension + 1 == shape.size()
+                       ? flat.at(offset + i)
+                       : nest(flat, shape, dimension + 1, offset + i * stride));
+  }
+  return list;
+}
+
+}  // namespace
+
+int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
+  const ops::OpInfo* op = ops::find_op(args.op);
+  if (op == nullptr) {
+    err << fmt::format("{}: --op: {} (known: {})\n", kCommand,
+                       args.op.empty() ? std::string("required") : "unknown op '" + args.op + "'",
+                       ops::op_names());
+    return kExitUsage;
+  }
+  if (args.inputs.empty()) {
+    err << kCommand << ": --inputs FILE is required\n";
+    return kExitUsage;
+  }
+  policy::Policy policy;
+  try {
+    policy = policy::policy_by_name_or_file(args.policy);
+  } catch (const policy::PolicyError& e) {
+    err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  std::optional<numeric::MmaModel> model;
+  if (!args.mma.empty()) {
+    try {
+      model = audit::mma_for(args.mma, policy);
+    } catch (const std::invalid_argument& e) {
+      err << fmt::format("{}: --mma {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+    if (!ops::runs_on_mma(*op)) {
+      err << fmt::format("{}: --mma: {} has no Tensor Core model (gemm and dot do)\n", kCommand,
+                         op->name);
+      return kExitUsage;
+    }
+  }
+  const auto pop = policy::op_from_name(op->name);
+  const policy::OpPrecision precision = policy.precision(*pop);
+
+  std::ifstream file(args.inputs, std::ios::binary);
+  if (!file) {
+    err << fmt::format("{}: --inputs {}: cannot open ({})\n", kCommand, args.inputs,
+                       std::strerror(errno));
+    return kExitUsage;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+
+  // The operands by name, rounded to the policy's input format; shapes give the op's shape.
+  ops::Inputs in;
+  ops::Shape shape;
+  std::uint64_t rounded = 0;
+  try {
+    const auto tensors = inputs::parse_json_tensors(text.str(), precision.input, args.inputs);
+    const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
+    for (const auto& [name, loaded] : tensors) {
+      bool known = false;
+      for (const auto& o : names) known = known || o.name == name;
+      if (!known) {
+        std::string list;
+        for (const auto& o : names) list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
+        throw ops::OpError(fmt::format("unknown operand '{}' ({} takes {})", name, op->name, list));
+      }
+    }
+    std::vector<std::vector<std::size_t>> shapes;
+    for (const auto& o : names) {
+      const auto it = tensors.find(o.name);
+      if (it == tensors.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
+      shapes.push_back(it->second.tensor.shape);
+      std::vector<std::int64_t> indices;
+      if (o.is_index) {
+        for (std::size_t i = 0; i < it->second.tensor.data.size(); ++i) {
+          const double v = it->second.tensor.data[i];
+          if (!(v >= 0 && v == std::floor(v) && v < 9.0e15)) {
+            throw ops::OpError(fmt::format("{}[{}] = {} is not a class index", o.name, i, v));
+          }
+          indices.push_back(static_cast<std::int64_t>(v));
+        }
+        in.values.emplace_back();
+      } else {
+        in.values.push_back(it->second.tensor.data);
+        rounded += it->second.report.changed;
+      }
+      in.indices.push_back(std::move(indices));
+    }
+    shape = ops::shape_from_operands(*op, shapes);
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      if (!names[k].is_index) continue;
+      const std::size_t limit = ops::operands(*op, shape)[k].index_limit;
+      for (std::size_t i = 0; i < in.indices[k].size(); ++i) {
+        if (static_cast<std::size_t>(in.indices[k][i]) >= limit) {
+          throw ops::OpError(fmt::format("{}[{}] = {} is not below the {} classes", names[k].name,
+                                         i, in.indices[k][i], limit));
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    err << fmt::format("{}: --inputs {}: {}\n", kCommand, args.inputs, e.what());
+    return kExitUsage;
+  }
+
+  const backends::cpu::Arithmetic arithmetic{precision.compute, precision.accumulate,
+                                             precision.output, precision.mode};
+  const ops::CpuRun run =
+      model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
+            : ops::run_cpu(*op, shape, arithmetic, backends::cpu::Summation::sequential, in);
+  const ops::Reference ref = ops::reference(*op, shape, in, precision.output, precision.mode, 0, 0);
+
+  std::vector<nlohmann::json> outputs, references, errors;
+  for (std::size_t i = 0; i < run.output.size(); ++i) {
+    outputs.emplace_back(hex(run.output[i]));
+    references.emplace_back(hex(ref.rounded[i]));
+    const auto ulps = numeric::ulp_distance(precision.output, run.output[i], ref.rounded[i]);
+    errors.push_back(ulps ? nlohmann::json(*ulps) : nlohmann::json(nullptr));
+  }
+  const auto out_shape = ops::output_shape(*op, shape);
+  if (args.json) {
+    nlohmann::json j = {{"op", op->name},
+                        {"policy", policy.name},
+                        {"shape", ops::to_string(shape)},
+                        {"formats",
+                         {{"input", precision.input.name},
+                          {"compute", precision.compute.name},
+                          {"accumulate", precision.accumulate.name},
+                          {"output", precision.output.name},
+                          {"mode", numeric::rounding_name(precision.mode)}}},
+                        {"inputs_rounded", rounded},
+                        {"output", nest(outputs, out_shape)},
+                        {"reference", nest(references, out_shape)},
+                        {"ulp_error", nest(errors, out_shape)}};
+    if (model) j["mma"] = model->name;
+    out << j.dump(2) << '\n';
+    return kExitOk;
+  }
+  out << fmt::format("{} {} under {}{}: input {}, compute {}, accumulate {}, output {} ({})\n",
+                     op->name, ops::to_string(shape), policy.name,
+                     model ? std::string(" on ") + model->name : std::string(),
+                     precision.input.name, precision.compute.name, precision.accumulate.name,
+                     precision.output.name, numeric::rounding_name(precision.mode));
+  if (rounded > 0) {
+    out << fmt::format("{} input value(s) were not values of {} and were rounded to it\n", rounded,
+                       precision.input.name);
+  }
+  out << fmt::format("{:<10}{:<26}{:<26}{}\n", "index", "output", "reference", "ulp error");
+  for (std::size_t i = 0; i < run.output.size(); ++i) {
+    out << fmt::format("{:<10}{:<26}{:<26}{}\n", i, hex(run.output[i]), hex(ref.rounded[i]),
+                       errors[i].is_null() ? std::string("NaN") : errors[i].dump());
+  }
+  return kExitOk;
+}
+
+}  // namespace ampbench::cli
