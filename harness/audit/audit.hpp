@@ -20,7 +20,7 @@
 namespace ampbench::audit {
 
 struct Case {
-  const ops::OpInfo* op;
+  const ops::OpInfo* op = nullptr;
   ops::Shape shape;
   policy::Policy policy;
   std::string distribution = "normal";  // of the data operands (harness/inputs)

@@ -1,0 +1,77 @@
+// Audit cases end to end on the CPU backend: AMP semantics as PyTorch's autocast defines them, the
+// a-priori bounds under fp32, and bit-reproducible seeded cases.
+#include "harness/audit/audit.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ampbench::audit {
+namespace {
+
+Case make(const char* op, const char* shape, const char* policy_name, std::uint64_t seed = 1) {
+  const ops::OpInfo* info = ops::find_op(op);
+  Case c;
+  c.op = info;
+  c.shape = ops::parse_shape(*info, shape);
+  c.policy = *policy::find_builtin(policy_name);
+  c.seed = seed;
+  return c;
+}
+
+TEST(AmpSemantics, SoftmaxRunsInFp32AndIsFarMoreAccurateThanUnderFp16) {
+  const CaseResult amp = run_case(make("softmax", "16x512", "amp-fp16"), {});
+  const CaseResult pure = run_case(make("softmax", "16x512", "fp16"), {});
+  EXPECT_STREQ(amp.precision.compute.name, "fp32");
+  EXPECT_STREQ(amp.precision.output.name, "fp32");  // an fp32-listed op returns fp32
+  EXPECT_STREQ(pure.precision.output.name, "fp16");
+  EXPECT_LT(*amp.summary.normwise_rel_error * 1000, *pure.summary.normwise_rel_error);
+}
+
+TEST(AmpSemantics, MatmulInputsAreRoundedToFp16AndAccumulatedInFp32) {
+  const CaseResult amp = run_case(make("gemm", "16x16x256", "amp-fp16"), {});
+  EXPECT_STREQ(amp.precision.input.name, "fp16");
+  EXPECT_STREQ(amp.precision.accumulate.name, "fp32");
+  EXPECT_STREQ(amp.precision.output.name, "fp16");
+  // Normal samples have more bits than fp16: rounding them changed almost every one.
+  ASSERT_EQ(amp.operands.size(), 2u);
+  EXPECT_GT(amp.operands[0].changed, 16u * 256u * 9 / 10);
+  // One rounding of an fp32 sum: nearly every output correctly rounded.
+  EXPECT_GT(*amp.summary.fraction_correctly_rounded, 0.95);
+  const CaseResult layer_norm = run_case(make("layer_norm", "8x256", "amp-bf16"), {});
+  EXPECT_STREQ(layer_norm.precision.output.name, "fp32");
+}
+
+TEST(Bounds, Fp32ResultsOfOpsWithABoundStayWithinIt) {
+  for (const char* op : {"gemm", "dot", "sum", "mean"}) {
+    const bool matrix = std::string_view(op) == "gemm";
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      const CaseResult r = run_case(make(op, matrix ? "32x32x512" : "20000", "fp32", seed), {});
+      ASSERT_TRUE(r.summary.bound_ratio.has_value()) << op;
+      EXPECT_LE(*r.summary.bound_ratio, 1.0) << op << " seed " << seed;
+      EXPECT_TRUE(r.pass()) << op;
+    }
+  }
+}
+
+TEST(Reproducibility, SeededCasesGiveIdenticalRecords) {
+  for (const char* op : {"gemm", "softmax", "cross_entropy"}) {
+    const ops::OpInfo* info = ops::find_op(op);
+    const char* shape = std::string_view(op) == "gemm" ? "8x8x64" : "8x64";
+    const auto first = to_json(run_case(make(op, shape, "bf16", 9), {}));
+    const auto second = to_json(run_case(make(op, shape, "bf16", 9), {}));
+    const auto other = to_json(run_case(make(op, shape, "bf16", 10), {}));
+    EXPECT_EQ(first.dump(), second.dump()) << info->name;
+    EXPECT_NE(first["inputs"].dump(), other["inputs"].dump()) << info->name;
+  }
+}
+
+TEST(Samples, ASampledCaseUsesThatManyReferencePositions) {
+  Case c = make("gemm", "64x64x64", "fp16");
+  c.samples = 100;
+  const CaseResult r = run_case(c, {});
+  EXPECT_EQ(r.references, 100u);
+  EXPECT_EQ(r.outputs, 64u * 64u);
+  EXPECT_EQ(r.summary.count, 100u);
+}
+
+}  // namespace
+}  // namespace ampbench::audit
