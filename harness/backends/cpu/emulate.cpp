@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -21,15 +22,29 @@ class Rounder {
   Rounder(const Format& f, numeric::Rounding mode, numeric::EventCounts& counts,
           std::uint64_t stream)
       : f_(f), mode_(mode), counts_(counts), stream_(stream) {}
-  double operator()(double x) {
-    const std::uint32_t random =
-        numeric::is_stochastic(mode_) ? numeric::stochastic_draw(stream_, index_++) : 0u;
-    const numeric::Rounded r = numeric::round_to(f_, mode_, x, random);
-    counts_.add(r.event);
-    return r.value;
+  // x, the binary64 result of an operation that binary64 performed exactly, rounded to the format.
+  double operator()(double x) { return round(x, false); }
+  // a + b rounded to the format. Binary64 may itself round the sum (operands far apart); the value
+  // is still right (53 >= 2p + 2), and its exact error (TwoSum) tells whether the operation was
+  // inexact when the binary64 sum happens to be a value of the format.
+  double sum(double a, double b) {
+    const double t = a + b;
+    const double b_virtual = t - a;
+    const double error = (a - (t - b_virtual)) + (b - b_virtual);
+    return round(t, std::isfinite(t) && error != 0);
   }
 
  private:
+  double round(double x, bool inexact_before) {
+    const std::uint32_t random =
+        numeric::is_stochastic(mode_) ? numeric::stochastic_draw(stream_, index_++) : 0u;
+    const numeric::Rounded r = numeric::round_to(f_, mode_, x, random);
+    counts_.add(inexact_before && r.event == numeric::RoundingEvent::exact
+                    ? numeric::RoundingEvent::inexact
+                    : r.event);
+    return r.value;
+  }
+
   Format f_;
   numeric::Rounding mode_;
   numeric::EventCounts& counts_;
@@ -49,6 +64,13 @@ struct Rounders {
 };
 
 void require_exact(const Arithmetic& a) {
+  if (a.mode != numeric::Rounding::nearest_even) {
+    throw std::invalid_argument(fmt::format(
+        "rounding mode {}: binary64 containers emulate only round-to-nearest-even exactly (a "
+        "directed or stochastic rounding of a binary64 result that binary64 already rounded can "
+        "differ from the rounding of the exact result)",
+        numeric::rounding_name(a.mode)));
+  }
   for (const Format* f : {&a.compute, &a.accumulate, &a.output}) {
     if (!exact_emulation(*f)) {
       throw std::invalid_argument(fmt::format(
@@ -87,13 +109,13 @@ double accumulate_sum(Rounder& round, Summation summation, const double* x, std:
   if (n == 0) return 0.0;
   if (summation == Summation::sequential || n == 1) {
     double s = x[0];
-    for (std::size_t i = 1; i < n; ++i) s = round(s + x[i]);
+    for (std::size_t i = 1; i < n; ++i) s = round.sum(s, x[i]);
     return s;
   }
   const std::size_t half = n / 2;
   const double left = accumulate_sum(round, summation, x, half);
   const double right = accumulate_sum(round, summation, x + half, n - half);
-  return round(left + right);
+  return round.sum(left, right);
 }
 
 double row_max(const double* x, std::size_t n) {
@@ -117,16 +139,133 @@ Events& Events::operator+=(const Events& other) {
   return *this;
 }
 
+namespace {
+
+bool is_binary32_nearest(const Arithmetic& a) {
+  return numeric::same_format(a.compute, numeric::formats::fp32) &&
+         numeric::same_format(a.accumulate, numeric::formats::fp32) &&
+         a.mode == numeric::Rounding::nearest_even;
+}
+
+bool all_binary32(std::span<const double> x) {
+  for (const double v : x) {
+    if (static_cast<double>(static_cast<float>(v)) != v && v == v) return false;
+  }
+  return true;
+}
+
+// Counts of rounding events of the binary32 fast path, indexed by RoundingEvent.
+using Counts = std::array<std::uint64_t, numeric::kRoundingEventCount>;
+
+// One step of a row of C: row[j] = fl(row[j] + fl(a * b[j])), or fl(a * b[j]) on the first step,
+// counting both roundings as numeric::round_to classifies them:
+//   product: exact when the binary32 result equals the exact product (a binary64), overflow when it
+//   is infinite and the product is not, flush or underflow when the product is below 2^-126 (to
+//   zero, or not), NaN for inf * 0 and NaN operands, else inexact;
+//   sum: the exact error of the addition (TwoSum, Knuth) tells exact from inexact while the sum is
+//   finite; a tiny sum is always exact (Hauser 1996); an infinite sum of finite terms is an
+//   overflow; a NaN sum is NaN.
+// Branch-free, so that it vectorises; compiled for AVX-512 and AVX2 where the CPU has them (the
+// results are the same: binary32 arithmetic is IEEE everywhere, and nothing is fused).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void binary32_step(
+    float* __restrict row, const float* __restrict bf, const double* __restrict bd, float af,
+    double ad, std::size_t n, bool first, Counts& counts) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr float kInfF = std::numeric_limits<float>::infinity();
+  // Flags as 0/1 integers combined with & and |: no short-circuit, no control flow.
+  std::uint32_t exact = 0, inexact = 0, underflow = 0, flush = 0, overflow = 0, nan = 0;
+  const auto product = [&](float p, double x) {
+    const double r = p;
+    const std::uint32_t p_nan = x != x;
+    const std::uint32_t p_exact = r == x;
+    const std::uint32_t r_inf = (r == kInf) | (r == -kInf);
+    const std::uint32_t p_overflow = (1 - p_nan) & (1 - p_exact) & r_inf;
+    const std::uint32_t p_rest = (1 - p_nan) & (1 - p_exact) & (1 - r_inf);
+    const std::uint32_t tiny = (x < 0x1p-126) & (x > -0x1p-126);
+    const std::uint32_t zero = r == 0;
+    exact += p_exact;
+    nan += p_nan;
+    overflow += p_overflow;
+    flush += p_rest & tiny & zero;
+    underflow += p_rest & tiny & (1 - zero);
+    inexact += p_rest & (1 - tiny);
+  };
+  if (first) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const float p = af * bf[j];
+      product(p, ad * bd[j]);
+      row[j] = p;
+    }
+  } else {
+    for (std::size_t j = 0; j < n; ++j) {
+      const float p = af * bf[j];
+      product(p, ad * bd[j]);
+      const float s0 = row[j];
+      const float t = s0 + p;
+      const float b_virtual = t - s0;
+      const float error = (s0 - (t - b_virtual)) + (p - b_virtual);
+      const std::uint32_t t_nan = t != t;
+      const std::uint32_t t_inf = (t == kInfF) | (t == -kInfF);
+      const std::uint32_t inputs_inf =
+          (s0 == kInfF) | (s0 == -kInfF) | (p == kInfF) | (p == -kInfF);
+      const std::uint32_t t_finite = (1 - t_nan) & (1 - t_inf);
+      const std::uint32_t no_error = error == 0;
+      nan += t_nan;
+      overflow += t_inf & (1 - inputs_inf);
+      exact += (t_inf & inputs_inf) | (t_finite & no_error);
+      inexact += t_finite & (1 - no_error);
+      row[j] = t;
+    }
+  }
+  using numeric::RoundingEvent;
+  counts[static_cast<int>(RoundingEvent::exact)] += exact;
+  counts[static_cast<int>(RoundingEvent::inexact)] += inexact;
+  counts[static_cast<int>(RoundingEvent::underflow)] += underflow;
+  counts[static_cast<int>(RoundingEvent::flush_to_zero)] += flush;
+  counts[static_cast<int>(RoundingEvent::overflow)] += overflow;
+  counts[static_cast<int>(RoundingEvent::nan)] += nan;
+}
+
+}  // namespace
+
 std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
                          std::size_t n, std::size_t k, std::span<const double> a,
                          std::span<const double> b, std::span<const double> c_in,
-                         std::span<const double> bias, Events& events) {
+                         std::span<const double> bias, Events& events, GemmPath path) {
   require_exact(arithmetic);
   require(a.size() == m * k && b.size() == k * n && (c_in.empty() || c_in.size() == m * n) &&
               (bias.empty() || bias.size() == n),
           fmt::format("gemm {}x{}x{}: operand sizes a={} b={} c={} bias={} do not match", m, n, k,
                       a.size(), b.size(), c_in.size(), bias.size()));
   std::vector<double> c(m * n);
+  const bool binary32 = path == GemmPath::automatic && summation == Summation::sequential &&
+                        is_binary32_nearest(arithmetic) && k > 0 && all_binary32(a) &&
+                        all_binary32(b);
+  if (binary32) {
+    const std::vector<float> bf(b.begin(), b.end());
+    events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
+      std::vector<float> row(n);
+      Counts counts{};
+      for (std::size_t i = first; i < end; ++i) {
+        Rounders round(arithmetic, e, i);
+        for (std::size_t l = 0; l < k; ++l) {
+          const double ad = a[i * k + l];
+          binary32_step(row.data(), bf.data() + l * n, b.data() + l * n, static_cast<float>(ad), ad,
+                        n, l == 0, counts);
+        }
+        for (std::size_t j = 0; j < n; ++j) {
+          double s = row[j];
+          if (!c_in.empty()) s = round.accumulate.sum(s, c_in[i * n + j]);
+          if (!bias.empty()) s = round.accumulate.sum(s, bias[j]);
+          c[i * n + j] = round.output(s);
+        }
+      }
+      for (int event = 0; event < numeric::kRoundingEventCount; ++event) {
+        e.intermediate.count[event] += counts[event];
+      }
+    });
+    return c;
+  }
   events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
     std::vector<double> products(k);
     for (std::size_t i = first; i < end; ++i) {
@@ -136,8 +275,8 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
           products[l] = round.compute(a[i * k + l] * b[l * n + j]);  // exact product, rounded once
         }
         double s = accumulate_sum(round.accumulate, summation, products.data(), k);
-        if (!c_in.empty()) s = round.accumulate(s + c_in[i * n + j]);
-        if (!bias.empty()) s = round.accumulate(s + bias[j]);
+        if (!c_in.empty()) s = round.accumulate.sum(s, c_in[i * n + j]);
+        if (!bias.empty()) s = round.accumulate.sum(s, bias[j]);
         c[i * n + j] = round.output(s);
       }
     }
@@ -206,7 +345,7 @@ double exp_sum(Rounders& round, const double* x, std::size_t cols, double* shift
                double& m) {
   m = row_max(x, cols);
   for (std::size_t c = 0; c < cols; ++c) {
-    shifted[c] = round.compute(x[c] - m);
+    shifted[c] = round.compute.sum(x[c], -m);
     exps[c] = round.compute(std::exp(shifted[c]));
   }
   return accumulate_sum(round.accumulate, Summation::sequential, exps, cols);
@@ -252,7 +391,7 @@ std::vector<double> log_softmax(const Arithmetic& arithmetic, std::span<const do
                    const double s = exp_sum(round, in, cols, work, work + cols, m);
                    const double log_s = round.compute(std::log(s));
                    for (std::size_t c = 0; c < cols; ++c) {
-                     out[c] = round.output(round.compute(work[c] - log_s));
+                     out[c] = round.output(round.compute.sum(work[c], -log_s));
                    }
                  });
 }
@@ -263,7 +402,7 @@ std::vector<double> logsumexp(const Arithmetic& arithmetic, std::span<const doub
                  [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
                    double m = 0;
                    const double s = exp_sum(round, in, cols, work, work + cols, m);
-                   out[0] = round.output(round.compute(m + round.compute(std::log(s))));
+                   out[0] = round.output(round.compute.sum(m, round.compute(std::log(s))));
                  });
 }
 
@@ -280,17 +419,17 @@ std::vector<double> layer_norm(const Arithmetic& arithmetic, std::span<const dou
         const double mu =
             round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
         for (std::size_t c = 0; c < cols; ++c) {
-          work[c] = round.compute(in[c] - mu);
+          work[c] = round.compute.sum(in[c], -mu);
           work[cols + c] = round.compute(work[c] * work[c]);
         }
         const double variance = round.compute(
             accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
         const double rstd =
-            round.compute(1.0 / round.compute(std::sqrt(round.compute(variance + eps))));
+            round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
         for (std::size_t c = 0; c < cols; ++c) {
           double y = round.compute(work[c] * rstd);
           if (!gamma.empty()) y = round.compute(y * gamma[c]);
-          if (!beta.empty()) y = round.compute(y + beta[c]);
+          if (!beta.empty()) y = round.compute.sum(y, beta[c]);
           out[c] = round.output(y);
         }
       });
@@ -309,7 +448,7 @@ std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const doubl
         const double mean_square =
             round.compute(accumulate_sum(round.accumulate, Summation::sequential, work, cols) / n);
         const double rrms =
-            round.compute(1.0 / round.compute(std::sqrt(round.compute(mean_square + eps))));
+            round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(mean_square, eps))));
         for (std::size_t c = 0; c < cols; ++c) {
           double y = round.compute(in[c] * rrms);
           if (!gamma.empty()) y = round.compute(y * gamma[c]);
@@ -328,22 +467,23 @@ std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation act
                  [&](Rounders& round, const double* in, double* out, double*, std::size_t) {
                    auto& r = round.compute;
                    for (std::size_t c = 0; c < cols; ++c) {
-                     const double v = bias.empty() ? in[c] : r(in[c] + bias[c]);
+                     const double v = bias.empty() ? in[c] : r.sum(in[c], bias[c]);
                      double y = 0;
                      switch (activation) {
                        case Activation::relu: y = v > 0 ? v : (std::isnan(v) ? v : 0.0); break;
                        case Activation::gelu:
                          // x/2 * (1 + erf(x / sqrt 2)), each step rounded (the constant is rounded
                          // too).
-                         y = r(r(0.5 * v) * r(1.0 + r(std::erf(r(v * r(inv_sqrt2))))));
+                         y = r(r(0.5 * v) * r.sum(1.0, r(std::erf(r(v * r(inv_sqrt2))))));
                          break;
                        case Activation::gelu_tanh: {
                          const double cube = r(r(v * v) * v);
-                         const double inner = r(r(sqrt_2_over_pi) * r(v + r(r(0.044715) * cube)));
-                         y = r(r(0.5 * v) * r(1.0 + r(std::tanh(inner))));
+                         const double inner =
+                             r(r(sqrt_2_over_pi) * r.sum(v, r(r(0.044715) * cube)));
+                         y = r(r(0.5 * v) * r.sum(1.0, r(std::tanh(inner))));
                          break;
                        }
-                       case Activation::silu: y = r(v / r(1.0 + r(std::exp(-v)))); break;
+                       case Activation::silu: y = r(v / r.sum(1.0, r(std::exp(-v)))); break;
                      }
                      out[c] = round.output(y);
                    }
@@ -368,9 +508,9 @@ double cross_entropy(const Arithmetic& arithmetic, std::span<const double> logit
       const double all =
           accumulate_sum(round.accumulate, Summation::sequential, log_p.data() + r * cols, cols);
       const double smooth = round.compute(-all / static_cast<double>(cols));
-      const double keep = round.compute(1.0 - label_smoothing);
+      const double keep = round.compute.sum(1.0, -label_smoothing);
       const double spread = round.compute(label_smoothing);
-      loss = round.compute(round.compute(keep * loss) + round.compute(spread * smooth));
+      loss = round.compute.sum(round.compute(keep * loss), round.compute(spread * smooth));
     }
     losses[r] = loss;
   }

@@ -56,10 +56,17 @@ enum class Summation {
 // A row-major matrix product C = A B (+ C_in) (+ bias per column): A m x k, B k x n, each output a
 // sum of k products rounded to `compute`, accumulated in `accumulate` as `summation` says, then
 // rounded to `output`. C_in and bias (empty when absent) are added last, in `accumulate`.
+//
+// When products and sums are both binary32 rounded to nearest (the fp32, tf32 and AMP policies),
+// the sequential sum runs on the CPU's own binary32 arithmetic, a whole row of C at a time, and
+// classifies each rounding from the exact product (binary64) and the exact error of each addition
+// (TwoSum): the same values and the same event counts as the general path, which `path` can force.
+enum class GemmPath { automatic, general };
 std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
                          std::size_t n, std::size_t k, std::span<const double> a,
                          std::span<const double> b, std::span<const double> c_in,
-                         std::span<const double> bias, Events& events);
+                         std::span<const double> bias, Events& events,
+                         GemmPath path = GemmPath::automatic);
 
 // The same product on a Tensor Core model (harness/numeric/mma.hpp): each output is mma_dot of its
 // row and column with c = 0, in the model's own arithmetic (its fp32 or fp16 accumulator inside),

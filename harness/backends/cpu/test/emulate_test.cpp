@@ -49,6 +49,51 @@ TEST(EmulateGemm, Fp32IsBinary32HardwareArithmetic) {
   EXPECT_EQ(events.output[RoundingEvent::exact], m * n);  // already fp32
 }
 
+// The binary32 fast path against the general one: the same values (bit for bit) and the same
+// event counts, on inputs that reach every event: subnormal and overflowing products, flushes,
+// infinities, NaN, and inf - inf.
+TEST(EmulateGemm, Binary32FastPathEqualsTheGeneralPathInValuesAndEvents) {
+  std::mt19937_64 rng(77);
+  const std::size_t m = 6, n = 33, k = 70;
+  std::vector<double> a(m * k), b(k * n);
+  std::uniform_int_distribution<int> exponent(-140, 120);
+  std::uniform_real_distribution<float> significand(1.0f, 2.0f);
+  for (auto* v : {&a, &b}) {
+    for (auto& x : *v) {
+      x = std::ldexp(static_cast<double>(significand(rng)), exponent(rng)) * (rng() & 1 ? 1 : -1);
+      x = static_cast<float>(x);  // a binary32 value (subnormal ones included)
+    }
+  }
+  a[3] = std::numeric_limits<double>::infinity();
+  b[5 * n + 2] = -std::numeric_limits<double>::infinity();
+  a[k + 9] = std::numeric_limits<double>::quiet_NaN();
+  a[2 * k + 1] = 0.0;
+  for (const auto& output : {formats::fp32, formats::fp16, formats::bf16}) {
+    const Arithmetic arithmetic{formats::fp32, formats::fp32, output};
+    Events fast, general;
+    const auto x = gemm(arithmetic, Summation::sequential, m, n, k, a, b, {}, {}, fast);
+    const auto y =
+        gemm(arithmetic, Summation::sequential, m, n, k, a, b, {}, {}, general, GemmPath::general);
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i]) && std::isnan(y[i])) continue;  // NaN payloads and signs are not modelled
+      ASSERT_EQ(x[i], y[i]) << i;
+      ASSERT_EQ(std::signbit(x[i]), std::signbit(y[i])) << i;  // zeros keep their sign
+    }
+    for (int e = 0; e < numeric::kRoundingEventCount; ++e) {
+      EXPECT_EQ(fast.intermediate.count[e], general.intermediate.count[e])
+          << numeric::event_name(static_cast<RoundingEvent>(e));
+      EXPECT_EQ(fast.output.count[e], general.output.count[e]);
+    }
+    // The inputs reach every event class.
+    for (const auto event :
+         {RoundingEvent::exact, RoundingEvent::inexact, RoundingEvent::underflow,
+          RoundingEvent::flush_to_zero, RoundingEvent::overflow, RoundingEvent::nan}) {
+      EXPECT_GT(general.intermediate[event], 0u) << numeric::event_name(event);
+    }
+  }
+}
+
 TEST(EmulateGemm, Fp64IsBinary64Arithmetic) {
   const std::size_t m = 3, n = 4, k = 50;
   const auto a = random_floats(m * k, 4), b = random_floats(k * n, 5);
