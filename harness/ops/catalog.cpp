@@ -338,6 +338,49 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   return run;
 }
 
+CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
+                  Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
+  const auto& s = shape.sizes;
+  const auto out = output_shape(op, shape);
+  if (out.size() == 1 && out[0] == 1) return run_cpu(op, shape, arithmetic, summation, in);
+  CpuRun run;
+  run.output.reserve(positions.size());
+  const std::size_t per_row = out.size() == 2 ? out[1] : 1;
+  std::size_t e = 0;
+  while (e < positions.size()) {
+    const std::size_t row = positions[e] / per_row;
+    std::size_t end = e;
+    while (end < positions.size() && positions[end] / per_row == row) ++end;
+    if (op.op == Op::gemm) {
+      // One row of A against the columns this row needs.
+      const std::size_t k = s[2];
+      const std::size_t n = s[1];
+      const std::size_t columns = end - e;
+      std::vector<double> b(k * columns);
+      for (std::size_t c = 0; c < columns; ++c) {
+        const std::size_t j = positions[e + c] % n;
+        for (std::size_t l = 0; l < k; ++l) b[l * columns + c] = values(in, 1)[l * n + j];
+      }
+      const auto a_row = std::span<const double>(values(in, 0)).subspan(row * k, k);
+      const auto c_row =
+          backends::cpu::gemm(arithmetic, summation, 1, columns, k, a_row, b, {}, {}, run.events);
+      run.output.insert(run.output.end(), c_row.begin(), c_row.end());
+    } else {
+      // One row of the op's data operand, the other operands (per-column parameters) whole.
+      Inputs one = in;
+      const std::size_t cols = s[1];
+      const auto first = values(in, 0).begin() + static_cast<std::ptrdiff_t>(row * cols);
+      one.values[0].assign(first, first + static_cast<std::ptrdiff_t>(cols));
+      const CpuRun r = run_cpu(op, Shape{{1, cols}}, arithmetic, summation, one);
+      run.events += r.events;
+      for (std::size_t i = e; i < end; ++i)
+        run.output.push_back(r.output.at(positions[i] % per_row));
+    }
+    e = end;
+  }
+  return run;
+}
+
 bool runs_on_mma(const OpInfo& op) {
   return op.op == Op::gemm || op.op == Op::dot;
 }

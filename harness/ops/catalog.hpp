@@ -102,6 +102,13 @@ struct CpuRun {
 CpuRun run_cpu(const OpInfo& op, const Shape& shape, const backends::cpu::Arithmetic& arithmetic,
                backends::cpu::Summation summation, const Inputs& inputs);
 
+// The same at some output positions only (increasing), for sampled audits of large shapes: only
+// the rows (and, for gemm, the columns) those positions need are computed, each exactly as the
+// full run computes it; the events are those of the computed outputs.
+CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const backends::cpu::Arithmetic& arithmetic,
+                  backends::cpu::Summation summation, const Inputs& inputs,
+                  std::span<const std::size_t> positions);
+
 // gemm and dot on a Tensor Core model (backends::cpu::gemm_mma), rounded to `output`; OpError for
 // the other ops.
 bool runs_on_mma(const OpInfo& op);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "harness/metrics/metrics.hpp"
+#include "reference/exact/dot.hpp"
 
 namespace ampbench::ops {
 namespace {
@@ -145,6 +146,29 @@ TEST(Catalog, SampledReferenceIsTheFullReferenceAtThosePositions) {
     for (std::size_t i = 0; i < some.positions.size(); ++i) {
       EXPECT_EQ(some.rounded[i], full.rounded[some.positions[i]]) << name;
       EXPECT_EQ(some.nearest[i], full.nearest[some.positions[i]]) << name;
+    }
+  }
+}
+
+// A sampled run computes exactly the full run's values at the sampled positions.
+TEST(Catalog, RunAtPositionsEqualsTheFullRunThere) {
+  for (const auto& op : catalog()) {
+    SCOPED_TRACE(op.name);
+    const Shape shape = parse_shape(op, op.shape_syntax == "MxNxK" ? "12x9x33"
+                                        : op.shape_syntax == "N"   ? "100"
+                                                                   : "10x24");
+    const Inputs in = make_inputs(op, shape, formats::bf16, 8);
+    const std::size_t outputs = element_count(output_shape(op, shape));
+    const auto positions =
+        reference::sample_positions(outputs, std::min<std::size_t>(outputs, 7), 3);
+    for (const auto& arithmetic :
+         {all(formats::bf16), Arithmetic{formats::fp32, formats::fp32, formats::bf16}}) {
+      const CpuRun full = run_cpu(op, shape, arithmetic, Summation::sequential, in);
+      const CpuRun some = run_cpu_at(op, shape, arithmetic, Summation::sequential, in, positions);
+      ASSERT_EQ(some.output.size(), outputs == 1 ? 1u : positions.size());
+      for (std::size_t i = 0; i < positions.size() && outputs > 1; ++i) {
+        EXPECT_EQ(some.output[i], full.output[positions[i]]) << i;
+      }
     }
   }
 }
