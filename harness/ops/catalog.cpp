@@ -24,6 +24,7 @@ using reference::Real;
 
 constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
 constexpr double kRmsNormEps = 1e-6;
+constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm's default
 
 constexpr OpInfo kCatalog[] = {
     {Op::gemm, "gemm", "matmul", "MxNxK", "256x256x256", "C = A B, A M x K, B K x N (row-major)",
@@ -49,6 +50,13 @@ constexpr OpInfo kCatalog[] = {
     {Op::silu, "silu", "activation", "RxC", "64x1024", "v / (1 + exp(-v)), v = x + bias", "none"},
     {Op::cross_entropy, "cross_entropy", "loss", "RxC", "64x1000",
      "mean over R rows of -log softmax(logits)[target], C classes", "none"},
+    {Op::add, "add", "elementwise", "RxC", "64x1024", "x + y", "one rounding (u)"},
+    {Op::mul, "mul", "elementwise", "RxC", "64x1024", "x * y", "one rounding (u)"},
+    {Op::batch_norm, "batch_norm", "normalization", "NxC", "256x256",
+     "training mode: (x - batch mean) / sqrt(batch var + 1e-5) * gamma + beta, per channel",
+     "none"},
+    {Op::attention, "attention", "attention", "LxSxD", "128x128x64",
+     "softmax(Q K^T / sqrt D) V, one head: Q L x D, K and V S x D", "none"},
 };
 
 std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
@@ -218,6 +226,10 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::gelu_tanh:
     case Op::silu: return {{"x", {s[0], s[1]}}, {"bias", {s[1]}}};
     case Op::cross_entropy: return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
+    case Op::add:
+    case Op::mul: return {{"x", {s[0], s[1]}}, {"y", {s[0], s[1]}}};
+    case Op::batch_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
+    case Op::attention: return {{"q", {s[0], s[2]}}, {"k", {s[1], s[2]}}, {"v", {s[1], s[2]}}};
   }
   throw OpError("unknown op");
 }
@@ -232,6 +244,7 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::l2_norm:
     case Op::cross_entropy: return {1};
     case Op::logsumexp: return {s[0]};
+    case Op::attention: return {s[0], s[2]};
     default: return {s[0], s[1]};
   }
 }
@@ -243,6 +256,10 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   if (op.op == Op::gemm) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][1], first[1]};
+    }
+  } else if (op.op == Op::attention) {
+    if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
+      shape.sizes = {first[0], shapes[1][0], first[1]};
     }
   } else if (sizes == 1) {
     if (first.size() == 1) shape.sizes = {first[0]};
@@ -282,6 +299,8 @@ std::string_view reference_kind(const OpInfo& op) {
     case Op::sum: return "exact";
     case Op::mean:
     case Op::l2_norm: return "exact sum, one correctly rounded step";
+    case Op::add:
+    case Op::mul: return "exact";
     default: return "multiprecision (Ziv)";
   }
 }
@@ -334,6 +353,20 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = {
           cpu::cross_entropy(arithmetic, values(in, 0), in.indices.at(1), s[0], s[1], 0.0, e)};
       break;
+    case Op::add:
+    case Op::mul:
+      run.output =
+          cpu::elementwise(arithmetic, op.op == Op::add ? cpu::Binary::add : cpu::Binary::mul,
+                           values(in, 0), values(in, 1), e);
+      break;
+    case Op::batch_norm:
+      run.output = cpu::batch_norm(arithmetic, values(in, 0), s[0], s[1], kBatchNormEps,
+                                   values(in, 1), values(in, 2), e);
+      break;
+    case Op::attention:
+      run.output = cpu::attention(arithmetic, values(in, 0), values(in, 1), values(in, 2), s[0],
+                                  s[1], s[2], e);
+      break;
   }
   return run;
 }
@@ -342,7 +375,14 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
                   Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
   const auto& s = shape.sizes;
   const auto out = output_shape(op, shape);
-  if (out.size() == 1 && out[0] == 1) return run_cpu(op, shape, arithmetic, summation, in);
+  if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm) {
+    // One output, or outputs that each depend on a whole column (batch statistics): the full run.
+    CpuRun full = run_cpu(op, shape, arithmetic, summation, in);
+    if (full.output.size() == 1) return full;
+    CpuRun picked{{}, full.events};
+    for (const auto p : positions) picked.output.push_back(full.output.at(p));
+    return picked;
+  }
   CpuRun run;
   run.output.reserve(positions.size());
   const std::size_t per_row = out.size() == 2 ? out[1] : 1;
@@ -366,12 +406,17 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
           backends::cpu::gemm(arithmetic, summation, 1, columns, k, a_row, b, {}, {}, run.events);
       run.output.insert(run.output.end(), c_row.begin(), c_row.end());
     } else {
-      // One row of the op's data operand, the other operands (per-column parameters) whole.
+      // One row of the op's data operands (x, and y for add and mul; the query for attention),
+      // the other operands (per-column parameters, keys and values) whole.
       Inputs one = in;
-      const std::size_t cols = s[1];
-      const auto first = values(in, 0).begin() + static_cast<std::ptrdiff_t>(row * cols);
-      one.values[0].assign(first, first + static_cast<std::ptrdiff_t>(cols));
-      const CpuRun r = run_cpu(op, Shape{{1, cols}}, arithmetic, summation, one);
+      const std::size_t width = op.op == Op::attention ? s[2] : s[1];
+      const std::size_t sliced = op.op == Op::add || op.op == Op::mul ? 2 : 1;
+      for (std::size_t k = 0; k < sliced; ++k) {
+        const auto first = values(in, k).begin() + static_cast<std::ptrdiff_t>(row * width);
+        one.values[k].assign(first, first + static_cast<std::ptrdiff_t>(width));
+      }
+      const Shape row_shape = op.op == Op::attention ? Shape{{1, s[1], s[2]}} : Shape{{1, s[1]}};
+      const CpuRun r = run_cpu(op, row_shape, arithmetic, summation, one);
       run.events += r.events;
       for (std::size_t i = e; i < end; ++i)
         run.output.push_back(r.output.at(positions[i] % per_row));
@@ -465,6 +510,101 @@ Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
       return result;
     }
     default: break;
+  }
+
+  if (op.op == Op::add || op.op == Op::mul) {
+    reference::ExactAccumulator acc;
+    for (std::size_t e = 0; e < n; ++e) {
+      const std::size_t p = result.positions[e];
+      acc.clear();
+      if (op.op == Op::add) {
+        acc.add(values(in, 0)[p]);
+        acc.add(values(in, 1)[p]);
+      } else {
+        acc.add_product(values(in, 0)[p], values(in, 1)[p]);
+      }
+      const reference::ExactValue v = acc.value();
+      store(e, v.round(output, mode, draw(mode, seed, p)), v.to_double());
+    }
+    return result;
+  }
+  if (op.op == Op::batch_norm) {
+    // Column by column: each output depends on its channel's batch statistics. The formula
+    // (reference/mp/ops.hpp) takes deviations from a corrected mean, so the bound is that of the
+    // sums: about N units of 2^-P.
+    const std::size_t rows = s[0];
+    const std::size_t cols = s[1];
+    std::map<std::size_t, std::vector<std::size_t>> by_column;
+    for (std::size_t e = 0; e < n; ++e) by_column[result.positions[e] % cols].push_back(e);
+    for (const auto& [column, elements] : by_column) {
+      RowReference evaluate([&, column = column] {
+        std::vector<double> x(rows);
+        for (std::size_t r = 0; r < rows; ++r) x[r] = values(in, 0)[r * cols + column];
+        const auto rx = to_reals(x);
+        const std::vector<Real> gamma{reference::to_real(values(in, 1)[column])};
+        const std::vector<Real> beta{reference::to_real(values(in, 2)[column])};
+        return reference::ops::batch_norm_training<Real>(
+                   rx, rows, 1, 1, reference::to_real(kBatchNormEps), gamma, beta)
+            .y;
+      });
+      for (const std::size_t e : elements) {
+        const std::size_t p = result.positions[e];
+        const auto v = evaluate.element(p / cols, output, mode, 64 + 8 * rows, draw(mode, seed, p));
+        store(e, v.rounded, v.value);
+      }
+    }
+    return result;
+  }
+  if (op.op == Op::attention) {
+    const std::size_t keys = s[1];
+    const std::size_t d = s[2];
+    std::size_t e = 0;
+    while (e < n) {
+      const std::size_t row = result.positions[e] / d;
+      const auto q_row = std::span<const double>(values(in, 0)).subspan(row * d, d);
+      // Conditioning, estimated in binary64: exp turns the absolute error of a score (at most
+      // sum |q k| / sqrt d units of 2^-P) into a relative one, and o = sum p v cancels by the
+      // factor sum p |v| / |o|. The row is evaluated with that many more bits (capped at 2048),
+      // so that the bound stays a few units of 2^-P.
+      std::vector<double> score(keys), weight(keys);
+      double score_scale = 0;
+      for (std::size_t j = 0; j < keys; ++j) {
+        double dot = 0, magnitude = 0;
+        for (std::size_t t = 0; t < d; ++t) {
+          dot += q_row[t] * values(in, 1)[j * d + t];
+          magnitude += std::fabs(q_row[t] * values(in, 1)[j * d + t]);
+        }
+        score[j] = dot / std::sqrt(static_cast<double>(d));
+        score_scale = std::max(score_scale, magnitude / std::sqrt(static_cast<double>(d)));
+      }
+      const double top = *std::max_element(score.begin(), score.end());
+      double total = 0;
+      for (std::size_t j = 0; j < keys; ++j) total += (weight[j] = std::exp(score[j] - top));
+      double condition = 1;
+      for (std::size_t t = 0; t < d; ++t) {
+        double o = 0, magnitude = 0;
+        for (std::size_t j = 0; j < keys; ++j) {
+          o += weight[j] / total * values(in, 2)[j * d + t];
+          magnitude += weight[j] / total * std::fabs(values(in, 2)[j * d + t]);
+        }
+        condition = std::max(condition, o == 0 ? 0x1p1000 : magnitude / std::fabs(o));
+      }
+      const int extra = std::min(2048, static_cast<int>(std::ceil(std::log2(condition))) + 8);
+      RowReference evaluate([&, q_row, extra] {
+        const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+        return reference::ops::attention<Real>(to_reals(q_row), to_reals(values(in, 1)),
+                                               to_reals(values(in, 2)), 1, keys, d, d);
+      });
+      const std::uint64_t bound = static_cast<std::uint64_t>(
+          std::min(64.0 + 8.0 * static_cast<double>(keys) + 8.0 * score_scale,
+                   static_cast<double>(1u << 31)));
+      for (; e < n && result.positions[e] / d == row; ++e) {
+        const std::size_t p = result.positions[e];
+        const auto v = evaluate.element(p % d, output, mode, bound, draw(mode, seed, p));
+        store(e, v.rounded, v.value);
+      }
+    }
+    return result;
   }
 
   // Row-wise ops in multiprecision. Error bounds (relative, in units of 2^-P) from the formulas in

@@ -38,6 +38,10 @@ enum class Op {
   gelu_tanh,
   silu,
   cross_entropy,
+  add,
+  mul,
+  batch_norm,
+  attention,
 };
 
 struct OpInfo {

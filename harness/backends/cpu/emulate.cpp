@@ -457,6 +457,94 @@ std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const doubl
       });
 }
 
+std::vector<double> batch_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                               std::size_t rows, std::size_t cols, double eps,
+                               std::span<const double> gamma, std::span<const double> beta,
+                               Events& events) {
+  require((gamma.empty() || gamma.size() == cols) && (beta.empty() || beta.size() == cols),
+          "batch_norm: gamma and beta must have one element per channel");
+  require(
+      x.size() == rows * cols && rows > 0,
+      fmt::format("batch_norm: {} elements do not make a batch of {} x {}", x.size(), rows, cols));
+  require_exact(arithmetic);
+  std::vector<double> y(x.size());
+  // Channels are independent: the blocks of for_rows are blocks of channels.
+  events += for_rows(cols, [&](std::size_t first, std::size_t end, Events& e) {
+    std::vector<double> column(rows), deviation(rows), square(rows);
+    for (std::size_t c = first; c < end; ++c) {
+      Rounders round(arithmetic, e, c);
+      for (std::size_t r = 0; r < rows; ++r) column[r] = x[r * cols + c];
+      const double n = static_cast<double>(rows);
+      const double mu = round.compute(
+          accumulate_sum(round.accumulate, Summation::sequential, column.data(), rows) / n);
+      for (std::size_t r = 0; r < rows; ++r) {
+        deviation[r] = round.compute.sum(column[r], -mu);
+        square[r] = round.compute(deviation[r] * deviation[r]);
+      }
+      const double variance = round.compute(
+          accumulate_sum(round.accumulate, Summation::sequential, square.data(), rows) / n);
+      const double rstd =
+          round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
+      for (std::size_t r = 0; r < rows; ++r) {
+        double v = round.compute(deviation[r] * rstd);
+        if (!gamma.empty()) v = round.compute(v * gamma[c]);
+        if (!beta.empty()) v = round.compute.sum(v, beta[c]);
+        y[r * cols + c] = round.output(v);
+      }
+    }
+  });
+  return y;
+}
+
+std::vector<double> attention(const Arithmetic& arithmetic, std::span<const double> q,
+                              std::span<const double> k, std::span<const double> v,
+                              std::size_t queries, std::size_t keys, std::size_t d,
+                              Events& events) {
+  require(q.size() == queries * d && k.size() == keys * d && v.size() == keys * d && keys > 0,
+          fmt::format("attention: Q ({}), K ({}) and V ({}) do not make {} queries and {} keys of "
+                      "dimension {}",
+                      q.size(), k.size(), v.size(), queries, keys, d));
+  require_exact(arithmetic);
+  std::vector<double> o(queries * d);
+  events += for_rows(queries, [&](std::size_t first, std::size_t end, Events& e) {
+    std::vector<double> products(std::max(d, keys)), scores(keys), shifted(keys), exps(keys);
+    for (std::size_t i = first; i < end; ++i) {
+      Rounders round(arithmetic, e, i);
+      const double scale = round.compute(1.0 / round.compute(std::sqrt(static_cast<double>(d))));
+      for (std::size_t j = 0; j < keys; ++j) {
+        for (std::size_t t = 0; t < d; ++t)
+          products[t] = round.compute(q[i * d + t] * k[j * d + t]);
+        const double dot =
+            accumulate_sum(round.accumulate, Summation::sequential, products.data(), d);
+        scores[j] = round.compute(dot * scale);
+      }
+      double m = 0;
+      const double total = exp_sum(round, scores.data(), keys, shifted.data(), exps.data(), m);
+      for (std::size_t j = 0; j < keys; ++j) exps[j] = round.compute(exps[j] / total);
+      for (std::size_t t = 0; t < d; ++t) {
+        for (std::size_t j = 0; j < keys; ++j) products[j] = round.compute(exps[j] * v[j * d + t]);
+        o[i * d + t] = round.output(
+            accumulate_sum(round.accumulate, Summation::sequential, products.data(), keys));
+      }
+    }
+  });
+  return o;
+}
+
+std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::span<const double> x,
+                                std::span<const double> y, Events& events) {
+  require(x.size() == y.size(),
+          fmt::format("elementwise: x has {} elements and y {}", x.size(), y.size()));
+  require_exact(arithmetic);
+  std::vector<double> z(x.size());
+  Rounders round(arithmetic, events, 0);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    z[i] = round.output(op == Binary::add ? round.compute.sum(x[i], y[i])
+                                          : round.compute(x[i] * y[i]));
+  }
+  return z;
+}
+
 std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,
                                     std::span<const double> x, std::size_t rows, std::size_t cols,
                                     std::span<const double> bias, Events& events) {

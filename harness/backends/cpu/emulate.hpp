@@ -105,6 +105,26 @@ std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const doubl
                              std::size_t rows, std::size_t cols, double eps,
                              std::span<const double> gamma, Events& events);
 
+// Training-mode batch norm of x (rows = batch, cols = channels): each column normalised with its
+// batch mean and biased variance (two passes), then gamma and beta per column (empty when absent).
+std::vector<double> batch_norm(const Arithmetic& arithmetic, std::span<const double> x,
+                               std::size_t rows, std::size_t cols, double eps,
+                               std::span<const double> gamma, std::span<const double> beta,
+                               Events& events);
+
+// One head of scaled-dot-product attention as a fused kernel computes it in its compute format:
+// scores s_ij = (q_i . k_j) * (1/sqrt d), row softmax as softmax() does, then o_i = sum_j p_ij v_j;
+// products rounded to compute, the two dot products accumulated in accumulate. q is L x d, k and
+// v are S x d; the result is L x d.
+std::vector<double> attention(const Arithmetic& arithmetic, std::span<const double> q,
+                              std::span<const double> k, std::span<const double> v,
+                              std::size_t queries, std::size_t keys, std::size_t d, Events& events);
+
+enum class Binary { add, mul };
+// x + y or x * y, element by element, rounded to compute, then to output.
+std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::span<const double> x,
+                                std::span<const double> y, Events& events);
+
 enum class Activation { relu, gelu, gelu_tanh, silu };
 // y = activation(x + bias[column]) over rows x cols (bias empty when absent).
 std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,

@@ -81,6 +81,12 @@ Inputs make_inputs(const OpInfo& op, const Shape& shape, const numeric::Format& 
   return in;
 }
 
+// A small shape of the op's syntax: three sizes, one, or two.
+std::string small_shape(const OpInfo& op, const char* three, const char* one, const char* two) {
+  if (op.shape_syntax.size() == 5) return three;
+  return op.shape_syntax.size() == 1 ? one : two;
+}
+
 Arithmetic all(const numeric::Format& f) {
   return Arithmetic{f, f, f};
 }
@@ -92,9 +98,7 @@ TEST(Catalog, Binary64EmulationAgreesWithTheReference) {
   for (const auto& op : catalog()) {
     if (op.op == Op::gelu || op.op == Op::gelu_tanh) continue;
     SCOPED_TRACE(op.name);
-    const Shape shape = parse_shape(op, op.shape_syntax == "MxNxK" ? "6x5x40"
-                                        : op.shape_syntax == "N"   ? "300"
-                                                                   : "3x50");
+    const Shape shape = parse_shape(op, small_shape(op, "6x5x40", "300", "3x50"));
     const Inputs in = make_inputs(op, shape, formats::fp32, 11, 2.0);
     const CpuRun run = run_cpu(op, shape, all(formats::fp64), Summation::sequential, in);
     const Reference ref =
@@ -154,9 +158,7 @@ TEST(Catalog, SampledReferenceIsTheFullReferenceAtThosePositions) {
 TEST(Catalog, RunAtPositionsEqualsTheFullRunThere) {
   for (const auto& op : catalog()) {
     SCOPED_TRACE(op.name);
-    const Shape shape = parse_shape(op, op.shape_syntax == "MxNxK" ? "12x9x33"
-                                        : op.shape_syntax == "N"   ? "100"
-                                                                   : "10x24");
+    const Shape shape = parse_shape(op, small_shape(op, "12x9x33", "100", "10x24"));
     const Inputs in = make_inputs(op, shape, formats::bf16, 8);
     const std::size_t outputs = element_count(output_shape(op, shape));
     const auto positions =
