@@ -76,7 +76,8 @@ TEST(EmulateGemm, Binary32FastPathEqualsTheGeneralPathInValuesAndEvents) {
         gemm(arithmetic, Summation::sequential, m, n, k, a, b, {}, {}, general, GemmPath::general);
     ASSERT_EQ(x.size(), y.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
-      if (std::isnan(x[i]) && std::isnan(y[i])) continue;  // NaN payloads and signs are not modelled
+      if (std::isnan(x[i]) && std::isnan(y[i]))
+        continue;  // NaN payloads and signs are not modelled
       ASSERT_EQ(x[i], y[i]) << i;
       ASSERT_EQ(std::signbit(x[i]), std::signbit(y[i])) << i;  // zeros keep their sign
     }
