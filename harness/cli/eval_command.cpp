@@ -98,6 +98,9 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   std::uint64_t rounded = 0;
   try {
     const auto tensors = inputs::parse_json_tensors(text.str(), precision.input, args.inputs);
+    // gemm's C is held in the accumulation format: read it again, rounded to that.
+    const auto accumulated =
+        inputs::parse_json_tensors(text.str(), precision.accumulate, args.inputs);
     const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
     for (const auto& [name, loaded] : tensors) {
       bool known = false;
@@ -108,8 +111,19 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
         throw ops::OpError(fmt::format("unknown operand '{}' ({} takes {})", name, op->name, list));
       }
     }
-    std::vector<std::vector<std::size_t>> shapes;
+    std::vector<std::vector<std::size_t>> shapes;  // of the required operands
     for (const auto& o : names) {
+      if (o.optional) {
+        const auto it = accumulated.find(o.name);
+        if (it == accumulated.end()) {
+          in.values.emplace_back();
+        } else {
+          in.values.push_back(it->second.tensor.data);
+          rounded += it->second.report.changed;
+        }
+        in.indices.emplace_back();
+        continue;
+      }
       const auto it = tensors.find(o.name);
       if (it == tensors.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
       shapes.push_back(it->second.tensor.shape);
@@ -130,6 +144,16 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
       in.indices.push_back(std::move(indices));
     }
     shape = ops::shape_from_operands(*op, shapes);
+    const auto expected = ops::operands(*op, shape);
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      const auto it = accumulated.find(names[k].name);
+      if (names[k].optional && it != accumulated.end() &&
+          it->second.tensor.shape != expected[k].shape) {
+        throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op->name,
+                                       names[k].name, ops::to_string({it->second.tensor.shape}),
+                                       ops::to_string({expected[k].shape})));
+      }
+    }
     for (std::size_t k = 0; k < names.size(); ++k) {
       if (!names[k].is_index) continue;
       const std::size_t limit = ops::operands(*op, shape)[k].index_limit;

@@ -21,8 +21,9 @@ int run_ops(bool json, std::ostream& out) {
     std::string operands;
     nlohmann::json operand_list = nlohmann::json::array();
     for (const auto& o : ops::operands(op, shape)) {
-      operands += fmt::format("{}{}", operands.empty() ? "" : ", ", o.name);
-      operand_list.push_back({{"name", o.name}, {"index", o.is_index}});
+      operands +=
+          fmt::format("{}{}{}", operands.empty() ? "" : ", ", o.name, o.optional ? "?" : "");
+      operand_list.push_back({{"name", o.name}, {"index", o.is_index}, {"optional", o.optional}});
     }
     if (json) {
       list.push_back({{"op", op.name},
@@ -42,8 +43,10 @@ int run_ops(bool json, std::ostream& out) {
   if (json) {
     out << list.dump(2) << '\n';
   } else {
-    out << "\nShapes: sizes separated by x (gemm MxNxK: A is MxK, B is KxN). docs/audit.md defines "
-           "each op.\n";
+    out << "\nShapes: sizes separated by x (gemm MxNxK: A is MxK, B is KxN). name?: optional "
+           "(gemm's "
+           "accumulator input C,\nin the accumulation format; 'ampbench eval' takes it). "
+           "docs/audit.md defines each op.\n";
   }
   return kExitOk;
 }

@@ -27,8 +27,8 @@ constexpr double kRmsNormEps = 1e-6;
 constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm's default
 
 constexpr OpInfo kCatalog[] = {
-    {Op::gemm, "gemm", "matmul", "MxNxK", "256x256x256", "C = A B, A M x K, B K x N (row-major)",
-     "recursive summation (gamma)"},
+    {Op::gemm, "gemm", "matmul", "MxNxK", "256x256x256",
+     "A B (+ C), A M x K, B K x N, C M x N (row-major)", "recursive summation (gamma)"},
     {Op::dot, "dot", "matmul", "N", "4096", "a . b", "recursive summation (gamma)"},
     {Op::sum, "sum", "reduction", "N", "65536", "sum of x", "recursive summation (gamma)"},
     {Op::mean, "mean", "reduction", "N", "65536", "sum of x / N", "recursive summation (gamma)"},
@@ -77,6 +77,11 @@ std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_v
 
 const std::vector<double>& values(const Inputs& in, std::size_t i) {
   return in.values.at(i);
+}
+
+// An optional operand: empty when absent (or not given at all).
+std::span<const double> optional_values(const Inputs& in, std::size_t i) {
+  return i < in.values.size() ? std::span<const double>(in.values[i]) : std::span<const double>();
 }
 
 // Ziv's strategy per output element for a row-wise op: the row is evaluated once per working
@@ -211,7 +216,8 @@ std::size_t element_count(const std::vector<std::size_t>& shape) {
 std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
   const auto& s = shape.sizes;
   switch (op.op) {
-    case Op::gemm: return {{"a", {s[0], s[2]}}, {"b", {s[2], s[1]}}};
+    case Op::gemm:
+      return {{"a", {s[0], s[2]}}, {"b", {s[2], s[1]}}, {"c", {s[0], s[1]}, false, 0, true}};
     case Op::dot: return {{"a", {s[0]}}, {"b", {s[0]}}};
     case Op::sum:
     case Op::mean:
@@ -266,7 +272,12 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   } else if (first.size() == 2) {
     shape.sizes = {first[0], first[1]};
   }
-  const auto expected = shape.sizes.empty() ? std::vector<Operand>{} : operands(op, shape);
+  std::vector<Operand> expected;  // the required operands
+  if (!shape.sizes.empty()) {
+    for (auto& o : operands(op, shape)) {
+      if (!o.optional) expected.push_back(std::move(o));
+    }
+  }
   const auto names = [&] {
     std::string list;
     for (const auto& o : operands(op, Shape{std::vector<std::size_t>(sizes, 1)})) {
@@ -314,7 +325,7 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   switch (op.op) {
     case Op::gemm:
       run.output = cpu::gemm(arithmetic, summation, s[0], s[1], s[2], values(in, 0), values(in, 1),
-                             {}, {}, e);
+                             optional_values(in, 2), {}, e);
       break;
     case Op::dot:
       run.output =
@@ -396,14 +407,16 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
       const std::size_t k = s[2];
       const std::size_t n = s[1];
       const std::size_t columns = end - e;
-      std::vector<double> b(k * columns);
+      const auto c_in = optional_values(in, 2);
+      std::vector<double> b(k * columns), c_sub;
       for (std::size_t c = 0; c < columns; ++c) {
         const std::size_t j = positions[e + c] % n;
         for (std::size_t l = 0; l < k; ++l) b[l * columns + c] = values(in, 1)[l * n + j];
+        if (!c_in.empty()) c_sub.push_back(c_in[row * n + j]);
       }
       const auto a_row = std::span<const double>(values(in, 0)).subspan(row * k, k);
-      const auto c_row =
-          backends::cpu::gemm(arithmetic, summation, 1, columns, k, a_row, b, {}, {}, run.events);
+      const auto c_row = backends::cpu::gemm(arithmetic, summation, 1, columns, k, a_row, b, c_sub,
+                                             {}, run.events);
       run.output.insert(run.output.end(), c_row.begin(), c_row.end());
     } else {
       // One row of the op's data operands (x, and y for add and mul; the query for attention),
@@ -440,10 +453,10 @@ CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel
   CpuRun run;
   if (op.op == Op::gemm) {
     run.output = backends::cpu::gemm_mma(model, output, mode, s[0], s[1], s[2], values(in, 0),
-                                         values(in, 1), run.events);
+                                         values(in, 1), optional_values(in, 2), run.events);
   } else {
     run.output = backends::cpu::gemm_mma(model, output, mode, 1, 1, s[0], values(in, 0),
-                                         values(in, 1), run.events);
+                                         values(in, 1), {}, run.events);
   }
   return run;
 }
@@ -469,7 +482,8 @@ Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
       options.format = output;
       options.mode = mode;
       options.seed = seed;
-      const reference::GemmOperands operands{s[0], s[1], s[2], values(in, 0), values(in, 1), {}};
+      const reference::GemmOperands operands{s[0],          s[1],          s[2],
+                                             values(in, 0), values(in, 1), optional_values(in, 2)};
       auto g = reference::exact_gemm(numeric::formats::fp64, operands, options, result.positions);
       result.rounded = std::move(g.rounded);
       result.nearest = std::move(g.nearest);
@@ -710,6 +724,8 @@ std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Ari
   if (summation == Summation::pairwise && k > 1) {
     additions = static_cast<std::size_t>(std::ceil(std::log2(static_cast<double>(k))));
   }
+  const auto c_in = op.op == Op::gemm ? optional_values(in, 2) : std::span<const double>();
+  if (!c_in.empty()) ++additions;  // C is added last, in the accumulation format
   const bool products = op.op == Op::gemm || op.op == Op::dot;
   double coefficient = (products ? 1 + u_compute : 1.0) *
                            std::pow(1 + u_accumulate, static_cast<double>(additions)) *
@@ -726,6 +742,7 @@ std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Ari
       for (std::size_t l = 0; l < k; ++l) {
         total += std::fabs(values(in, 0)[row * k + l] * values(in, 1)[l * s[1] + column]);
       }
+      if (!c_in.empty()) total += std::fabs(c_in[position]);
     } else if (op.op == Op::dot) {
       for (std::size_t l = 0; l < k; ++l) total += std::fabs(values(in, 0)[l] * values(in, 1)[l]);
     } else {

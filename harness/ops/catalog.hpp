@@ -81,6 +81,9 @@ struct Operand {
   std::vector<std::size_t> shape;
   bool is_index = false;
   std::size_t index_limit = 0;
+  // gemm's accumulator input C: optional (the audit leaves it out, eval takes it when given), and
+  // held in the accumulation format, as a Tensor Core's accumulator is.
+  bool optional = false;
 };
 std::vector<Operand> operands(const OpInfo& op, const Shape& shape);
 std::size_t element_count(const std::vector<std::size_t>& shape);
@@ -93,7 +96,8 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
 // How the reference of an op is computed, for listings: "exact" or "multiprecision (Ziv)".
 std::string_view reference_kind(const OpInfo& op);
 
-// Operands in the order operands() lists them: values (in binary64 containers) or indices.
+// Operands in the order operands() lists them: values (in binary64 containers) or indices; an
+// absent optional operand is an empty vector.
 struct Inputs {
   std::vector<std::vector<double>> values;
   std::vector<std::vector<std::int64_t>> indices;  // same positions; empty unless is_index

@@ -286,10 +286,11 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
 
 std::vector<double> gemm_mma(const numeric::MmaModel& model, const Format& output,
                              numeric::Rounding mode, std::size_t m, std::size_t n, std::size_t k,
-                             std::span<const double> a, std::span<const double> b, Events& events) {
-  require(a.size() == m * k && b.size() == k * n,
-          fmt::format("gemm {}x{}x{}: operand sizes a={} b={} do not match", m, n, k, a.size(),
-                      b.size()));
+                             std::span<const double> a, std::span<const double> b,
+                             std::span<const double> c_in, Events& events) {
+  require(a.size() == m * k && b.size() == k * n && (c_in.empty() || c_in.size() == m * n),
+          fmt::format("gemm {}x{}x{}: operand sizes a={} b={} c={} do not match", m, n, k, a.size(),
+                      b.size(), c_in.size()));
   if (const char* problem = numeric::mma_model_error(model)) {
     throw std::invalid_argument(fmt::format("MMA model {}: {}", model.name, problem));
   }
@@ -302,7 +303,8 @@ std::vector<double> gemm_mma(const numeric::MmaModel& model, const Format& outpu
     for (std::size_t i = first; i < end; ++i) {
       Rounders round(rounding, e, i);
       for (std::size_t j = 0; j < n; ++j) {
-        const double d = numeric::mma_dot(model, 0.0, qa.data() + i * k, 1, qb.data() + j,
+        const double initial = c_in.empty() ? 0.0 : c_in[i * n + j];
+        const double d = numeric::mma_dot(model, initial, qa.data() + i * k, 1, qb.data() + j,
                                           static_cast<std::ptrdiff_t>(n), static_cast<int>(k));
         c[i * n + j] = round.output(d);
       }

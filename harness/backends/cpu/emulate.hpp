@@ -69,13 +69,14 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
                          GemmPath path = GemmPath::automatic);
 
 // The same product on a Tensor Core model (harness/numeric/mma.hpp): each output is mma_dot of its
-// row and column with c = 0, in the model's own arithmetic (its fp32 or fp16 accumulator inside),
-// then rounded to `output` in `mode`. Inputs are first quantized as the model's hardware does
-// (tf32: truncated). Only the output rounding's events are counted: the model has no others to
-// report.
+// row and column with the accumulator input c = C_in (0 when C_in is empty; it must hold values of
+// the model's accumulator format), in the model's own arithmetic, then rounded to `output` in
+// `mode`. Inputs are first quantized as the model's hardware does (tf32: truncated). Only the
+// output rounding's events are counted: the model has no others to report.
 std::vector<double> gemm_mma(const numeric::MmaModel& model, const numeric::Format& output,
                              numeric::Rounding mode, std::size_t m, std::size_t n, std::size_t k,
-                             std::span<const double> a, std::span<const double> b, Events& events);
+                             std::span<const double> a, std::span<const double> b,
+                             std::span<const double> c_in, Events& events);
 
 // Sum, mean and Euclidean norm of a vector.
 double sum(const Arithmetic& arithmetic, Summation summation, std::span<const double> x,

@@ -612,6 +612,32 @@ TEST(CliEval, Fp16AccumulationIsOneUlpOffWhereTheAmpPolicyIsNot) {
       << text.out;
 }
 
+// gemm's accumulator input C on the Hopper Tensor Core model: 1 * 1 + 3 * 2^-25 keeps its 25
+// fractional bits in the fused sum, then is truncated to fp32: 1, where the correctly rounded sum
+// is 1 + 2^-23. Without the model, the fp32 addition rounds to nearest and is right.
+TEST(CliEval, GemmAccumulatorInputOnATensorCoreModelIsTruncated) {
+  const std::string path =
+      write_temp("c.json", R"({"a": [[1]], "b": [[1]], "c": [["0x1.8p-24"]]})");
+  const Outcome mma = ampbench("eval --op gemm --policy tf32 --mma hopper --json --inputs " + path);
+  const Outcome plain = ampbench("eval --op gemm --policy tf32 --json --inputs " + path);
+  const Outcome wrong =
+      ampbench("eval --op gemm --inputs " +
+               write_temp("w.json", R"({"a": [[1]], "b": [[1]], "c": [[1, 2]]})"));
+  std::remove(path.c_str());
+  ASSERT_EQ(mma.status, 0) << mma.err;
+  const auto m = nlohmann::json::parse(mma.out);
+  EXPECT_EQ(m["mma"], "hopper-tf32");
+  EXPECT_EQ(m["output"][0][0], "0x1p+0");
+  EXPECT_EQ(m["reference"][0][0], "0x1.000002p+0");
+  EXPECT_EQ(m["ulp_error"][0][0], 1);
+  const auto p = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(p["output"][0][0], "0x1.000002p+0");
+  EXPECT_EQ(p["ulp_error"][0][0], 0);
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_NE(wrong.err.find("gemm: operand c has shape 1x2, expected 1x1"), std::string::npos)
+      << wrong.err;
+}
+
 TEST(CliEval, OutputsAreNestedLikeTheOpsOutput) {
   const std::string path = write_temp("softmax.json", R"({"x": [[0, 0], [1, 1], [2, 2]]})");
   const Outcome run = ampbench("eval --op softmax --policy fp32 --json --inputs " + path);
@@ -641,6 +667,7 @@ TEST(CliEval, BadInputExitsWith2) {
       {"--op gemm --inputs /nonexistent/x.json", "--inputs /nonexistent/x.json: cannot open"},
       {"--op gemm --inputs " + gemm, "gemm: operand b has shape 2x2, expected 3x2 (from a)"},
       {"--op softmax --inputs " + extra, "unknown operand 'y' (softmax takes x)"},
+      {"--op gemm --inputs " + extra, "unknown operand 'x' (gemm takes a, b, c)"},
       {"--op dot --inputs " + missing, "missing operand 'b'"},
       {"--op cross_entropy --inputs " + targets, "targets[0] = 2 is not below the 2 classes"},
       {"--op dot --inputs " + broken, "--inputs " + broken + ": "},

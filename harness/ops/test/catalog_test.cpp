@@ -46,9 +46,12 @@ TEST(Shapes, ParseAndReportErrors) {
 TEST(Operands, NamesAndShapes) {
   const auto& gemm = *find_op("gemm");
   const auto o = operands(gemm, parse_shape(gemm, "4x3x2"));
-  ASSERT_EQ(o.size(), 2u);
+  ASSERT_EQ(o.size(), 3u);
   EXPECT_EQ(o[0].shape, (std::vector<std::size_t>{4, 2}));
   EXPECT_EQ(o[1].shape, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(o[2].name, "c");
+  EXPECT_TRUE(o[2].optional);
+  EXPECT_EQ(o[2].shape, (std::vector<std::size_t>{4, 3}));
   EXPECT_EQ(output_shape(gemm, parse_shape(gemm, "4x3x2")), (std::vector<std::size_t>{4, 3}));
   const auto& ce = *find_op("cross_entropy");
   const auto c = operands(ce, parse_shape(ce, "5x7"));

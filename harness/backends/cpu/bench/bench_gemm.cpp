@@ -80,7 +80,7 @@ void BM_emulated_amp_fp16_hopper(benchmark::State& state) {
   for (auto _ : state) {
     cpu::Events events;
     const auto c = cpu::gemm_mma(model, numeric::formats::fp16, numeric::Rounding::nearest_even, kN,
-                                 kN, kN, a, b, events);
+                                 kN, kN, a, b, {}, events);
     benchmark::DoNotOptimize(c.data());
   }
   set_flops(state);
