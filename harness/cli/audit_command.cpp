@@ -183,8 +183,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
                                                         "NaN/Inf mismatches)")
                                           : budgets_path);
   if (!args.mma.empty()) {
-    out << fmt::format("mma: {} (gemm and dot run on the Tensor Core model; no a-priori bound)\n",
-                       args.mma);
+    out << fmt::format(
+        "mma: {} (gemm, bmm and dot run on the Tensor Core model; no a-priori bound)\n", args.mma);
   }
   out << fmt::format("{:<14}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
                      "op", "policy", "shape", "dist", "max_ulp", "mean_ulp", "normwise", "bound",

@@ -29,6 +29,8 @@ constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm's default
 constexpr OpInfo kCatalog[] = {
     {Op::gemm, "gemm", "matmul", "MxNxK", "256x256x256",
      "A B (+ C), A M x K, B K x N, C M x N (row-major)", "recursive summation (gamma)"},
+    {Op::bmm, "bmm", "matmul", "BxMxNxK", "8x128x128x128",
+     "a batch of B products A_b B_b, A_b M x K, B_b K x N", "recursive summation (gamma)"},
     {Op::dot, "dot", "matmul", "N", "4096", "a . b", "recursive summation (gamma)"},
     {Op::sum, "sum", "reduction", "N", "65536", "sum of x", "recursive summation (gamma)"},
     {Op::mean, "mean", "reduction", "N", "65536", "sum of x / N", "recursive summation (gamma)"},
@@ -77,6 +79,46 @@ std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_v
 
 const std::vector<double>& values(const Inputs& in, std::size_t i) {
   return in.values.at(i);
+}
+
+// The batch b of a bmm as a gemm: its shape MxNxK and its operands' slices.
+struct BatchSlice {
+  Shape shape;
+  Inputs inputs;
+};
+BatchSlice batch_of(const Shape& shape, const Inputs& in, std::size_t b) {
+  const auto& s = shape.sizes;  // B, M, N, K
+  BatchSlice slice{Shape{{s[1], s[2], s[3]}}, {}};
+  for (const std::size_t size : {s[1] * s[3], s[3] * s[2]}) {
+    const std::size_t k = slice.inputs.values.size();
+    const auto first = in.values.at(k).begin() + static_cast<std::ptrdiff_t>(b * size);
+    slice.inputs.values.emplace_back(first, first + static_cast<std::ptrdiff_t>(size));
+    slice.inputs.indices.emplace_back();
+  }
+  return slice;
+}
+
+// Positions of a bmm's output grouped by batch: (batch, positions within it, their indices in
+// `positions`).
+struct BatchPositions {
+  std::size_t batch;
+  std::vector<std::size_t> local;
+  std::vector<std::size_t> indices;
+};
+std::vector<BatchPositions> by_batch(const Shape& shape, std::span<const std::size_t> positions) {
+  const std::size_t per_batch = shape.sizes[1] * shape.sizes[2];
+  std::vector<BatchPositions> groups;
+  for (std::size_t e = 0; e < positions.size(); ++e) {
+    const std::size_t b = positions[e] / per_batch;
+    if (groups.empty() || groups.back().batch != b) groups.push_back({b, {}, {}});
+    groups.back().local.push_back(positions[e] % per_batch);
+    groups.back().indices.push_back(e);
+  }
+  return groups;
+}
+
+const OpInfo& gemm_info() {
+  return *find_op("gemm");
 }
 
 // An optional operand: empty when absent (or not given at all).
@@ -218,6 +260,7 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
   switch (op.op) {
     case Op::gemm:
       return {{"a", {s[0], s[2]}}, {"b", {s[2], s[1]}}, {"c", {s[0], s[1]}, false, 0, true}};
+    case Op::bmm: return {{"a", {s[0], s[1], s[3]}}, {"b", {s[0], s[3], s[2]}}};
     case Op::dot: return {{"a", {s[0]}}, {"b", {s[0]}}};
     case Op::sum:
     case Op::mean:
@@ -244,6 +287,7 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
   const auto& s = shape.sizes;
   switch (op.op) {
     case Op::gemm: return {s[0], s[1]};
+    case Op::bmm: return {s[0], s[1], s[2]};
     case Op::dot:
     case Op::sum:
     case Op::mean:
@@ -262,6 +306,10 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   if (op.op == Op::gemm) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][1], first[1]};
+    }
+  } else if (op.op == Op::bmm) {
+    if (shapes.size() >= 2 && first.size() == 3 && shapes[1].size() == 3) {
+      shape.sizes = {first[0], first[1], shapes[1][2], first[2]};
     }
   } else if (op.op == Op::attention) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
@@ -306,6 +354,7 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
 std::string_view reference_kind(const OpInfo& op) {
   switch (op.op) {
     case Op::gemm:
+    case Op::bmm:
     case Op::dot:
     case Op::sum: return "exact";
     case Op::mean:
@@ -322,6 +371,15 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   const auto& s = shape.sizes;
   CpuRun run;
   auto& e = run.events;
+  if (op.op == Op::bmm) {
+    for (std::size_t b = 0; b < s[0]; ++b) {
+      const BatchSlice slice = batch_of(shape, in, b);
+      const CpuRun part = run_cpu(gemm_info(), slice.shape, arithmetic, summation, slice.inputs);
+      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
+      run.events += part.events;
+    }
+    return run;
+  }
   switch (op.op) {
     case Op::gemm:
       run.output = cpu::gemm(arithmetic, summation, s[0], s[1], s[2], values(in, 0), values(in, 1),
@@ -378,6 +436,7 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::attention(arithmetic, values(in, 0), values(in, 1), values(in, 2), s[0],
                                   s[1], s[2], e);
       break;
+    case Op::bmm: break;  // by batch, above
   }
   return run;
 }
@@ -385,6 +444,17 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
 CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                   Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
   const auto& s = shape.sizes;
+  if (op.op == Op::bmm) {
+    CpuRun run;
+    for (const auto& group : by_batch(shape, positions)) {
+      const BatchSlice slice = batch_of(shape, in, group.batch);
+      const CpuRun part =
+          run_cpu_at(gemm_info(), slice.shape, arithmetic, summation, slice.inputs, group.local);
+      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
+      run.events += part.events;
+    }
+    return run;
+  }
   const auto out = output_shape(op, shape);
   if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm) {
     // One output, or outputs that each depend on a whole column (batch statistics): the full run.
@@ -440,17 +510,26 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
 }
 
 bool runs_on_mma(const OpInfo& op) {
-  return op.op == Op::gemm || op.op == Op::dot;
+  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot;
 }
 
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
                    const numeric::Format& output, numeric::Rounding mode, const Inputs& in) {
   if (!runs_on_mma(op)) {
     throw OpError(
-        fmt::format("{} has no Tensor Core model (--mma applies to gemm and dot)", op.name));
+        fmt::format("{} has no Tensor Core model (--mma applies to gemm, bmm and dot)", op.name));
   }
   const auto& s = shape.sizes;
   CpuRun run;
+  if (op.op == Op::bmm) {
+    for (std::size_t b = 0; b < s[0]; ++b) {
+      const BatchSlice slice = batch_of(shape, in, b);
+      const CpuRun part = run_cpu_mma(gemm_info(), slice.shape, model, output, mode, slice.inputs);
+      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
+      run.events += part.events;
+    }
+    return run;
+  }
   if (op.op == Op::gemm) {
     run.output = backends::cpu::gemm_mma(model, output, mode, s[0], s[1], s[2], values(in, 0),
                                          values(in, 1), optional_values(in, 2), run.events);
@@ -461,13 +540,31 @@ CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel
   return run;
 }
 
+namespace {
+
+Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
+                       const numeric::Format& output, numeric::Rounding mode,
+                       std::vector<std::size_t> positions, std::uint64_t seed);
+
+}  // namespace
+
 Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
                     const numeric::Format& output, numeric::Rounding mode, std::size_t samples,
                     std::uint64_t seed) {
-  const auto& s = shape.sizes;
   const std::size_t count = element_count(output_shape(op, shape));
+  return reference_at(op, shape, in, output, mode,
+                      reference::sample_positions(count, samples == 0 ? count : samples, seed),
+                      seed);
+}
+
+namespace {
+
+Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
+                       const numeric::Format& output, numeric::Rounding mode,
+                       std::vector<std::size_t> positions, std::uint64_t seed) {
+  const auto& s = shape.sizes;
   Reference result;
-  result.positions = reference::sample_positions(count, samples == 0 ? count : samples, seed);
+  result.positions = std::move(positions);
   const std::size_t n = result.positions.size();
   result.rounded.resize(n);
   result.nearest.resize(n);
@@ -476,6 +573,18 @@ Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
     result.nearest[e] = nearest;
   };
 
+  if (op.op == Op::bmm) {
+    for (const auto& group : by_batch(shape, result.positions)) {
+      const BatchSlice slice = batch_of(shape, in, group.batch);
+      const Reference part =
+          reference_at(gemm_info(), slice.shape, slice.inputs, output, mode, group.local, seed);
+      for (std::size_t i = 0; i < group.indices.size(); ++i) {
+        result.rounded[group.indices[i]] = part.rounded[i];
+        result.nearest[group.indices[i]] = part.nearest[i];
+      }
+    }
+    return result;
+  }
   switch (op.op) {
     case Op::gemm: {
       numeric::RoundingOptions options;
@@ -707,9 +816,21 @@ Reference reference(const OpInfo& op, const Shape& shape, const Inputs& in,
   return result;
 }
 
+}  // namespace
+
 std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                                  Summation summation, const Inputs& in,
                                  std::span<const std::size_t> positions) {
+  if (op.op == Op::bmm) {
+    std::vector<double> bounds(positions.size());
+    for (const auto& group : by_batch(shape, positions)) {
+      const BatchSlice slice = batch_of(shape, in, group.batch);
+      const auto part =
+          error_bounds(gemm_info(), slice.shape, arithmetic, summation, slice.inputs, group.local);
+      for (std::size_t i = 0; i < group.indices.size(); ++i) bounds[group.indices[i]] = part[i];
+    }
+    return bounds;
+  }
   if (op.op != Op::gemm && op.op != Op::dot && op.op != Op::sum && op.op != Op::mean) return {};
   const auto& s = shape.sizes;
   const std::size_t k = op.op == Op::gemm ? s[2] : s[0];

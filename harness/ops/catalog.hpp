@@ -24,6 +24,7 @@ namespace ampbench::ops {
 
 enum class Op {
   gemm,
+  bmm,
   dot,
   sum,
   mean,

@@ -546,7 +546,7 @@ TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
   } cases[] = {
       {"", "give exactly one of --op OP and --all"},
       {"--op gemm --all", "give exactly one of --op OP and --all"},
-      {"--op conv9d", "--op: unknown op 'conv9d' (known: gemm, dot"},
+      {"--op conv9d", "--op: unknown op 'conv9d' (known: gemm, bmm, dot"},
       {"--op gemm --shape 64x64", "--shape: gemm shape '64x64': expected MxNxK (3 sizes), got 2"},
       {"--op gemm --shape 100000x100000x100000", "too large"},
       {"--op gemm --policy fp17", "--policy: unknown policy 'fp17'"},
@@ -577,7 +577,7 @@ TEST(CliOps, ListsTheCatalog) {
   const Outcome run = ampbench("ops --json");
   EXPECT_EQ(run.status, 0);
   const auto list = nlohmann::json::parse(run.out);
-  EXPECT_EQ(list.size(), 19u);
+  EXPECT_EQ(list.size(), 20u);
   EXPECT_EQ(list[0]["op"], "gemm");
   EXPECT_EQ(list[0]["shape"], "MxNxK");
   EXPECT_EQ(list[0]["reference"], "exact");

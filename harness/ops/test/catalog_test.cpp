@@ -84,8 +84,9 @@ Inputs make_inputs(const OpInfo& op, const Shape& shape, const numeric::Format& 
   return in;
 }
 
-// A small shape of the op's syntax: three sizes, one, or two.
+// A small shape of the op's syntax: three sizes, one, or two (bmm: three batches of `three`).
 std::string small_shape(const OpInfo& op, const char* three, const char* one, const char* two) {
+  if (op.shape_syntax.size() == 7) return std::string("3x") + three;
   if (op.shape_syntax.size() == 5) return three;
   return op.shape_syntax.size() == 1 ? one : two;
 }
