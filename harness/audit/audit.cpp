@@ -61,7 +61,7 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
 }
 
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
-  const auto op = policy::op_from_name(c.op->name);
+  const auto op = policy::op_from_name(c.op->precision_op());
   if (!op) throw ops::OpError(fmt::format("op {} has no precision class", c.op->name));
   const policy::OpPrecision precision = c.policy.precision(*op);
   const backends::cpu::Arithmetic arithmetic{precision.compute, precision.accumulate,

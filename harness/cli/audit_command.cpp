@@ -44,7 +44,7 @@ void write_row(std::ostream& out, const audit::CaseResult& r) {
   const auto& s = r.summary;
   const auto& e = s.output_events;
   out << fmt::format(
-      "{:<14}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
+      "{:<24}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
       r.shape, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
       number(s.normwise_rel_error), number(s.bound_ratio),
       number(s.fraction_correctly_rounded
@@ -186,7 +186,7 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     out << fmt::format(
         "mma: {} (gemm, bmm and dot run on the Tensor Core model; no a-priori bound)\n", args.mma);
   }
-  out << fmt::format("{:<14}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
+  out << fmt::format("{:<24}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
                      "op", "policy", "shape", "dist", "max_ulp", "mean_ulp", "normwise", "bound",
                      "CR%", "uflow", "oflow", "nan", "status");
   nlohmann::json records = nlohmann::json::array();

@@ -80,7 +80,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
-  const auto pop = policy::op_from_name(op->name);
+  const auto pop = policy::op_from_name(op->precision_op());
   const policy::OpPrecision precision = policy.precision(*pop);
 
   std::ifstream file(args.inputs, std::ios::binary);

@@ -13,7 +13,7 @@ namespace ampbench::cli {
 int run_ops(bool json, std::ostream& out) {
   nlohmann::json list = nlohmann::json::array();
   if (!json) {
-    out << fmt::format("{:<14}{:<14}{:<7}{:<13}{:<20}{:<38}{}\n", "op", "class", "shape", "default",
+    out << fmt::format("{:<24}{:<14}{:<9}{:<15}{:<20}{:<38}{}\n", "op", "class", "shape", "default",
                        "operands", "reference", "a-priori bound");
   }
   for (const auto& op : ops::catalog()) {
@@ -35,7 +35,7 @@ int run_ops(bool json, std::ostream& out) {
                       {"reference", ops::reference_kind(op)},
                       {"bound", op.bound}});
     } else {
-      out << fmt::format("{:<14}{:<14}{:<7}{:<13}{:<20}{:<38}{}\n", op.name, op.op_class,
+      out << fmt::format("{:<24}{:<14}{:<9}{:<15}{:<20}{:<38}{}\n", op.name, op.op_class,
                          op.shape_syntax, op.default_shape, operands, ops::reference_kind(op),
                          op.bound);
     }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 
 #include "harness/metrics/metrics.hpp"
 #include "reference/exact/accumulator.hpp"
@@ -59,6 +60,22 @@ constexpr OpInfo kCatalog[] = {
      "none"},
     {Op::attention, "attention", "attention", "LxSxD", "128x128x64",
      "softmax(Q K^T / sqrt D) V, one head: Q L x D, K and V S x D", "none"},
+    {Op::gemm_backward_a, "gemm_backward_a", "matmul", "MxNxK", "256x256x256",
+     "dA = dY B^T for the forward A B (dY M x N, B K x N)", "recursive summation (gamma)", "gemm"},
+    {Op::gemm_backward_b, "gemm_backward_b", "matmul", "MxNxK", "256x256x256",
+     "dB = A^T dY for the forward A B (A M x K, dY M x N)", "recursive summation (gamma)", "gemm"},
+    {Op::softmax_backward, "softmax_backward", "softmax", "RxC", "64x1024",
+     "dx = y (dy - sum dy y), y = softmax(x), per row", "none", "softmax"},
+    {Op::log_softmax_backward, "log_softmax_backward", "softmax", "RxC", "64x1024",
+     "dx = dy - softmax(x) sum dy, per row", "none", "log_softmax"},
+    {Op::cross_entropy_backward, "cross_entropy_backward", "loss", "RxC", "64x1000",
+     "d mean loss / d logits = (softmax(x) - onehot(target)) / R", "none", "cross_entropy"},
+    {Op::relu_backward, "relu_backward", "activation", "RxC", "64x1024", "dx = dy * (x > 0)",
+     "none", "relu"},
+    {Op::gelu_backward, "gelu_backward", "activation", "RxC", "64x1024",
+     "dx = dy * (Phi(x) + x phi(x))", "none", "gelu"},
+    {Op::silu_backward, "silu_backward", "activation", "RxC", "64x1024",
+     "dx = dy * s (1 + x (1 - s)), s = 1 / (1 + exp(-x))", "none", "silu"},
 };
 
 std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
@@ -119,6 +136,34 @@ std::vector<BatchPositions> by_batch(const Shape& shape, std::span<const std::si
 
 const OpInfo& gemm_info() {
   return *find_op("gemm");
+}
+
+bool is_gemm_backward(const OpInfo& op) {
+  return op.op == Op::gemm_backward_a || op.op == Op::gemm_backward_b;
+}
+
+std::vector<double> transposed(const std::vector<double>& x, std::size_t rows, std::size_t cols) {
+  std::vector<double> t(x.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+  }
+  return t;
+}
+
+// A gemm backward as the product it is: dA = dY B^T is an M x K product summing over N, dB = A^T dY
+// a K x N product summing over M. Outputs are laid out as the backward op's.
+BatchSlice as_forward_gemm(const OpInfo& op, const Shape& shape, const Inputs& in) {
+  const auto& s = shape.sizes;  // M, N, K of the forward product
+  BatchSlice g;
+  if (op.op == Op::gemm_backward_a) {
+    g.shape = Shape{{s[0], s[2], s[1]}};
+    g.inputs.values = {in.values.at(0), transposed(in.values.at(1), s[2], s[1])};
+  } else {
+    g.shape = Shape{{s[2], s[1], s[0]}};
+    g.inputs.values = {transposed(in.values.at(0), s[0], s[2]), in.values.at(1)};
+  }
+  g.inputs.indices = {{}, {}};
+  return g;
 }
 
 // An optional operand: empty when absent (or not given at all).
@@ -193,6 +238,117 @@ Real to_real(const reference::ExactValue& v) {
 
 std::uint32_t draw(numeric::Rounding mode, std::uint64_t seed, std::size_t position) {
   return numeric::is_stochastic(mode) ? numeric::stochastic_draw(seed, position) : 0u;
+}
+
+// Extra working bits for a result whose formula cancels by `condition` (|terms| / |result|,
+// estimated in binary64; a zero result counts as 2^1000), capped at 2048: the reference is then
+// evaluated that much wider, and its bound stays a few units of 2^-P.
+int extra_bits(double condition) {
+  if (!(condition < 0x1p1000)) return 2048;
+  return std::min(2048, std::max(0, static_cast<int>(std::ceil(std::log2(condition)))) + 8);
+}
+
+double ratio(double terms, double result) {
+  return result == 0 ? (terms == 0 ? 1.0 : 0x1p1000) : terms / std::fabs(result);
+}
+
+// References of the backward row ops: each row in multiprecision (reference/mp/ops.hpp), wider by
+// the cancellation its formula suffers, estimated per row in binary64:
+//   softmax: dy_j - sum dy y; log_softmax: dy_j - y_j sum dy; cross-entropy: y_t - 1;
+//   gelu: Phi(x) + x phi(x); silu: 1 + x (1 - s).
+Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inputs& in,
+                                 const numeric::Format& output, numeric::Rounding mode,
+                                 Reference result, std::uint64_t seed) {
+  const std::size_t rows = shape.sizes[0];
+  const std::size_t cols = shape.sizes[1];
+  const std::span<const double> x = in.values.at(0);
+  const bool has_dy = op.op != Op::cross_entropy_backward;
+  const std::size_t n = result.positions.size();
+  std::size_t e = 0;
+  while (e < n) {
+    const std::size_t row = result.positions[e] / cols;
+    const auto xr = x.subspan(row * cols, cols);
+    const auto dyr = has_dy ? std::span<const double>(in.values.at(1)).subspan(row * cols, cols)
+                            : std::span<const double>();
+    // The softmax of the row and the conditioning, in binary64.
+    const double top = *std::max_element(xr.begin(), xr.end());
+    std::vector<double> y(cols);
+    double total = 0, spread = 0, largest = 0;
+    for (std::size_t c = 0; c < cols; ++c) {
+      total += (y[c] = std::exp(xr[c] - top));
+      spread = std::max(spread, top - xr[c]);
+      largest = std::max(largest, std::fabs(xr[c]));
+    }
+    for (auto& v : y) v /= total;
+    double condition = 1, inner = 0, dy_sum = 0;
+    for (std::size_t c = 0; c < cols && has_dy; ++c) {
+      inner += dyr[c] * y[c];
+      dy_sum += dyr[c];
+    }
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double v = xr[c];
+      switch (op.op) {
+        case Op::softmax_backward:
+          condition =
+              std::max(condition, ratio(std::fabs(dyr[c]) + std::fabs(inner), dyr[c] - inner));
+          break;
+        case Op::log_softmax_backward:
+          condition = std::max(condition, ratio(std::fabs(dyr[c]) + std::fabs(y[c] * dy_sum),
+                                                dyr[c] - y[c] * dy_sum));
+          break;
+        case Op::cross_entropy_backward:
+          condition = std::max(condition, ratio(1.0, y[c] - 1.0));
+          break;
+        case Op::gelu_backward: {
+          const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+          const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::numbers::pi);
+          condition = std::max(condition, ratio(cdf + std::fabs(v) * pdf, cdf + v * pdf));
+          break;
+        }
+        case Op::silu_backward: {
+          const double sig = 1.0 / (1.0 + std::exp(-v));
+          condition =
+              std::max(condition, ratio(1.0 + std::fabs(v) * (1.0 - sig), 1.0 + v * (1.0 - sig)));
+          break;
+        }
+        default: break;
+      }
+    }
+    const int extra = extra_bits(condition);
+    const std::int64_t target = op.op == Op::cross_entropy_backward ? in.indices.at(1).at(row) : 0;
+    RowReference evaluate([&, xr, dyr, extra, target] {
+      const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+      const auto rx = to_reals(xr);
+      const auto rdy = to_reals(dyr);
+      switch (op.op) {
+        case Op::softmax_backward: return reference::ops::softmax_backward<Real>(rx, rdy, 1, cols);
+        case Op::log_softmax_backward:
+          return reference::ops::log_softmax_backward<Real>(rx, rdy, 1, cols);
+        case Op::cross_entropy_backward: {
+          const std::vector<std::int64_t> t{target};
+          auto g = reference::ops::cross_entropy_backward<Real>(rx, 1, cols, t);
+          for (auto& v : g) v /= static_cast<double>(rows);  // the mean is over all rows
+          return g;
+        }
+        default: {
+          const auto f = op.op == Op::relu_backward   ? reference::ops::Activation::relu
+                         : op.op == Op::gelu_backward ? reference::ops::Activation::gelu
+                                                      : reference::ops::Activation::silu;
+          return reference::ops::elementwise_backward<Real>(f, rx, rdy);
+        }
+      }
+    });
+    const std::uint64_t bound = static_cast<std::uint64_t>(
+        std::min(64.0 + 8.0 * static_cast<double>(cols) + 8.0 * spread + 8.0 * largest * largest,
+                 static_cast<double>(1u << 31)));
+    for (; e < n && result.positions[e] / cols == row; ++e) {
+      const std::size_t p = result.positions[e];
+      const auto v = evaluate.element(p % cols, output, mode, bound, draw(mode, seed, p));
+      result.rounded[e] = v.rounded.value;
+      result.nearest[e] = v.value;
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -279,6 +435,15 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::mul: return {{"x", {s[0], s[1]}}, {"y", {s[0], s[1]}}};
     case Op::batch_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
     case Op::attention: return {{"q", {s[0], s[2]}}, {"k", {s[1], s[2]}}, {"v", {s[1], s[2]}}};
+    case Op::gemm_backward_a: return {{"dy", {s[0], s[1]}}, {"b", {s[2], s[1]}}};
+    case Op::gemm_backward_b: return {{"a", {s[0], s[2]}}, {"dy", {s[0], s[1]}}};
+    case Op::softmax_backward:
+    case Op::log_softmax_backward:
+    case Op::relu_backward:
+    case Op::gelu_backward:
+    case Op::silu_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
+    case Op::cross_entropy_backward:
+      return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
   }
   throw OpError("unknown op");
 }
@@ -295,6 +460,8 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::cross_entropy: return {1};
     case Op::logsumexp: return {s[0]};
     case Op::attention: return {s[0], s[2]};
+    case Op::gemm_backward_a: return {s[0], s[2]};
+    case Op::gemm_backward_b: return {s[2], s[1]};
     default: return {s[0], s[1]};
   }
 }
@@ -314,6 +481,14 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   } else if (op.op == Op::attention) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][0], first[1]};
+    }
+  } else if (op.op == Op::gemm_backward_a) {  // dy M x N, b K x N
+    if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
+      shape.sizes = {first[0], first[1], shapes[1][0]};
+    }
+  } else if (op.op == Op::gemm_backward_b) {  // a M x K, dy M x N
+    if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
+      shape.sizes = {first[0], shapes[1][1], first[1]};
     }
   } else if (sizes == 1) {
     if (first.size() == 1) shape.sizes = {first[0]};
@@ -355,6 +530,8 @@ std::string_view reference_kind(const OpInfo& op) {
   switch (op.op) {
     case Op::gemm:
     case Op::bmm:
+    case Op::gemm_backward_a:
+    case Op::gemm_backward_b:
     case Op::dot:
     case Op::sum: return "exact";
     case Op::mean:
@@ -371,6 +548,10 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   const auto& s = shape.sizes;
   CpuRun run;
   auto& e = run.events;
+  if (is_gemm_backward(op)) {
+    const BatchSlice g = as_forward_gemm(op, shape, in);
+    return run_cpu(gemm_info(), g.shape, arithmetic, summation, g.inputs);
+  }
   if (op.op == Op::bmm) {
     for (std::size_t b = 0; b < s[0]; ++b) {
       const BatchSlice slice = batch_of(shape, in, b);
@@ -436,7 +617,29 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::attention(arithmetic, values(in, 0), values(in, 1), values(in, 2), s[0],
                                   s[1], s[2], e);
       break;
-    case Op::bmm: break;  // by batch, above
+    case Op::softmax_backward:
+      run.output = cpu::softmax_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1], e);
+      break;
+    case Op::log_softmax_backward:
+      run.output =
+          cpu::log_softmax_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1], e);
+      break;
+    case Op::cross_entropy_backward:
+      run.output =
+          cpu::cross_entropy_backward(arithmetic, values(in, 0), in.indices.at(1), s[0], s[1], e);
+      break;
+    case Op::relu_backward:
+    case Op::gelu_backward:
+    case Op::silu_backward: {
+      const cpu::Activation a = op.op == Op::relu_backward   ? cpu::Activation::relu
+                                : op.op == Op::gelu_backward ? cpu::Activation::gelu
+                                                             : cpu::Activation::silu;
+      run.output = cpu::activation_backward(arithmetic, a, values(in, 0), values(in, 1), e);
+      break;
+    }
+    case Op::bmm:
+    case Op::gemm_backward_a:
+    case Op::gemm_backward_b: break;  // as gemm, above
   }
   return run;
 }
@@ -444,6 +647,10 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
 CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                   Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
   const auto& s = shape.sizes;
+  if (is_gemm_backward(op)) {
+    const BatchSlice g = as_forward_gemm(op, shape, in);
+    return run_cpu_at(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
+  }
   if (op.op == Op::bmm) {
     CpuRun run;
     for (const auto& group : by_batch(shape, positions)) {
@@ -456,8 +663,10 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
     return run;
   }
   const auto out = output_shape(op, shape);
-  if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm) {
-    // One output, or outputs that each depend on a whole column (batch statistics): the full run.
+  // One output; outputs that depend on a whole column (batch statistics); or on the batch size
+  // (the mean's 1/R in the cross-entropy gradient): the full run.
+  if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm ||
+      op.op == Op::cross_entropy_backward) {
     CpuRun full = run_cpu(op, shape, arithmetic, summation, in);
     if (full.output.size() == 1) return full;
     CpuRun picked{{}, full.events};
@@ -493,7 +702,10 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
       // the other operands (per-column parameters, keys and values) whole.
       Inputs one = in;
       const std::size_t width = op.op == Op::attention ? s[2] : s[1];
-      const std::size_t sliced = op.op == Op::add || op.op == Op::mul ? 2 : 1;
+      const bool two_data = op.op == Op::add || op.op == Op::mul || op.op == Op::softmax_backward ||
+                            op.op == Op::log_softmax_backward || op.op == Op::relu_backward ||
+                            op.op == Op::gelu_backward || op.op == Op::silu_backward;
+      const std::size_t sliced = two_data ? 2 : 1;
       for (std::size_t k = 0; k < sliced; ++k) {
         const auto first = values(in, k).begin() + static_cast<std::ptrdiff_t>(row * width);
         one.values[k].assign(first, first + static_cast<std::ptrdiff_t>(width));
@@ -510,7 +722,7 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
 }
 
 bool runs_on_mma(const OpInfo& op) {
-  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot;
+  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot || is_gemm_backward(op);
 }
 
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
@@ -521,6 +733,10 @@ CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel
   }
   const auto& s = shape.sizes;
   CpuRun run;
+  if (is_gemm_backward(op)) {
+    const BatchSlice g = as_forward_gemm(op, shape, in);
+    return run_cpu_mma(gemm_info(), g.shape, model, output, mode, g.inputs);
+  }
   if (op.op == Op::bmm) {
     for (std::size_t b = 0; b < s[0]; ++b) {
       const BatchSlice slice = batch_of(shape, in, b);
@@ -573,6 +789,11 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     result.nearest[e] = nearest;
   };
 
+  if (is_gemm_backward(op)) {
+    const BatchSlice g = as_forward_gemm(op, shape, in);
+    return reference_at(gemm_info(), g.shape, g.inputs, output, mode, std::move(result.positions),
+                        seed);
+  }
   if (op.op == Op::bmm) {
     for (const auto& group : by_batch(shape, result.positions)) {
       const BatchSlice slice = batch_of(shape, in, group.batch);
@@ -730,6 +951,12 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     return result;
   }
 
+  if (op.op == Op::softmax_backward || op.op == Op::log_softmax_backward ||
+      op.op == Op::cross_entropy_backward || op.op == Op::relu_backward ||
+      op.op == Op::gelu_backward || op.op == Op::silu_backward) {
+    return row_backward_reference(op, shape, in, output, mode, std::move(result), seed);
+  }
+
   // Row-wise ops in multiprecision. Error bounds (relative, in units of 2^-P) from the formulas in
   // reference/mp/ops.hpp, which avoid cancellation: a sum of `cols` same-signed terms contributes
   // cols, each elementary function a few units; exp(z) amplifies the error of z by |z|.
@@ -821,6 +1048,10 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
 std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                                  Summation summation, const Inputs& in,
                                  std::span<const std::size_t> positions) {
+  if (is_gemm_backward(op)) {
+    const BatchSlice g = as_forward_gemm(op, shape, in);
+    return error_bounds(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
+  }
   if (op.op == Op::bmm) {
     std::vector<double> bounds(positions.size());
     for (const auto& group : by_batch(shape, positions)) {

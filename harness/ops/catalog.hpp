@@ -43,6 +43,14 @@ enum class Op {
   mul,
   batch_norm,
   attention,
+  gemm_backward_a,
+  gemm_backward_b,
+  softmax_backward,
+  log_softmax_backward,
+  cross_entropy_backward,
+  relu_backward,
+  gelu_backward,
+  silu_backward,
 };
 
 struct OpInfo {
@@ -53,6 +61,10 @@ struct OpInfo {
   std::string_view default_shape;  // the shape the audit uses when none is given
   std::string_view summary;
   std::string_view bound;  // the a-priori bound the audit checks, or "none"
+  // The op whose precision the policies give this one (a backward op runs as its forward op does
+  // under autocast); empty: the op itself.
+  std::string_view policy_op = {};
+  std::string_view precision_op() const { return policy_op.empty() ? name : policy_op; }
 };
 
 std::span<const OpInfo> catalog();

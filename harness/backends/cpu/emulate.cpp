@@ -547,6 +547,101 @@ std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::sp
   return z;
 }
 
+std::vector<double> softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                     std::span<const double> dy, std::size_t rows, std::size_t cols,
+                                     Events& events) {
+  require(dy.size() == x.size(), "softmax_backward: x and dy differ in size");
+  return rowwise(
+      arithmetic, x, rows, cols, cols, events,
+      [&](Rounders& round, const double* in, double* out, double* work, std::size_t r) {
+        double m = 0;
+        const double total = exp_sum(round, in, cols, work, work + cols, m);
+        const double* d = dy.data() + r * cols;
+        for (std::size_t c = 0; c < cols; ++c) {
+          work[cols + c] = round.compute(work[cols + c] / total);  // y
+          work[c] = round.compute(d[c] * work[cols + c]);
+        }
+        const double inner = accumulate_sum(round.accumulate, Summation::sequential, work, cols);
+        for (std::size_t c = 0; c < cols; ++c) {
+          out[c] = round.output(round.compute(work[cols + c] * round.compute.sum(d[c], -inner)));
+        }
+      });
+}
+
+std::vector<double> log_softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                         std::span<const double> dy, std::size_t rows,
+                                         std::size_t cols, Events& events) {
+  require(dy.size() == x.size(), "log_softmax_backward: x and dy differ in size");
+  return rowwise(arithmetic, x, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t r) {
+                   double m = 0;
+                   const double total = exp_sum(round, in, cols, work, work + cols, m);
+                   const double* d = dy.data() + r * cols;
+                   const double dy_sum =
+                       accumulate_sum(round.accumulate, Summation::sequential, d, cols);
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     const double p = round.compute(work[cols + c] / total);
+                     out[c] = round.output(round.compute.sum(d[c], -round.compute(p * dy_sum)));
+                   }
+                 });
+}
+
+std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
+                                           std::span<const double> logits,
+                                           std::span<const std::int64_t> targets, std::size_t rows,
+                                           std::size_t cols, Events& events) {
+  require(targets.size() == rows, "cross_entropy_backward: one target per row");
+  for (const auto t : targets) {
+    require(t >= 0 && static_cast<std::size_t>(t) < cols,
+            "cross_entropy_backward: target out of range");
+  }
+  const double n = static_cast<double>(rows);
+  return rowwise(arithmetic, logits, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t r) {
+                   double m = 0;
+                   const double total = exp_sum(round, in, cols, work, work + cols, m);
+                   const auto target = static_cast<std::size_t>(targets[r]);
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     double g = round.compute(work[cols + c] / total);
+                     if (c == target) g = round.compute.sum(g, -1.0);
+                     out[c] = round.output(round.compute(g / n));
+                   }
+                 });
+}
+
+std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation activation,
+                                        std::span<const double> x, std::span<const double> dy,
+                                        Events& events) {
+  require(dy.size() == x.size(), "activation_backward: x and dy differ in size");
+  require(activation != Activation::gelu_tanh, "activation_backward: gelu_tanh is not supported");
+  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  const double inv_sqrt_2pi = 1.0 / std::sqrt(2.0 * std::numbers::pi);
+  return rowwise(arithmetic, x, 1, x.size(), x.size(), events,
+                 [&](Rounders& round, const double* in, double* out, double*, std::size_t) {
+                   auto& r = round.compute;
+                   for (std::size_t i = 0; i < x.size(); ++i) {
+                     const double v = in[i];
+                     double derivative = 0;
+                     switch (activation) {
+                       case Activation::relu: derivative = v > 0 ? 1.0 : 0.0; break;
+                       case Activation::gelu: {
+                         const double cdf = r(0.5 * r.sum(1.0, r(std::erf(r(v * r(inv_sqrt2))))));
+                         const double pdf = r(r(inv_sqrt_2pi) * r(std::exp(r(-0.5 * r(v * v)))));
+                         derivative = r.sum(cdf, r(v * pdf));
+                         break;
+                       }
+                       case Activation::silu: {
+                         const double s = r(1.0 / r.sum(1.0, r(std::exp(-v))));
+                         derivative = r(s * r.sum(1.0, r(v * r.sum(1.0, -s))));
+                         break;
+                       }
+                       case Activation::gelu_tanh: break;
+                     }
+                     out[i] = round.output(r(dy[i] * derivative));
+                   }
+                 });
+}
+
 std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,
                                     std::span<const double> x, std::size_t rows, std::size_t cols,
                                     std::span<const double> bias, Events& events) {

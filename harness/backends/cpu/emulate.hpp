@@ -126,7 +126,27 @@ enum class Binary { add, mul };
 std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::span<const double> x,
                                 std::span<const double> y, Events& events);
 
+// Backward of the softmax family over rows of `cols`, recomputing y = softmax(x) as the forward
+// does: softmax dx = y (dy - sum_j dy_j y_j); log_softmax dx = dy - softmax(x) sum_j dy_j.
+std::vector<double> softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                     std::span<const double> dy, std::size_t rows, std::size_t cols,
+                                     Events& events);
+std::vector<double> log_softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                         std::span<const double> dy, std::size_t rows,
+                                         std::size_t cols, Events& events);
+// d loss / d logits of the mean cross-entropy (no smoothing): (softmax(x) - onehot(target)) / rows.
+std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
+                                           std::span<const double> logits,
+                                           std::span<const std::int64_t> targets, std::size_t rows,
+                                           std::size_t cols, Events& events);
+
 enum class Activation { relu, gelu, gelu_tanh, silu };
+// dx = dy * f'(x), f' as kernels write it: relu 1 or 0; gelu Phi(x) + x phi(x) with
+// Phi = (1 + erf(x / sqrt 2)) / 2 and phi the normal density; silu s (1 + x (1 - s)), s the
+// logistic function. (gelu_tanh is not supported here.)
+std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation activation,
+                                        std::span<const double> x, std::span<const double> dy,
+                                        Events& events);
 // y = activation(x + bias[column]) over rows x cols (bias empty when absent).
 std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,
                                     std::span<const double> x, std::size_t rows, std::size_t cols,
