@@ -74,6 +74,8 @@ constexpr OpInfo kCatalog[] = {
      "none", "relu"},
     {Op::gelu_backward, "gelu_backward", "activation", "RxC", "64x1024",
      "dx = dy * (Phi(x) + x phi(x))", "none", "gelu"},
+    {Op::layer_norm_backward, "layer_norm_backward", "normalization", "RxC", "64x1024",
+     "dx = rstd (g - mean g - xhat mean(g xhat)), g = dy gamma, per row", "none", "layer_norm"},
     {Op::silu_backward, "silu_backward", "activation", "RxC", "64x1024",
      "dx = dy * s (1 + x (1 - s)), s = 1 / (1 + exp(-x))", "none", "silu"},
 };
@@ -314,6 +316,27 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
         default: break;
       }
     }
+    if (op.op == Op::layer_norm_backward) {
+      // g - mean(g) - xhat mean(g xhat): the three terms against the result.
+      const double n_cols = static_cast<double>(cols);
+      double mu = 0, variance = 0;
+      for (const double v : xr) mu += v / n_cols;
+      for (const double v : xr) variance += (v - mu) * (v - mu) / n_cols;
+      const double rstd = 1.0 / std::sqrt(variance + kLayerNormEps);
+      std::vector<double> g(cols), xhat(cols);
+      double g_mean = 0, gx_mean = 0;
+      for (std::size_t c = 0; c < cols; ++c) {
+        xhat[c] = (xr[c] - mu) * rstd;
+        g[c] = dyr[c] * in.values.at(2)[c];
+        g_mean += g[c] / n_cols;
+        gx_mean += g[c] * xhat[c] / n_cols;
+      }
+      for (std::size_t c = 0; c < cols; ++c) {
+        condition = std::max(
+            condition, ratio(std::fabs(g[c]) + std::fabs(g_mean) + std::fabs(xhat[c] * gx_mean),
+                             g[c] - g_mean - xhat[c] * gx_mean));
+      }
+    }
     const int extra = extra_bits(condition);
     const std::int64_t target = op.op == Op::cross_entropy_backward ? in.indices.at(1).at(row) : 0;
     RowReference evaluate([&, xr, dyr, extra, target] {
@@ -330,6 +353,10 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
           for (auto& v : g) v /= static_cast<double>(rows);  // the mean is over all rows
           return g;
         }
+        case Op::layer_norm_backward:
+          return reference::ops::layer_norm_backward<Real>(
+                     rx, rdy, 1, cols, reference::to_real(kLayerNormEps), to_reals(in.values.at(2)))
+              .dx;
         default: {
           const auto f = op.op == Op::relu_backward   ? reference::ops::Activation::relu
                          : op.op == Op::gelu_backward ? reference::ops::Activation::gelu
@@ -442,6 +469,8 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::relu_backward:
     case Op::gelu_backward:
     case Op::silu_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
+    case Op::layer_norm_backward:
+      return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, {"gamma", {s[1]}}};
     case Op::cross_entropy_backward:
       return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
   }
@@ -637,6 +666,10 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::activation_backward(arithmetic, a, values(in, 0), values(in, 1), e);
       break;
     }
+    case Op::layer_norm_backward:
+      run.output = cpu::layer_norm_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1],
+                                            kLayerNormEps, values(in, 2), e);
+      break;
     case Op::bmm:
     case Op::gemm_backward_a:
     case Op::gemm_backward_b: break;  // as gemm, above
@@ -704,7 +737,8 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
       const std::size_t width = op.op == Op::attention ? s[2] : s[1];
       const bool two_data = op.op == Op::add || op.op == Op::mul || op.op == Op::softmax_backward ||
                             op.op == Op::log_softmax_backward || op.op == Op::relu_backward ||
-                            op.op == Op::gelu_backward || op.op == Op::silu_backward;
+                            op.op == Op::gelu_backward || op.op == Op::silu_backward ||
+                            op.op == Op::layer_norm_backward;
       const std::size_t sliced = two_data ? 2 : 1;
       for (std::size_t k = 0; k < sliced; ++k) {
         const auto first = values(in, k).begin() + static_cast<std::ptrdiff_t>(row * width);
@@ -953,7 +987,8 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
 
   if (op.op == Op::softmax_backward || op.op == Op::log_softmax_backward ||
       op.op == Op::cross_entropy_backward || op.op == Op::relu_backward ||
-      op.op == Op::gelu_backward || op.op == Op::silu_backward) {
+      op.op == Op::gelu_backward || op.op == Op::silu_backward ||
+      op.op == Op::layer_norm_backward) {
     return row_backward_reference(op, shape, in, output, mode, std::move(result), seed);
   }
 

@@ -51,6 +51,7 @@ enum class Op {
   relu_backward,
   gelu_backward,
   silu_backward,
+  layer_norm_backward,
 };
 
 struct OpInfo {

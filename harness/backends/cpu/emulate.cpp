@@ -586,6 +586,50 @@ std::vector<double> log_softmax_backward(const Arithmetic& arithmetic, std::span
                  });
 }
 
+std::vector<double> layer_norm_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                        std::span<const double> dy, std::size_t rows,
+                                        std::size_t cols, double eps, std::span<const double> gamma,
+                                        Events& events) {
+  require(dy.size() == x.size(), "layer_norm_backward: x and dy differ in size");
+  require(gamma.empty() || gamma.size() == cols,
+          "layer_norm_backward: gamma must have one element per column");
+  return rowwise(
+      arithmetic, x, rows, cols, cols, events,
+      [&](Rounders& round, const double* in, double* out, double* work, std::size_t r) {
+        const double n = static_cast<double>(cols);
+        const double* d = dy.data() + r * cols;
+        const double mu =
+            round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
+        for (std::size_t c = 0; c < cols; ++c) {
+          work[c] = round.compute.sum(in[c], -mu);
+          work[cols + c] = round.compute(work[c] * work[c]);
+        }
+        const double variance = round.compute(
+            accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
+        const double rstd =
+            round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
+        // work[c]: xhat; work[cols + c]: g, then g * xhat.
+        double g_sum = 0, gx_sum = 0;
+        {
+          for (std::size_t c = 0; c < cols; ++c) {
+            work[c] = round.compute(work[c] * rstd);
+            work[cols + c] = gamma.empty() ? d[c] : round.compute(d[c] * gamma[c]);
+          }
+          g_sum = accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols);
+          std::vector<double> gx(cols);
+          for (std::size_t c = 0; c < cols; ++c) gx[c] = round.compute(work[cols + c] * work[c]);
+          gx_sum = accumulate_sum(round.accumulate, Summation::sequential, gx.data(), cols);
+        }
+        const double g_mean = round.compute(g_sum / n);
+        const double gx_mean = round.compute(gx_sum / n);
+        for (std::size_t c = 0; c < cols; ++c) {
+          const double centred = round.compute.sum(work[cols + c], -g_mean);
+          const double v = round.compute.sum(centred, -round.compute(work[c] * gx_mean));
+          out[c] = round.output(round.compute(rstd * v));
+        }
+      });
+}
+
 std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
                                            std::span<const double> logits,
                                            std::span<const std::int64_t> targets, std::size_t rows,

@@ -134,6 +134,13 @@ std::vector<double> softmax_backward(const Arithmetic& arithmetic, std::span<con
 std::vector<double> log_softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
                                          std::span<const double> dy, std::size_t rows,
                                          std::size_t cols, Events& events);
+// Backward of layer_norm for dx (gamma per column, empty for 1), as kernels compute it from the
+// saved statistics: xhat = (x - mean) rstd, g = dy gamma,
+// dx = rstd (g - mean(g) - xhat mean(g xhat)), the means over the row.
+std::vector<double> layer_norm_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                        std::span<const double> dy, std::size_t rows,
+                                        std::size_t cols, double eps, std::span<const double> gamma,
+                                        Events& events);
 // d loss / d logits of the mean cross-entropy (no smoothing): (softmax(x) - onehot(target)) / rows.
 std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
                                            std::span<const double> logits,
