@@ -353,6 +353,22 @@ double exp_sum(Rounders& round, const double* x, std::size_t cols, double* shift
   return accumulate_sum(round.accumulate, Summation::sequential, exps, cols);
 }
 
+// Layer norm's statistics of one row, two passes as kernels compute them: deviations from the
+// mean into work[0, cols), their squares into work[cols, 2 cols); returns 1 / sqrt(var + eps).
+double normalize_row(Rounders& round, const double* in, std::size_t cols, double eps,
+                     double* work) {
+  const double n = static_cast<double>(cols);
+  const double mu =
+      round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
+  for (std::size_t c = 0; c < cols; ++c) {
+    work[c] = round.compute.sum(in[c], -mu);
+    work[cols + c] = round.compute(work[c] * work[c]);
+  }
+  const double variance =
+      round.compute(accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
+  return round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
+}
+
 template <class Row>
 std::vector<double> rowwise(const Arithmetic& arithmetic, std::span<const double> x,
                             std::size_t rows, std::size_t cols, std::size_t out_per_row,
@@ -414,27 +430,16 @@ std::vector<double> layer_norm(const Arithmetic& arithmetic, std::span<const dou
                                Events& events) {
   require((gamma.empty() || gamma.size() == cols) && (beta.empty() || beta.size() == cols),
           "layer_norm: gamma and beta must have one element per column");
-  return rowwise(
-      arithmetic, x, rows, cols, cols, events,
-      [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
-        const double n = static_cast<double>(cols);
-        const double mu =
-            round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
-        for (std::size_t c = 0; c < cols; ++c) {
-          work[c] = round.compute.sum(in[c], -mu);
-          work[cols + c] = round.compute(work[c] * work[c]);
-        }
-        const double variance = round.compute(
-            accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
-        const double rstd =
-            round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
-        for (std::size_t c = 0; c < cols; ++c) {
-          double y = round.compute(work[c] * rstd);
-          if (!gamma.empty()) y = round.compute(y * gamma[c]);
-          if (!beta.empty()) y = round.compute.sum(y, beta[c]);
-          out[c] = round.output(y);
-        }
-      });
+  return rowwise(arithmetic, x, rows, cols, cols, events,
+                 [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
+                   const double rstd = normalize_row(round, in, cols, eps, work);
+                   for (std::size_t c = 0; c < cols; ++c) {
+                     double y = round.compute(work[c] * rstd);
+                     if (!gamma.empty()) y = round.compute(y * gamma[c]);
+                     if (!beta.empty()) y = round.compute.sum(y, beta[c]);
+                     out[c] = round.output(y);
+                   }
+                 });
 }
 
 std::vector<double> rms_norm(const Arithmetic& arithmetic, std::span<const double> x,
@@ -598,16 +603,7 @@ std::vector<double> layer_norm_backward(const Arithmetic& arithmetic, std::span<
       [&](Rounders& round, const double* in, double* out, double* work, std::size_t r) {
         const double n = static_cast<double>(cols);
         const double* d = dy.data() + r * cols;
-        const double mu =
-            round.compute(accumulate_sum(round.accumulate, Summation::sequential, in, cols) / n);
-        for (std::size_t c = 0; c < cols; ++c) {
-          work[c] = round.compute.sum(in[c], -mu);
-          work[cols + c] = round.compute(work[c] * work[c]);
-        }
-        const double variance = round.compute(
-            accumulate_sum(round.accumulate, Summation::sequential, work + cols, cols) / n);
-        const double rstd =
-            round.compute(1.0 / round.compute(std::sqrt(round.compute.sum(variance, eps))));
+        const double rstd = normalize_row(round, in, cols, eps, work);
         // work[c]: xhat; work[cols + c]: g, then g * xhat.
         double g_sum = 0, gx_sum = 0;
         {
