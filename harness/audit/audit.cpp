@@ -6,11 +6,10 @@
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/options.hpp"
+#include "reference/exact/uint128.hpp"
 
 namespace ampbench::audit {
 namespace {
-
-__extension__ typedef unsigned __int128 uint128;
 
 bool is_parameter(const std::string& name) {
   return name == "gamma" || name == "beta" || name == "bias";
@@ -37,7 +36,8 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
       const std::size_t n = ops::element_count(operand.shape);
       indices.resize(n);
       for (std::size_t i = 0; i < n; ++i) {
-        const auto wide = static_cast<uint128>(numeric::splitmix64(seed, i)) * operand.index_limit;
+        const auto wide =
+            static_cast<reference::uint128>(numeric::splitmix64(seed, i)) * operand.index_limit;
         indices[i] = static_cast<std::int64_t>(wide >> 64);
       }
       record.source = fmt::format("uniform integers in [0, {})", operand.index_limit);
@@ -60,12 +60,28 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
   return g;
 }
 
+policy::OpPrecision precision_of(const policy::Policy& p, const ops::OpInfo& op) {
+  const auto policy_op = policy::op_from_name(op.precision_op());
+  if (!policy_op) throw ops::OpError(fmt::format("op {} has no precision class", op.name));
+  return p.precision(*policy_op);
+}
+
+backends::cpu::Arithmetic arithmetic_of(const policy::OpPrecision& precision) {
+  return {precision.compute, precision.accumulate, precision.output, precision.mode};
+}
+
+std::optional<std::string> why_not_runnable(const ops::OpInfo& op, const policy::Policy& p,
+                                            bool on_mma) {
+  if (on_mma && ops::runs_on_mma(op)) return std::nullopt;
+  if (auto problem = backends::cpu::why_not_emulable(arithmetic_of(precision_of(p, op)))) {
+    return fmt::format("policy {}, op {}: {}", p.name, op.name, *problem);
+  }
+  return std::nullopt;
+}
+
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
-  const auto op = policy::op_from_name(c.op->precision_op());
-  if (!op) throw ops::OpError(fmt::format("op {} has no precision class", c.op->name));
-  const policy::OpPrecision precision = c.policy.precision(*op);
-  const backends::cpu::Arithmetic arithmetic{precision.compute, precision.accumulate,
-                                             precision.output, precision.mode};
+  const policy::OpPrecision precision = precision_of(c.policy, *c.op);
+  const backends::cpu::Arithmetic arithmetic = arithmetic_of(precision);
   Generated generated = generate_operands(c, precision);
 
   const bool on_mma = c.mma && ops::runs_on_mma(*c.op);

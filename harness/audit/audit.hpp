@@ -69,6 +69,17 @@ struct Generated {
 };
 Generated generate_operands(const Case& c, const policy::OpPrecision& precision);
 
+// What a policy gives an op (a backward op: its forward op's precision), and the CPU backend's
+// arithmetic for it.
+policy::OpPrecision precision_of(const policy::Policy& p, const ops::OpInfo& op);
+backends::cpu::Arithmetic arithmetic_of(const policy::OpPrecision& precision);
+
+// Why a case cannot run on the CPU backend (see backends::cpu::why_not_emulable), or nothing; a
+// Tensor Core model rounds gemm, bmm and dot itself, so those ops on a model always can. For the
+// command line to report before any work starts.
+std::optional<std::string> why_not_runnable(const ops::OpInfo& op, const policy::Policy& p,
+                                            bool on_mma);
+
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets);
 
 // The Tensor Core model `--mma NAME` means under a policy: the preset of that name, or the

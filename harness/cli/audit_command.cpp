@@ -149,6 +149,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
   }
+  for (const auto* op : op_list) {
+    for (std::size_t j = 0; j < policies.size(); ++j) {
+      if (const auto problem = audit::why_not_runnable(*op, policies[j], models[j].has_value())) {
+        err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
+        return kExitUsage;
+      }
+    }
+  }
   try {
     inputs::parse_spec(args.dist);
   } catch (const inputs::SpecError& e) {

@@ -2,10 +2,12 @@
 // reference and the ulp error between them — the tool for "why is this one case wrong?".
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -80,8 +82,11 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
-  const auto pop = policy::op_from_name(op->precision_op());
-  const policy::OpPrecision precision = policy.precision(*pop);
+  const policy::OpPrecision precision = audit::precision_of(policy, *op);
+  if (const auto problem = audit::why_not_runnable(*op, policy, model.has_value())) {
+    err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
+    return kExitUsage;
+  }
 
   std::ifstream file(args.inputs, std::ios::binary);
   if (!file) {
@@ -98,10 +103,16 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   std::uint64_t rounded = 0;
   try {
     const auto tensors = inputs::parse_json_tensors(text.str(), precision.input, args.inputs);
-    // gemm's C is held in the accumulation format: read it again, rounded to that.
-    const auto accumulated =
-        inputs::parse_json_tensors(text.str(), precision.accumulate, args.inputs);
     const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
+    // gemm's C is held in the accumulation format: read again, rounded to that, when it differs.
+    const bool reread =
+        std::any_of(names.begin(), names.end(), [](const auto& o) { return o.optional; }) &&
+        !numeric::same_format(precision.accumulate, precision.input);
+    std::map<std::string, inputs::Loaded> reread_tensors;
+    if (reread) {
+      reread_tensors = inputs::parse_json_tensors(text.str(), precision.accumulate, args.inputs);
+    }
+    const auto& accumulated = reread ? reread_tensors : tensors;
     for (const auto& [name, loaded] : tensors) {
       bool known = false;
       for (const auto& o : names) known = known || o.name == name;
@@ -169,8 +180,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  const backends::cpu::Arithmetic arithmetic{precision.compute, precision.accumulate,
-                                             precision.output, precision.mode};
+  const backends::cpu::Arithmetic arithmetic = audit::arithmetic_of(precision);
   const ops::CpuRun run =
       model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
             : ops::run_cpu(*op, shape, arithmetic, backends::cpu::Summation::sequential, in);

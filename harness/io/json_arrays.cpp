@@ -53,10 +53,7 @@ class Reader : public nlohmann::json_sax<json> {
   }
   bool key(string_t& k) override {
     if (std::find(names_.begin(), names_.end(), k) == names_.end()) {
-      std::string known;
-      for (const auto name : names_)
-        known += fmt::format("{}'{}'", known.empty() ? "" : ", ", name);
-      return fail(fmt::format("unknown member '{}' (expected {})", k, known));
+      return fail(fmt::format("unknown member '{}' (expected {})", k, expected_members()));
     }
     if (arrays.contains(k)) return fail(fmt::format("member '{}' appears twice", k));
     key_ = k;

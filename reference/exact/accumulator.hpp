@@ -163,7 +163,6 @@ class NarrowAccumulator {
   // Whether products of values of f fit, and the exponent of the lowest bit they need.
   static bool fits(const numeric::Format& f);
   static int lowest_exponent(const numeric::Format& f);
-  static constexpr std::uint64_t kMaxTerms = std::uint64_t{1} << 31;  // callers stay below
 
   explicit NarrowAccumulator(const numeric::Format& f);
 

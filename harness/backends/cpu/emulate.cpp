@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -64,21 +65,7 @@ struct Rounders {
 };
 
 void require_exact(const Arithmetic& a) {
-  if (a.mode != numeric::Rounding::nearest_even) {
-    throw std::invalid_argument(fmt::format(
-        "rounding mode {}: binary64 containers emulate only round-to-nearest-even exactly (a "
-        "directed or stochastic rounding of a binary64 result that binary64 already rounded can "
-        "differ from the rounding of the exact result)",
-        numeric::rounding_name(a.mode)));
-  }
-  for (const Format* f : {&a.compute, &a.accumulate, &a.output}) {
-    if (!exact_emulation(*f)) {
-      throw std::invalid_argument(fmt::format(
-          "format {} (p={}) cannot be emulated exactly in binary64 containers (needs p <= 25 "
-          "or p = 53)",
-          f->name, f->precision));
-    }
-  }
+  if (auto problem = why_not_emulable(a)) throw std::invalid_argument(*problem);
 }
 
 void require(bool condition, const std::string& what) {
@@ -131,6 +118,25 @@ double row_max(const double* x, std::size_t n) {
 
 bool exact_emulation(const Format& f) {
   return f.precision <= 25 || f.precision == 53;
+}
+
+std::optional<std::string> why_not_emulable(const Arithmetic& a) {
+  if (a.mode != numeric::Rounding::nearest_even) {
+    return fmt::format(
+        "rounding mode {}: binary64 containers emulate only round-to-nearest-even exactly (a "
+        "directed or stochastic rounding of a binary64 result that binary64 already rounded can "
+        "differ from the rounding of the exact result)",
+        numeric::rounding_name(a.mode));
+  }
+  for (const Format* f : {&a.compute, &a.accumulate, &a.output}) {
+    if (!exact_emulation(*f)) {
+      return fmt::format(
+          "format {} (p={}) cannot be emulated exactly in binary64 containers (needs p <= 25 or "
+          "p = 53)",
+          f->name, f->precision);
+    }
+  }
+  return std::nullopt;
 }
 
 Events& Events::operator+=(const Events& other) {

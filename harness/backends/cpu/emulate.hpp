@@ -19,7 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "harness/numeric/format.hpp"
@@ -39,6 +41,10 @@ struct Arithmetic {
 
 // Whether binary64 containers emulate f exactly (see above).
 bool exact_emulation(const numeric::Format& f);
+// Why the CPU backend cannot emulate an arithmetic exactly (a mode other than nearest-even, or a
+// format that would double-round), or nothing when it can: what the ops check before they run,
+// and what the command line checks before any work starts.
+std::optional<std::string> why_not_emulable(const Arithmetic& arithmetic);
 
 // Rounding events, of intermediates and of outputs.
 struct Events {

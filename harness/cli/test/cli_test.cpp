@@ -525,6 +525,19 @@ TEST(CliAudit, TensorCoreModelReplacesTheAccumulation) {
   EXPECT_LT(mma["mean_ulp"].get<double>(), pure["mean_ulp"].get<double>() / 4);
 }
 
+TEST(CliAudit, ARecordsFileThatCannotBeReplacedStopsWithStatus2) {
+  char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::system(("mkdir -p " + dir + "/r.json/inside").c_str());  // a non-empty directory in the way
+  const Outcome run =
+      ampbench("audit --op dot --shape 16 --budgets none --json " + dir + "/r.json");
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("--json " + dir + "/r.json: cannot rename " + dir + "/r.json.tmp to it"),
+            std::string::npos)
+      << run.err;
+}
+
 TEST(CliAudit, ABudgetBreachFailsTheCaseWithExitStatus1) {
   char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
@@ -540,11 +553,20 @@ TEST(CliAudit, ABudgetBreachFailsTheCaseWithExitStatus1) {
 }
 
 TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
+  char dir_template[] = "/tmp/ampbench-audit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  // A policy rounding matmuls toward zero: the CPU backend emulates round-to-nearest-even only.
+  std::ofstream(dir + "/rz.toml")
+      << "name = \"rz-matmul\"\nbase = \"fp32\"\n[matmul]\nmode = \"rz\"\n";
   const struct {
     std::string args;
     std::string message;
   } cases[] = {
       {"", "give exactly one of --op OP and --all"},
+      {"--all --shape 8x8", "--shape goes with --op (--all uses each op's default shape)"},
+      {"--op gemm --policy " + dir + "/rz.toml",
+       "--policy: policy rz-matmul, op gemm: rounding mode rz: binary64 containers emulate only "
+       "round-to-nearest-even exactly"},
       {"--op gemm --all", "give exactly one of --op OP and --all"},
       {"--op conv9d", "--op: unknown op 'conv9d' (known: gemm, bmm, dot"},
       {"--op gemm --shape 64x64", "--shape: gemm shape '64x64': expected MxNxK (3 sizes), got 2"},
@@ -569,6 +591,7 @@ TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
     EXPECT_EQ(run.out, "") << c.args;
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
   }
+  std::system(("rm -rf " + dir).c_str());
 }
 
 // ---- ops and eval -------------------------------------------------------------------------------
@@ -658,6 +681,8 @@ TEST(CliEval, BadInputExitsWith2) {
   const std::string missing = write_temp("m.json", R"({"a": [1, 2]})");
   const std::string targets = write_temp("t.json", R"({"logits": [[1, 2]], "targets": [2]})");
   const std::string broken = write_temp("b.json", R"({"a": [1, 2)");
+  const std::string rz =
+      write_temp("rz.toml", "name = \"rz-matmul\"\nbase = \"fp32\"\n[matmul]\nmode = \"rz\"\n");
   const struct {
     std::string args;
     std::string message;
@@ -675,6 +700,8 @@ TEST(CliEval, BadInputExitsWith2) {
       {"--op softmax --policy fp16 --mma hopper --inputs " + extra,
        "--mma: softmax has no Tensor Core model"},
       {"--op gemm --policy fp17 --inputs " + gemm, "--policy: unknown policy 'fp17'"},
+      {"--op gemm --policy " + rz + " --inputs " + gemm,
+       "--policy: policy rz-matmul, op gemm: rounding mode rz"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench("eval " + c.args);
@@ -682,7 +709,7 @@ TEST(CliEval, BadInputExitsWith2) {
     EXPECT_EQ(run.out, "") << c.args;
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
   }
-  for (const auto& path : {gemm, extra, missing, targets, broken}) std::remove(path.c_str());
+  for (const auto& path : {gemm, extra, missing, targets, broken, rz}) std::remove(path.c_str());
 }
 
 }  // namespace
