@@ -61,6 +61,19 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
 }
 
 policy::OpPrecision precision_of(const policy::Policy& p, const ops::OpInfo& op) {
+  if (op.op == ops::Op::cast) {
+    // The conversion the policy applies to fp32 data before its matmuls (autocast's cached_cast,
+    // the tf32 conversion of cuBLAS, model.half()): fp32 to the format gemm reads, in the mode
+    // it is read with. A policy's own "cast" entry is PyTorch's .to(), whose target is an
+    // argument: it says nothing about which conversion to audit.
+    const policy::OpPrecision gemm = p.precision(policy::Op::gemm);
+    policy::OpPrecision cast;
+    cast.input = numeric::formats::fp32;
+    cast.compute = cast.accumulate = cast.output = gemm.input;
+    cast.mode = gemm.input_mode;
+    cast.source = fmt::format("fp32 to the input format of gemm ({})", gemm.source);
+    return cast;
+  }
   const auto policy_op = policy::op_from_name(op.precision_op());
   if (!policy_op) throw ops::OpError(fmt::format("op {} has no precision class", op.name));
   return p.precision(*policy_op);

@@ -69,8 +69,8 @@ struct Generated {
 };
 Generated generate_operands(const Case& c, const policy::OpPrecision& precision);
 
-// What a policy gives an op (a backward op: its forward op's precision), and the CPU backend's
-// arithmetic for it.
+// What a policy gives an op (a backward op: its forward op's precision; the cast: fp32 to the
+// format the policy's gemm reads), and the CPU backend's arithmetic for it.
 policy::OpPrecision precision_of(const policy::Policy& p, const ops::OpInfo& op);
 backends::cpu::Arithmetic arithmetic_of(const policy::OpPrecision& precision);
 

@@ -4,6 +4,7 @@
 // finished cases stay valid whatever happens to later ones.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -40,13 +41,14 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-void write_row(std::ostream& out, const audit::CaseResult& r) {
+// The table's columns; the shape column is as wide as the longest shape (convolutions' options).
+void write_row(std::ostream& out, std::size_t shape_width, const audit::CaseResult& r) {
   const auto& s = r.summary;
   const auto& e = s.output_events;
   out << fmt::format(
-      "{:<24}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
-      r.shape, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
-      number(s.normwise_rel_error), number(s.bound_ratio),
+      "{:<24}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
+      r.shape, shape_width, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-",
+      number(s.mean_ulp), number(s.normwise_rel_error), number(s.bound_ratio),
       number(s.fraction_correctly_rounded
                  ? std::optional<double>(100 * *s.fraction_correctly_rounded)
                  : std::nullopt,
@@ -192,11 +194,17 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
                                           : budgets_path);
   if (!args.mma.empty()) {
     out << fmt::format(
-        "mma: {} (gemm, bmm and dot run on the Tensor Core model; no a-priori bound)\n", args.mma);
+        "mma: {} (gemm, bmm, dot, their gradients and the convolutions run on the Tensor Core "
+        "model; no a-priori bound)\n",
+        args.mma);
   }
-  out << fmt::format("{:<24}{:<10}{:<16}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
-                     "op", "policy", "shape", "dist", "max_ulp", "mean_ulp", "normwise", "bound",
-                     "CR%", "uflow", "oflow", "nan", "status");
+  std::size_t shape_width = 16;
+  for (const auto& shape : shapes) {
+    shape_width = std::max(shape_width, ops::to_string(shape).size() + 2);
+  }
+  out << fmt::format("{:<24}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
+                     "op", "policy", "shape", shape_width, "dist", "max_ulp", "mean_ulp",
+                     "normwise", "bound", "CR%", "uflow", "oflow", "nan", "status");
   nlohmann::json records = nlohmann::json::array();
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
@@ -213,7 +221,7 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         err << fmt::format("{}: {} under {}: {}\n", kCommand, op_list[i]->name, p.name, e.what());
         return kExitUsage;
       }
-      write_row(out, result);
+      write_row(out, shape_width, result);
       for (const auto& b : result.breaches) failures.push_back(b.message);
       records.push_back(audit::to_json(result));
       if (!args.json.empty() && !write_records(args.json, records, err)) return kExitUsage;

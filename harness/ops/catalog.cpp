@@ -11,6 +11,7 @@
 #include <numbers>
 
 #include "harness/metrics/metrics.hpp"
+#include "harness/ops/convolution.hpp"
 #include "reference/exact/accumulator.hpp"
 #include "reference/exact/dot.hpp"
 #include "reference/mp/multiprecision.hpp"
@@ -78,6 +79,24 @@ constexpr OpInfo kCatalog[] = {
      "dx = rstd (g - mean g - xhat mean(g xhat)), g = dy gamma, per row", "none", "layer_norm"},
     {Op::silu_backward, "silu_backward", "activation", "RxC", "64x1024",
      "dx = dy * s (1 + x (1 - s)), s = 1 / (1 + exp(-x))", "none", "silu"},
+    {Op::conv2d, "conv2d", "convolution", "NxCxHxWxOxRxS", "4x32x16x16x32x3x3,pad=1",
+     "y = x * w (cross-correlation, NCHW), x N x C x H x W, w O x C/groups x R x S; options "
+     ",stride= ,pad= ,dilation= (A or HxW) ,groups=",
+     "recursive summation (gamma)"},
+    {Op::conv2d_backward_data, "conv2d_backward_data", "convolution", "NxCxHxWxOxRxS",
+     "4x32x16x16x32x3x3,pad=1", "dx from dy (N x O x OH x OW) and w, for the forward conv2d",
+     "recursive summation (gamma)", "conv2d"},
+    {Op::conv2d_backward_filter, "conv2d_backward_filter", "convolution", "NxCxHxWxOxRxS",
+     "4x32x16x16x32x3x3,pad=1", "dw from x and dy (N x O x OH x OW), for the forward conv2d",
+     "recursive summation (gamma)", "conv2d"},
+    {Op::gelu_tanh_backward, "gelu_tanh_backward", "activation", "RxC", "64x1024",
+     "dx = dy * ((1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2)), t = tanh(...)", "none",
+     "gelu_tanh"},
+    {Op::fma, "fma", "elementwise", "RxC", "64x1024", "x * y + z, rounded once to compute",
+     "one rounding per format (u)"},
+    {Op::cast, "cast", "elementwise", "RxC", "64x1024",
+     "x (fp32) rounded to the format the policy's gemm reads, as autocast, TF32 or .half() convert",
+     "one rounding (u)"},
 };
 
 std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
@@ -100,48 +119,96 @@ const std::vector<double>& values(const Inputs& in, std::size_t i) {
   return in.values.at(i);
 }
 
-// The batch b of a bmm as a gemm: its shape MxNxK and its operands' slices.
-struct BatchSlice {
-  Shape shape;
-  Inputs inputs;
-};
-BatchSlice batch_of(const Shape& shape, const Inputs& in, std::size_t b) {
-  const auto& s = shape.sizes;  // B, M, N, K
-  BatchSlice slice{Shape{{s[1], s[2], s[3]}}, {}};
-  for (const std::size_t size : {s[1] * s[3], s[3] * s[2]}) {
-    const std::size_t k = slice.inputs.values.size();
-    const auto first = in.values.at(k).begin() + static_cast<std::ptrdiff_t>(b * size);
-    slice.inputs.values.emplace_back(first, first + static_cast<std::ptrdiff_t>(size));
-    slice.inputs.indices.emplace_back();
-  }
-  return slice;
-}
-
-// Positions of a bmm's output grouped by batch: (batch, positions within it, their indices in
-// `positions`).
-struct BatchPositions {
-  std::size_t batch;
-  std::vector<std::size_t> local;
-  std::vector<std::size_t> indices;
-};
-std::vector<BatchPositions> by_batch(const Shape& shape, std::span<const std::size_t> positions) {
-  const std::size_t per_batch = shape.sizes[1] * shape.sizes[2];
-  std::vector<BatchPositions> groups;
-  for (std::size_t e = 0; e < positions.size(); ++e) {
-    const std::size_t b = positions[e] / per_batch;
-    if (groups.empty() || groups.back().batch != b) groups.push_back({b, {}, {}});
-    groups.back().local.push_back(positions[e] % per_batch);
-    groups.back().indices.push_back(e);
-  }
-  return groups;
-}
-
 const OpInfo& gemm_info() {
   return *find_op("gemm");
 }
 
 bool is_gemm_backward(const OpInfo& op) {
   return op.op == Op::gemm_backward_a || op.op == Op::gemm_backward_b;
+}
+
+bool is_convolution(const OpInfo& op) {
+  return op.op == Op::conv2d || op.op == Op::conv2d_backward_data ||
+         op.op == Op::conv2d_backward_filter;
+}
+
+convolution::Pass pass_of(const OpInfo& op) {
+  return op.op == Op::conv2d                 ? convolution::Pass::forward
+         : op.op == Op::conv2d_backward_data ? convolution::Pass::backward_data
+                                             : convolution::Pass::backward_filter;
+}
+
+// The parts of a bmm (its batches) or of a convolution (its groups, lowered).
+bool is_gemm_set(const OpInfo& op) {
+  return op.op == Op::bmm || is_convolution(op);
+}
+std::vector<GemmPart> parts_of(const OpInfo& op, const Shape& shape, const Inputs& in) {
+  if (is_convolution(op)) {
+    return convolution::lower(pass_of(op), convolution::geometry(shape), in);
+  }
+  const auto& s = shape.sizes;  // B, M, N, K
+  const std::size_t outputs = s[1] * s[2];
+  std::vector<GemmPart> parts(s[0]);
+  for (std::size_t b = 0; b < s[0]; ++b) {
+    GemmPart& part = parts[b];
+    part.shape = Shape{{s[1], s[2], s[3]}};
+    for (const std::size_t size : {s[1] * s[3], s[3] * s[2]}) {
+      const auto first =
+          in.values.at(part.inputs.values.size()).begin() + static_cast<std::ptrdiff_t>(b * size);
+      part.inputs.values.emplace_back(first, first + static_cast<std::ptrdiff_t>(size));
+      part.inputs.indices.emplace_back();
+    }
+    part.place.resize(outputs);
+    for (std::size_t l = 0; l < outputs; ++l) part.place[l] = b * outputs + l;
+  }
+  return parts;
+}
+
+// Positions of the op's output held by one part: the part, the positions in its product
+// (increasing), and their indices in the list asked for.
+struct PartPositions {
+  std::size_t part = 0;
+  std::vector<std::size_t> local;
+  std::vector<std::size_t> indices;
+};
+std::vector<PartPositions> by_part(const std::vector<GemmPart>& parts,
+                                   std::span<const std::size_t> positions) {
+  std::size_t outputs = 0;
+  for (const auto& p : parts) outputs += p.place.size();
+  std::vector<std::pair<std::size_t, std::size_t>> where(outputs);  // (part, local)
+  for (std::size_t g = 0; g < parts.size(); ++g) {
+    for (std::size_t l = 0; l < parts[g].place.size(); ++l) where[parts[g].place[l]] = {g, l};
+  }
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pairs(parts.size());
+  for (std::size_t e = 0; e < positions.size(); ++e) {
+    const auto [g, l] = where.at(positions[e]);
+    pairs[g].push_back({l, e});
+  }
+  std::vector<PartPositions> held;
+  for (std::size_t g = 0; g < parts.size(); ++g) {
+    if (pairs[g].empty()) continue;
+    std::sort(pairs[g].begin(), pairs[g].end());
+    PartPositions at{g, {}, {}};
+    for (const auto& [l, e] : pairs[g]) {
+      at.local.push_back(l);
+      at.indices.push_back(e);
+    }
+    held.push_back(std::move(at));
+  }
+  return held;
+}
+
+// The whole op, part by part: run(part) gives each part's CpuRun, placed in the op's output.
+template <class Run>
+CpuRun run_parts(const OpInfo& op, const Shape& shape, const Inputs& in, Run run) {
+  CpuRun all;
+  all.output.resize(element_count(output_shape(op, shape)));
+  for (const auto& part : parts_of(op, shape, in)) {
+    const CpuRun r = run(part);
+    for (std::size_t l = 0; l < r.output.size(); ++l) all.output[part.place[l]] = r.output[l];
+    all.events += r.events;
+  }
+  return all;
 }
 
 std::vector<double> transposed(const std::vector<double>& x, std::size_t rows, std::size_t cols) {
@@ -154,9 +221,9 @@ std::vector<double> transposed(const std::vector<double>& x, std::size_t rows, s
 
 // A gemm backward as the product it is: dA = dY B^T is an M x K product summing over N, dB = A^T dY
 // a K x N product summing over M. Outputs are laid out as the backward op's.
-BatchSlice as_forward_gemm(const OpInfo& op, const Shape& shape, const Inputs& in) {
+GemmPart as_forward_gemm(const OpInfo& op, const Shape& shape, const Inputs& in) {
   const auto& s = shape.sizes;  // M, N, K of the forward product
-  BatchSlice g;
+  GemmPart g;
   if (op.op == Op::gemm_backward_a) {
     g.shape = Shape{{s[0], s[2], s[1]}};
     g.inputs.values = {in.values.at(0), transposed(in.values.at(1), s[2], s[1])};
@@ -257,7 +324,7 @@ double ratio(double terms, double result) {
 // References of the backward row ops: each row in multiprecision (reference/mp/ops.hpp), wider by
 // the cancellation its formula suffers, estimated per row in binary64:
 //   softmax: dy_j - sum dy y; log_softmax: dy_j - y_j sum dy; cross-entropy: y_t - 1;
-//   gelu: Phi(x) + x phi(x); silu: 1 + x (1 - s).
+//   gelu: Phi(x) + x phi(x); gelu_tanh: (1 + t)/2 + x/2 (1 - t^2) u'(x); silu: 1 + x (1 - s).
 Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inputs& in,
                                  const numeric::Format& output, numeric::Rounding mode,
                                  Reference result, std::uint64_t seed) {
@@ -305,6 +372,14 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
           const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
           const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::numbers::pi);
           condition = std::max(condition, ratio(cdf + std::fabs(v) * pdf, cdf + v * pdf));
+          break;
+        }
+        case Op::gelu_tanh_backward: {
+          const double t = std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v));
+          const double right =
+              0.5 * v * (1 - t * t) * std::sqrt(2 / std::numbers::pi) * (1 + 3 * 0.044715 * v * v);
+          condition =
+              std::max(condition, ratio(0.5 * (1 + t) + std::fabs(right), 0.5 * (1 + t) + right));
           break;
         }
         case Op::silu_backward: {
@@ -358,9 +433,10 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
                      rx, rdy, 1, cols, reference::to_real(kLayerNormEps), to_reals(in.values.at(2)))
               .dx;
         default: {
-          const auto f = op.op == Op::relu_backward   ? reference::ops::Activation::relu
-                         : op.op == Op::gelu_backward ? reference::ops::Activation::gelu
-                                                      : reference::ops::Activation::silu;
+          const auto f = op.op == Op::relu_backward        ? reference::ops::Activation::relu
+                         : op.op == Op::gelu_backward      ? reference::ops::Activation::gelu
+                         : op.op == Op::gelu_tanh_backward ? reference::ops::Activation::gelu_tanh
+                                                           : reference::ops::Activation::silu;
           return reference::ops::elementwise_backward<Real>(f, rx, rdy);
         }
       }
@@ -398,6 +474,17 @@ std::string op_names() {
 }
 
 Shape parse_shape(const OpInfo& op, std::string_view text) {
+  if (is_convolution(op)) {
+    Shape shape = convolution::parse(op.name, text);
+    for (const auto& operand : operands(op, shape)) {
+      checked_product(operand.shape,
+                      fmt::format("{} shape '{}': operand {}", op.name, text, operand.name));
+    }
+    checked_product(output_shape(op, shape), fmt::format("{} shape '{}': output", op.name, text));
+    checked_product({convolution::lowered_elements(pass_of(op), convolution::geometry(shape))},
+                    fmt::format("{} shape '{}': the lowered (im2col) operand", op.name, text));
+    return shape;
+  }
   Shape shape;
   std::string_view rest = text;
   while (true) {
@@ -427,6 +514,7 @@ Shape parse_shape(const OpInfo& op, std::string_view text) {
 }
 
 std::string to_string(const Shape& shape) {
+  if (shape.sizes.size() == convolution::kShapeSizes) return convolution::to_string(shape);
   std::string s;
   for (const auto n : shape.sizes) s += fmt::format("{}{}", s.empty() ? "" : "x", n);
   return s;
@@ -468,11 +556,18 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::log_softmax_backward:
     case Op::relu_backward:
     case Op::gelu_backward:
+    case Op::gelu_tanh_backward:
     case Op::silu_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
     case Op::layer_norm_backward:
       return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, {"gamma", {s[1]}}};
     case Op::cross_entropy_backward:
       return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
+    case Op::conv2d:
+    case Op::conv2d_backward_data:
+    case Op::conv2d_backward_filter:
+      return convolution::operands(pass_of(op), convolution::geometry(shape));
+    case Op::fma: return {{"x", {s[0], s[1]}}, {"y", {s[0], s[1]}}, {"z", {s[0], s[1]}}};
+    case Op::cast: return {{"x", {s[0], s[1]}}};
   }
   throw OpError("unknown op");
 }
@@ -491,6 +586,10 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::attention: return {s[0], s[2]};
     case Op::gemm_backward_a: return {s[0], s[2]};
     case Op::gemm_backward_b: return {s[2], s[1]};
+    case Op::conv2d:
+    case Op::conv2d_backward_data:
+    case Op::conv2d_backward_filter:
+      return convolution::output_shape(pass_of(op), convolution::geometry(shape));
     default: return {s[0], s[1]};
   }
 }
@@ -519,6 +618,40 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][1], first[1]};
     }
+  } else if (is_convolution(op)) {
+    // Stride 1, no padding, no dilation (the operands cannot tell them); groups from the channels
+    // of x and w.
+    if (shapes.size() == 2 && first.size() == 4 && shapes[1].size() == 4) {
+      const auto& second = shapes[1];
+      convolution::Geometry g;
+      if (op.op == Op::conv2d || op.op == Op::conv2d_backward_filter) {
+        g.batch = first[0];
+        g.channels = first[1];
+        g.height = first[2];
+        g.width = first[3];
+      }
+      if (op.op == Op::conv2d) {  // x N C H W, w O C/g R S
+        g.filters = second[0];
+        g.kernel_h = second[2];
+        g.kernel_w = second[3];
+        g.groups = second[1] > 0 && g.channels % second[1] == 0 ? g.channels / second[1] : 1;
+      } else if (op.op == Op::conv2d_backward_data) {  // dy N O OH OW, w O C/g R S
+        g.batch = first[0];
+        g.filters = first[1];
+        g.kernel_h = second[2];
+        g.kernel_w = second[3];
+        g.channels = second[1];
+        g.height = first[2] + g.kernel_h - 1;
+        g.width = first[3] + g.kernel_w - 1;
+      } else {  // x N C H W, dy N O OH OW
+        g.filters = second[1];
+        g.kernel_h = g.height >= second[2] ? g.height - second[2] + 1 : 0;
+        g.kernel_w = g.width >= second[3] ? g.width - second[3] + 1 : 0;
+      }
+      if (g.kernel_h > 0 && g.kernel_w > 0 && g.filters % g.groups == 0) {
+        shape = convolution::to_shape(g);
+      }
+    }
   } else if (sizes == 1) {
     if (first.size() == 1) shape.sizes = {first[0]};
   } else if (first.size() == 2) {
@@ -532,7 +665,9 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   }
   const auto names = [&] {
     std::string list;
-    for (const auto& o : operands(op, Shape{std::vector<std::size_t>(sizes, 1)})) {
+    const Shape ones =
+        is_convolution(op) ? convolution::to_shape({}) : Shape{std::vector<std::size_t>(sizes, 1)};
+    for (const auto& o : operands(op, ones)) {
       list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
     }
     return list;
@@ -566,7 +701,12 @@ std::string_view reference_kind(const OpInfo& op) {
     case Op::mean:
     case Op::l2_norm: return "exact sum, one correctly rounded step";
     case Op::add:
-    case Op::mul: return "exact";
+    case Op::mul:
+    case Op::fma:
+    case Op::cast:
+    case Op::conv2d:
+    case Op::conv2d_backward_data:
+    case Op::conv2d_backward_filter: return "exact";
     default: return "multiprecision (Ziv)";
   }
 }
@@ -578,17 +718,13 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   CpuRun run;
   auto& e = run.events;
   if (is_gemm_backward(op)) {
-    const BatchSlice g = as_forward_gemm(op, shape, in);
+    const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu(gemm_info(), g.shape, arithmetic, summation, g.inputs);
   }
-  if (op.op == Op::bmm) {
-    for (std::size_t b = 0; b < s[0]; ++b) {
-      const BatchSlice slice = batch_of(shape, in, b);
-      const CpuRun part = run_cpu(gemm_info(), slice.shape, arithmetic, summation, slice.inputs);
-      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
-      run.events += part.events;
-    }
-    return run;
+  if (is_gemm_set(op)) {
+    return run_parts(op, shape, in, [&](const GemmPart& part) {
+      return run_cpu(gemm_info(), part.shape, arithmetic, summation, part.inputs);
+    });
   }
   switch (op.op) {
     case Op::gemm:
@@ -659,10 +795,12 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       break;
     case Op::relu_backward:
     case Op::gelu_backward:
+    case Op::gelu_tanh_backward:
     case Op::silu_backward: {
-      const cpu::Activation a = op.op == Op::relu_backward   ? cpu::Activation::relu
-                                : op.op == Op::gelu_backward ? cpu::Activation::gelu
-                                                             : cpu::Activation::silu;
+      const cpu::Activation a = op.op == Op::relu_backward        ? cpu::Activation::relu
+                                : op.op == Op::gelu_backward      ? cpu::Activation::gelu
+                                : op.op == Op::gelu_tanh_backward ? cpu::Activation::gelu_tanh
+                                                                  : cpu::Activation::silu;
       run.output = cpu::activation_backward(arithmetic, a, values(in, 0), values(in, 1), e);
       break;
     }
@@ -670,9 +808,16 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::layer_norm_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1],
                                             kLayerNormEps, values(in, 2), e);
       break;
+    case Op::fma:
+      run.output = cpu::fma(arithmetic, values(in, 0), values(in, 1), values(in, 2), e);
+      break;
+    case Op::cast: run.output = cpu::cast(arithmetic, values(in, 0), e); break;
     case Op::bmm:
     case Op::gemm_backward_a:
-    case Op::gemm_backward_b: break;  // as gemm, above
+    case Op::gemm_backward_b:
+    case Op::conv2d:
+    case Op::conv2d_backward_data:
+    case Op::conv2d_backward_filter: break;  // as gemm, above
   }
   return run;
 }
@@ -681,17 +826,19 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
                   Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
   const auto& s = shape.sizes;
   if (is_gemm_backward(op)) {
-    const BatchSlice g = as_forward_gemm(op, shape, in);
+    const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu_at(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
   }
-  if (op.op == Op::bmm) {
+  if (is_gemm_set(op)) {
+    const auto parts = parts_of(op, shape, in);
     CpuRun run;
-    for (const auto& group : by_batch(shape, positions)) {
-      const BatchSlice slice = batch_of(shape, in, group.batch);
-      const CpuRun part =
-          run_cpu_at(gemm_info(), slice.shape, arithmetic, summation, slice.inputs, group.local);
-      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
-      run.events += part.events;
+    run.output.resize(positions.size());
+    for (const auto& at : by_part(parts, positions)) {
+      const GemmPart& part = parts[at.part];
+      const CpuRun r =
+          run_cpu_at(gemm_info(), part.shape, arithmetic, summation, part.inputs, at.local);
+      for (std::size_t i = 0; i < at.indices.size(); ++i) run.output[at.indices[i]] = r.output[i];
+      run.events += r.events;
     }
     return run;
   }
@@ -735,11 +882,12 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
       // the other operands (per-column parameters, keys and values) whole.
       Inputs one = in;
       const std::size_t width = op.op == Op::attention ? s[2] : s[1];
+      const bool three_data = op.op == Op::fma;
       const bool two_data = op.op == Op::add || op.op == Op::mul || op.op == Op::softmax_backward ||
                             op.op == Op::log_softmax_backward || op.op == Op::relu_backward ||
-                            op.op == Op::gelu_backward || op.op == Op::silu_backward ||
-                            op.op == Op::layer_norm_backward;
-      const std::size_t sliced = two_data ? 2 : 1;
+                            op.op == Op::gelu_backward || op.op == Op::gelu_tanh_backward ||
+                            op.op == Op::silu_backward || op.op == Op::layer_norm_backward;
+      const std::size_t sliced = three_data ? 3 : two_data ? 2 : 1;
       for (std::size_t k = 0; k < sliced; ++k) {
         const auto first = values(in, k).begin() + static_cast<std::ptrdiff_t>(row * width);
         one.values[k].assign(first, first + static_cast<std::ptrdiff_t>(width));
@@ -756,29 +904,28 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
 }
 
 bool runs_on_mma(const OpInfo& op) {
-  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot || is_gemm_backward(op);
+  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot || is_gemm_backward(op) ||
+         is_convolution(op);
 }
 
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
                    const numeric::Format& output, numeric::Rounding mode, const Inputs& in) {
   if (!runs_on_mma(op)) {
     throw OpError(
-        fmt::format("{} has no Tensor Core model (--mma applies to gemm, bmm and dot)", op.name));
+        fmt::format("{} has no Tensor Core model (--mma applies to gemm, bmm, dot, their "
+                    "gradients and the convolutions)",
+                    op.name));
   }
   const auto& s = shape.sizes;
   CpuRun run;
   if (is_gemm_backward(op)) {
-    const BatchSlice g = as_forward_gemm(op, shape, in);
+    const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu_mma(gemm_info(), g.shape, model, output, mode, g.inputs);
   }
-  if (op.op == Op::bmm) {
-    for (std::size_t b = 0; b < s[0]; ++b) {
-      const BatchSlice slice = batch_of(shape, in, b);
-      const CpuRun part = run_cpu_mma(gemm_info(), slice.shape, model, output, mode, slice.inputs);
-      run.output.insert(run.output.end(), part.output.begin(), part.output.end());
-      run.events += part.events;
-    }
-    return run;
+  if (is_gemm_set(op)) {
+    return run_parts(op, shape, in, [&](const GemmPart& part) {
+      return run_cpu_mma(gemm_info(), part.shape, model, output, mode, part.inputs);
+    });
   }
   if (op.op == Op::gemm) {
     run.output = backends::cpu::gemm_mma(model, output, mode, s[0], s[1], s[2], values(in, 0),
@@ -824,18 +971,19 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
   };
 
   if (is_gemm_backward(op)) {
-    const BatchSlice g = as_forward_gemm(op, shape, in);
+    const GemmPart g = as_forward_gemm(op, shape, in);
     return reference_at(gemm_info(), g.shape, g.inputs, output, mode, std::move(result.positions),
                         seed);
   }
-  if (op.op == Op::bmm) {
-    for (const auto& group : by_batch(shape, result.positions)) {
-      const BatchSlice slice = batch_of(shape, in, group.batch);
-      const Reference part =
-          reference_at(gemm_info(), slice.shape, slice.inputs, output, mode, group.local, seed);
-      for (std::size_t i = 0; i < group.indices.size(); ++i) {
-        result.rounded[group.indices[i]] = part.rounded[i];
-        result.nearest[group.indices[i]] = part.nearest[i];
+  if (is_gemm_set(op)) {
+    const auto parts = parts_of(op, shape, in);
+    for (const auto& at : by_part(parts, result.positions)) {
+      const GemmPart& part = parts[at.part];
+      const Reference r =
+          reference_at(gemm_info(), part.shape, part.inputs, output, mode, at.local, seed);
+      for (std::size_t i = 0; i < at.indices.size(); ++i) {
+        result.rounded[at.indices[i]] = r.rounded[i];
+        result.nearest[at.indices[i]] = r.nearest[i];
       }
     }
     return result;
@@ -890,7 +1038,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     default: break;
   }
 
-  if (op.op == Op::add || op.op == Op::mul) {
+  if (op.op == Op::add || op.op == Op::mul || op.op == Op::fma || op.op == Op::cast) {
     reference::ExactAccumulator acc;
     for (std::size_t e = 0; e < n; ++e) {
       const std::size_t p = result.positions[e];
@@ -898,8 +1046,11 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
       if (op.op == Op::add) {
         acc.add(values(in, 0)[p]);
         acc.add(values(in, 1)[p]);
+      } else if (op.op == Op::cast) {
+        acc.add(values(in, 0)[p]);
       } else {
         acc.add_product(values(in, 0)[p], values(in, 1)[p]);
+        if (op.op == Op::fma) acc.add(values(in, 2)[p]);
       }
       const reference::ExactValue v = acc.value();
       store(e, v.round(output, mode, draw(mode, seed, p)), v.to_double());
@@ -987,7 +1138,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
 
   if (op.op == Op::softmax_backward || op.op == Op::log_softmax_backward ||
       op.op == Op::cross_entropy_backward || op.op == Op::relu_backward ||
-      op.op == Op::gelu_backward || op.op == Op::silu_backward ||
+      op.op == Op::gelu_backward || op.op == Op::gelu_tanh_backward || op.op == Op::silu_backward ||
       op.op == Op::layer_norm_backward) {
     return row_backward_reference(op, shape, in, output, mode, std::move(result), seed);
   }
@@ -1084,25 +1235,56 @@ std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Ari
                                  Summation summation, const Inputs& in,
                                  std::span<const std::size_t> positions) {
   if (is_gemm_backward(op)) {
-    const BatchSlice g = as_forward_gemm(op, shape, in);
+    const GemmPart g = as_forward_gemm(op, shape, in);
     return error_bounds(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
   }
-  if (op.op == Op::bmm) {
+  if (is_gemm_set(op)) {
+    const auto parts = parts_of(op, shape, in);
     std::vector<double> bounds(positions.size());
-    for (const auto& group : by_batch(shape, positions)) {
-      const BatchSlice slice = batch_of(shape, in, group.batch);
-      const auto part =
-          error_bounds(gemm_info(), slice.shape, arithmetic, summation, slice.inputs, group.local);
-      for (std::size_t i = 0; i < group.indices.size(); ++i) bounds[group.indices[i]] = part[i];
+    for (const auto& at : by_part(parts, positions)) {
+      const GemmPart& part = parts[at.part];
+      const auto r =
+          error_bounds(gemm_info(), part.shape, arithmetic, summation, part.inputs, at.local);
+      for (std::size_t i = 0; i < at.indices.size(); ++i) bounds[at.indices[i]] = r[i];
+    }
+    return bounds;
+  }
+  const double u_compute = metrics::unit_roundoff(arithmetic.compute, arithmetic.mode);
+  const double u_accumulate = metrics::unit_roundoff(arithmetic.accumulate, arithmetic.mode);
+  const double u_output = metrics::unit_roundoff(arithmetic.output, arithmetic.mode);
+  // Relative bounds hold only above the subnormal range: each rounding of a product, a sum or the
+  // output may also lose up to half the spacing of the subnormals (all of it in the directed
+  // modes), 2^(emin - p) of its format (Higham, Section 2.1, and the underflow term of eq. (3.4)).
+  const auto underflow = [&](const numeric::Format& f) {
+    const bool nearest = arithmetic.mode == numeric::Rounding::nearest_even ||
+                         arithmetic.mode == numeric::Rounding::nearest_away;
+    const int spacing = f.subnormals ? f.emin - f.precision + 1 : f.emin;
+    return std::ldexp(1.0, nearest ? spacing - 1 : spacing);
+  };
+  if (op.op == Op::add || op.op == Op::mul || op.op == Op::fma || op.op == Op::cast) {
+    // One rounding to compute (none for a cast), then one to output: |r - v| <= (u_c |v| + e_c)
+    // (1 + u_o) + u_o |v| + e_o, with v the exact result, known in binary64 to a relative 2^-52
+    // (exactly for mul and cast; add and fma round once).
+    const double coefficient =
+        metrics::with_final_rounding(op.op == Op::cast ? 0.0 : u_compute, u_output);
+    const double absolute =
+        (op.op == Op::cast ? 0.0 : underflow(arithmetic.compute) * (1 + u_output)) +
+        underflow(arithmetic.output);
+    std::vector<double> bounds;
+    bounds.reserve(positions.size());
+    for (const auto p : positions) {
+      const double x = values(in, 0)[p];
+      const double v = op.op == Op::cast  ? x
+                       : op.op == Op::add ? x + values(in, 1)[p]
+                       : op.op == Op::mul ? x * values(in, 1)[p]
+                                          : std::fma(x, values(in, 1)[p], values(in, 2)[p]);
+      bounds.push_back(coefficient * std::fabs(v) * (1 + 0x1p-52) + absolute);
     }
     return bounds;
   }
   if (op.op != Op::gemm && op.op != Op::dot && op.op != Op::sum && op.op != Op::mean) return {};
   const auto& s = shape.sizes;
   const std::size_t k = op.op == Op::gemm ? s[2] : s[0];
-  const double u_compute = metrics::unit_roundoff(arithmetic.compute, arithmetic.mode);
-  const double u_accumulate = metrics::unit_roundoff(arithmetic.accumulate, arithmetic.mode);
-  const double u_output = metrics::unit_roundoff(arithmetic.output, arithmetic.mode);
   // Each product rounded once (u_compute; sums have no products: 0); each term then passes through
   // at most k - 1 additions (sequential) or ceil(log2 k) (pairwise), each rounded (u_accumulate);
   // mean divides once more (u_compute). Higham, Accuracy and Stability, Lemma 3.1: the product of
@@ -1137,15 +1319,6 @@ std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Ari
       if (op.op == Op::mean) total /= static_cast<double>(k);
     }
     return total * (1 + static_cast<double>(k + 2) * 0x1p-53);
-  };
-  // Relative bounds hold only above the subnormal range: each rounding of a product, a sum or the
-  // output may also lose up to half the spacing of the subnormals (all of it in the directed
-  // modes), 2^(emin - p) of its format (Higham, Section 2.1, and the underflow term of eq. (3.4)).
-  const auto underflow = [&](const numeric::Format& f) {
-    const bool nearest = arithmetic.mode == numeric::Rounding::nearest_even ||
-                         arithmetic.mode == numeric::Rounding::nearest_away;
-    const int spacing = f.subnormals ? f.emin - f.precision + 1 : f.emin;
-    return std::ldexp(1.0, nearest ? spacing - 1 : spacing);
   };
   const double absolute =
       (products ? static_cast<double>(k) * underflow(arithmetic.compute) : 0.0) +

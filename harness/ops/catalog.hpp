@@ -52,6 +52,12 @@ enum class Op {
   gelu_backward,
   silu_backward,
   layer_norm_backward,
+  conv2d,
+  conv2d_backward_data,
+  conv2d_backward_filter,
+  fma,
+  cast,
+  gelu_tanh_backward,
 };
 
 struct OpInfo {
@@ -80,7 +86,8 @@ class OpError : public std::invalid_argument {
 };
 
 // Sizes separated by 'x' ("64x1024"), checked against the op's syntax and against a limit on the
-// memory the audit would need (kMaxElements per operand).
+// memory the audit would need (kMaxElements per operand). A convolution's shape also holds its
+// stride, padding, dilation and groups (harness/ops/convolution.hpp): "8x32x16x16x64x3x3,pad=1".
 struct Shape {
   std::vector<std::size_t> sizes;
 };
@@ -151,9 +158,11 @@ Reference reference(const OpInfo& op, const Shape& shape, const Inputs& inputs,
                     const numeric::Format& output, numeric::Rounding mode, std::size_t samples,
                     std::uint64_t seed);
 
-// The a-priori absolute error bound of each output position, for the ops that have one (gemm, dot,
-// sum, mean: recursive summation, Higham's Lemma 3.1 and eq. (3.5), with products rounded to
-// compute, sums to accumulate and the result to output); empty otherwise.
+// The a-priori absolute error bound of each output position, for the ops that have one: gemm, bmm,
+// dot, sum, mean, the gemm and conv2d gradients and conv2d (recursive summation, Higham's Lemma 3.1
+// and eq. (3.5), with products rounded to compute, sums to accumulate and the result to output);
+// add, mul, fma and cast (one rounding to compute, one to output); empty otherwise. Each includes
+// the absolute error underflow may add to every rounding.
 std::vector<double> error_bounds(const OpInfo& op, const Shape& shape,
                                  const backends::cpu::Arithmetic& arithmetic,
                                  backends::cpu::Summation summation, const Inputs& inputs,

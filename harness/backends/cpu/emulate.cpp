@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -33,6 +35,27 @@ class Rounder {
     const double b_virtual = t - a;
     const double error = (a - (t - b_virtual)) + (b - b_virtual);
     return round(t, std::isfinite(t) && error != 0);
+  }
+  // a * b + c rounded once to the format. For p <= 26 the product is exact in binary64 and the sum
+  // is taken to binary64 by rounding to odd (the nearest sum, moved to its odd neighbour when
+  // TwoSum shows it inexact and even): rounding that to a format with p <= 51 is the correct
+  // rounding of the exact a * b + c (Boldo and Melquiond, "Emulation of FMA and correctly rounded
+  // sums: proved algorithms using rounding to odd", IEEE TC 2008). binary64 itself uses the
+  // hardware's fused multiply-add, whose inexact flag tells what the value cannot.
+  double fused(double a, double b, double c) {
+    if (f_.precision > 26) {
+      std::feclearexcept(FE_INEXACT);
+      const double r = std::fma(a, b, c);
+      return round(r, std::fetestexcept(FE_INEXACT) != 0);
+    }
+    const double product = a * b;
+    double t = product + c;
+    const double b_virtual = t - product;
+    const double error = (product - (t - b_virtual)) + (c - b_virtual);
+    if (!std::isfinite(t) || error == 0) return round(t, false);
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(t);
+    if ((bits & 1) == 0) t = std::nextafter(t, error > 0 ? HUGE_VAL : -HUGE_VAL);
+    return round(t, true);
   }
 
  private:
@@ -558,6 +581,27 @@ std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::sp
   return z;
 }
 
+std::vector<double> fma(const Arithmetic& arithmetic, std::span<const double> x,
+                        std::span<const double> y, std::span<const double> z, Events& events) {
+  require(x.size() == y.size() && x.size() == z.size(),
+          fmt::format("fma: x, y and z have {}, {} and {} elements", x.size(), y.size(), z.size()));
+  require_exact(arithmetic);
+  std::vector<double> r(x.size());
+  Rounders round(arithmetic, events, 0);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    r[i] = round.output(round.compute.fused(x[i], y[i], z[i]));
+  }
+  return r;
+}
+
+std::vector<double> cast(const Arithmetic& arithmetic, std::span<const double> x, Events& events) {
+  require_exact(arithmetic);
+  std::vector<double> r(x.size());
+  Rounders round(arithmetic, events, 0);
+  for (std::size_t i = 0; i < x.size(); ++i) r[i] = round.output(x[i]);
+  return r;
+}
+
 std::vector<double> softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
                                      std::span<const double> dy, std::size_t rows, std::size_t cols,
                                      Events& events) {
@@ -659,33 +703,48 @@ std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation
                                         std::span<const double> x, std::span<const double> dy,
                                         Events& events) {
   require(dy.size() == x.size(), "activation_backward: x and dy differ in size");
-  require(activation != Activation::gelu_tanh, "activation_backward: gelu_tanh is not supported");
   const double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
   const double inv_sqrt_2pi = 1.0 / std::sqrt(2.0 * std::numbers::pi);
-  return rowwise(arithmetic, x, 1, x.size(), x.size(), events,
-                 [&](Rounders& round, const double* in, double* out, double*, std::size_t) {
-                   auto& r = round.compute;
-                   for (std::size_t i = 0; i < x.size(); ++i) {
-                     const double v = in[i];
-                     double derivative = 0;
-                     switch (activation) {
-                       case Activation::relu: derivative = v > 0 ? 1.0 : 0.0; break;
-                       case Activation::gelu: {
-                         const double cdf = r(0.5 * r.sum(1.0, r(std::erf(r(v * r(inv_sqrt2))))));
-                         const double pdf = r(r(inv_sqrt_2pi) * r(std::exp(r(-0.5 * r(v * v)))));
-                         derivative = r.sum(cdf, r(v * pdf));
-                         break;
-                       }
-                       case Activation::silu: {
-                         const double s = r(1.0 / r.sum(1.0, r(std::exp(-v))));
-                         derivative = r(s * r.sum(1.0, r(v * r.sum(1.0, -s))));
-                         break;
-                       }
-                       case Activation::gelu_tanh: break;
-                     }
-                     out[i] = round.output(r(dy[i] * derivative));
-                   }
-                 });
+  return rowwise(
+      arithmetic, x, 1, x.size(), x.size(), events,
+      [&](Rounders& round, const double* in, double* out, double*, std::size_t) {
+        auto& r = round.compute;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const double v = in[i];
+          double derivative = 0;
+          switch (activation) {
+            case Activation::relu: derivative = v > 0 ? 1.0 : 0.0; break;
+            case Activation::gelu: {
+              const double cdf = r(0.5 * r.sum(1.0, r(std::erf(r(v * r(inv_sqrt2))))));
+              const double pdf = r(r(inv_sqrt_2pi) * r(std::exp(r(-0.5 * r(v * v)))));
+              derivative = r.sum(cdf, r(v * pdf));
+              break;
+            }
+            case Activation::silu: {
+              const double s = r(1.0 / r.sum(1.0, r(std::exp(-v))));
+              derivative = r(s * r.sum(1.0, r(v * r.sum(1.0, -s))));
+              break;
+            }
+            case Activation::gelu_tanh: {
+              // ATen's GeluBackward with approximate="tanh"
+              // (aten/src/ATen/native/cuda/ActivationGeluKernel.cu): t = tanh(inner),
+              // (1 + t) / 2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+              const double square = r(v * v);
+              const double inner = r(r(sqrt_2_over_pi) * r.sum(v, r(r(0.044715) * r(square * v))));
+              const double t = r(std::tanh(inner));
+              const double left = r(0.5 * v);
+              const double left_derivative = r(0.5 * r.sum(1.0, t));
+              const double tanh_derivative = r.sum(1.0, -r(t * t));
+              const double inner_derivative =
+                  r(r(sqrt_2_over_pi) * r.sum(1.0, r(r(3 * 0.044715) * square)));
+              derivative = r.sum(left_derivative, r(r(left * tanh_derivative) * inner_derivative));
+              break;
+            }
+          }
+          out[i] = round.output(r(dy[i] * derivative));
+        }
+      });
 }
 
 std::vector<double> bias_activation(const Arithmetic& arithmetic, Activation activation,

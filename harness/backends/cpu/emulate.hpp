@@ -13,8 +13,9 @@
 // rounded to the compute format: a model of a good device library (faithful, almost always
 // correctly rounded), not of any particular one.
 //
-// Fused multiply-adds are not modelled (a product is rounded to the compute format before it is
-// added): a fused step is what the MMA models (harness/numeric/mma.hpp) are for.
+// Inside the ops, fused multiply-adds are not modelled (a product is rounded to the compute format
+// before it is added): a fused step is what the MMA models (harness/numeric/mma.hpp) are for. The
+// fma op itself rounds once.
 #pragma once
 
 #include <cstddef>
@@ -132,6 +133,14 @@ enum class Binary { add, mul };
 std::vector<double> elementwise(const Arithmetic& arithmetic, Binary op, std::span<const double> x,
                                 std::span<const double> y, Events& events);
 
+// x * y + z element by element, rounded once to compute (a fused multiply-add), then to output:
+// ATen's addcmul and CUDA's fmaf in opmath, then the store.
+std::vector<double> fma(const Arithmetic& arithmetic, std::span<const double> x,
+                        std::span<const double> y, std::span<const double> z, Events& events);
+// x rounded to the output format (a dtype conversion, as autocast's casts and .to() do); the
+// compute and accumulation formats play no part. Its events are the conversion's.
+std::vector<double> cast(const Arithmetic& arithmetic, std::span<const double> x, Events& events);
+
 // Backward of the softmax family over rows of `cols`, recomputing y = softmax(x) as the forward
 // does: softmax dx = y (dy - sum_j dy_j y_j); log_softmax dx = dy - softmax(x) sum_j dy_j.
 std::vector<double> softmax_backward(const Arithmetic& arithmetic, std::span<const double> x,
@@ -156,7 +165,8 @@ std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
 enum class Activation { relu, gelu, gelu_tanh, silu };
 // dx = dy * f'(x), f' as kernels write it: relu 1 or 0; gelu Phi(x) + x phi(x) with
 // Phi = (1 + erf(x / sqrt 2)) / 2 and phi the normal density; silu s (1 + x (1 - s)), s the
-// logistic function. (gelu_tanh is not supported here.)
+// logistic function; gelu_tanh (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) with
+// t = tanh(sqrt(2/pi) (x + 0.044715 x^3)).
 std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation activation,
                                         std::span<const double> x, std::span<const double> dy,
                                         Events& events);

@@ -18,6 +18,9 @@ namespace formats = numeric::formats;
 using backends::cpu::Arithmetic;
 using backends::cpu::Summation;
 
+// A convolution with every option away from its default: out 3 x 9 from 7 x 6.
+constexpr const char* kSmallConvolution = "2x4x7x6x6x3x2,stride=2x1,pad=1x2,dilation=2x1,groups=2";
+
 std::string shape_error(std::string_view op, std::string_view text) {
   try {
     parse_shape(*find_op(op), text);
@@ -41,6 +44,36 @@ TEST(Shapes, ParseAndReportErrors) {
   for (const auto& op : catalog()) {
     EXPECT_NO_THROW(parse_shape(op, op.default_shape)) << op.name;
   }
+}
+
+TEST(Shapes, ConvolutionOptionsParseAndReportErrors) {
+  const auto& conv = *find_op("conv2d");
+  EXPECT_EQ(to_string(parse_shape(conv, kSmallConvolution)), kSmallConvolution);
+  EXPECT_EQ(to_string(parse_shape(conv, "1x2x5x5x3x3x3,stride=1,pad=0,groups=1")), "1x2x5x5x3x3x3");
+  const auto o = operands(conv, parse_shape(conv, kSmallConvolution));
+  EXPECT_EQ(o[1].shape, (std::vector<std::size_t>{6, 2, 3, 2}));  // w: O x C/groups x R x S
+  EXPECT_EQ(output_shape(conv, parse_shape(conv, kSmallConvolution)),
+            (std::vector<std::size_t>{2, 6, 3, 9}));
+  EXPECT_EQ(output_shape(*find_op("conv2d_backward_filter"), parse_shape(conv, kSmallConvolution)),
+            (std::vector<std::size_t>{6, 2, 3, 2}));
+  const std::string expected =
+      " (expected NxCxHxWxOxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one size or HxW)";
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3"),
+            "conv2d shape '1x2x5x5x3x3': 6 sizes where 7 are needed" + expected);
+  EXPECT_EQ(
+      shape_error("conv2d", "1x2x5x5x3x3x3,stride=0"),
+      "conv2d shape '1x2x5x5x3x3x3,stride=0': stride '0' is not a positive size or HxW" + expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3x3,padding=1"),
+            "conv2d shape '1x2x5x5x3x3x3,padding=1': unknown option 'padding=1'" + expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3x3,groups=2"),
+            "conv2d shape '1x2x5x5x3x3x3,groups=2': 2 channels and 3 filters are not both "
+            "divisible by 2 groups" +
+                expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x7x3"),
+            "conv2d shape '1x2x5x5x3x7x3': the 7x3 kernel (dilation 1) does not fit the 5x5 image "
+            "padded by 0" +
+                expected);
+  EXPECT_NE(shape_error("conv2d", "8x64x128x128x64x7x7,pad=3").find("im2col"), std::string::npos);
 }
 
 TEST(Operands, NamesAndShapes) {
@@ -84,8 +117,10 @@ Inputs make_inputs(const OpInfo& op, const Shape& shape, const numeric::Format& 
   return in;
 }
 
-// A small shape of the op's syntax: three sizes, one, or two (bmm: three batches of `three`).
+// A small shape of the op's syntax: three sizes, one, or two (bmm: three batches of `three`;
+// convolutions: kSmallConvolution).
 std::string small_shape(const OpInfo& op, const char* three, const char* one, const char* two) {
+  if (op.shape_syntax == "NxCxHxWxOxRxS") return kSmallConvolution;
   if (op.shape_syntax.size() == 7) return std::string("3x") + three;
   if (op.shape_syntax.size() == 5) return three;
   return op.shape_syntax.size() == 1 ? one : two;
@@ -97,11 +132,14 @@ Arithmetic all(const numeric::Format& f) {
 
 // The binary64 emulation and the reference agree to within a few binary64 ulps on every op whose
 // emulated formula does not cancel: two independent computations of the same function. (GELU's
-// formulas, and its derivative's Phi(x) = (1 + erf(x / sqrt 2)) / 2, cancel for negative inputs, as
-// the kernels they model do: see the next test.)
+// formulas, and its derivatives' Phi(x) = (1 + erf(x / sqrt 2)) / 2 and (1 + tanh u) / 2, cancel for
+// negative inputs, as the kernels they model do: see the next test.)
 TEST(Catalog, Binary64EmulationAgreesWithTheReference) {
   for (const auto& op : catalog()) {
-    if (op.op == Op::gelu || op.op == Op::gelu_tanh || op.op == Op::gelu_backward) continue;
+    if (op.op == Op::gelu || op.op == Op::gelu_tanh || op.op == Op::gelu_backward ||
+        op.op == Op::gelu_tanh_backward) {
+      continue;
+    }
     SCOPED_TRACE(op.name);
     const Shape shape = parse_shape(op, small_shape(op, "6x5x40", "300", "3x50"));
     const Inputs in = make_inputs(op, shape, formats::fp32, 11, 2.0);
@@ -229,6 +267,168 @@ TEST(Catalog, LowPrecisionSumsStayWithinTheirBounds) {
   const double ratio = 768.0 / bounds[0];
   EXPECT_GT(ratio, 1.0 / 100);
   EXPECT_LT(ratio, 1.0);
+}
+
+// The convolution and its gradients against their definitions, on small integers (every sum exact
+// in binary64): the forward pass against the 7-deep loop of the definition, written here from
+// scratch; the two gradients through the adjoint identities <conv(x, w), dy> = <x, dx(dy, w)> =
+// <w, dw(x, dy)>, which hold exactly for integers and fail for any misplaced tap.
+TEST(Catalog, ConvolutionAndItsGradientsMatchTheirDefinitions) {
+  for (const char* text : {kSmallConvolution, "2x3x5x5x4x3x3,pad=1", "1x4x9x8x4x3x3,stride=3",
+                           "3x6x6x7x9x2x3,dilation=2x1,groups=3"}) {
+    SCOPED_TRACE(text);
+    const auto& forward = *find_op("conv2d");
+    const Shape shape = parse_shape(forward, text);
+    const auto& sz = shape.sizes;  // N C H W O R S sh sw ph pw dh dw groups
+    std::mt19937_64 rng(7);
+    const auto integers = [&](std::size_t n) {
+      std::vector<double> v(n);
+      for (auto& e : v) e = static_cast<double>(static_cast<int>(rng() % 9) - 4);
+      return v;
+    };
+    const auto outputs = output_shape(forward, shape);
+    const std::size_t oh = outputs[2], ow = outputs[3];
+    const std::size_t cg = sz[1] / sz[13], og = sz[4] / sz[13];
+    const auto x = integers(sz[0] * sz[1] * sz[2] * sz[3]);
+    const auto w = integers(sz[4] * cg * sz[5] * sz[6]);
+    const auto dy = integers(element_count(outputs));
+    std::vector<double> y(element_count(outputs), 0.0);
+    for (std::size_t n = 0; n < sz[0]; ++n) {
+      for (std::size_t o = 0; o < sz[4]; ++o) {
+        for (std::size_t i = 0; i < oh; ++i) {
+          for (std::size_t j = 0; j < ow; ++j) {
+            double total = 0;
+            for (std::size_t c = 0; c < cg; ++c) {
+              for (std::size_t r = 0; r < sz[5]; ++r) {
+                for (std::size_t t = 0; t < sz[6]; ++t) {
+                  const auto h =
+                      static_cast<long>(i * sz[7] + r * sz[11]) - static_cast<long>(sz[9]);
+                  const auto v =
+                      static_cast<long>(j * sz[8] + t * sz[12]) - static_cast<long>(sz[10]);
+                  if (h < 0 || v < 0 || h >= static_cast<long>(sz[2]) ||
+                      v >= static_cast<long>(sz[3])) {
+                    continue;
+                  }
+                  const std::size_t channel = (o / og) * cg + c;
+                  total += x[((n * sz[1] + channel) * sz[2] + static_cast<std::size_t>(h)) * sz[3] +
+                             static_cast<std::size_t>(v)] *
+                           w[((o * cg + c) * sz[5] + r) * sz[6] + t];
+                }
+              }
+            }
+            y[((n * sz[4] + o) * oh + i) * ow + j] = total;
+          }
+        }
+      }
+    }
+    const auto run = [&](const char* op, std::vector<std::vector<double>> values) {
+      Inputs in;
+      in.values = std::move(values);
+      in.indices.resize(in.values.size());
+      const auto ref =
+          reference(*find_op(op), shape, in, formats::fp64, numeric::Rounding::nearest_even, 0, 0);
+      const auto emulated =
+          run_cpu(*find_op(op), shape, all(formats::fp64), Summation::sequential, in);
+      EXPECT_EQ(emulated.output, ref.rounded) << op;
+      return ref.rounded;
+    };
+    EXPECT_EQ(run("conv2d", {x, w}), y);
+    const auto dx = run("conv2d_backward_data", {dy, w});
+    const auto dw = run("conv2d_backward_filter", {x, dy});
+    const auto inner = [](const std::vector<double>& a, const std::vector<double>& b) {
+      double total = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) total += a[i] * b[i];
+      return total;
+    };
+    EXPECT_EQ(inner(y, dy), inner(x, dx));
+    EXPECT_EQ(inner(y, dy), inner(w, dw));
+    EXPECT_NE(inner(y, dy), 0.0);
+  }
+}
+
+// The fused multiply-add rounds once: the emulation (binary64 with rounding to odd) equals the
+// exact result correctly rounded, on random fp32 and fp16 triples whose sums cancel, tie or
+// underflow, where rounding the product first would differ.
+TEST(Catalog, FmaRoundsOnceToItsComputeFormat) {
+  const auto& op = *find_op("fma");
+  const Shape shape = parse_shape(op, "200x500");
+  for (const auto& f : {formats::fp32, formats::fp16, formats::bf16}) {
+    SCOPED_TRACE(f.name);
+    std::mt19937_64 rng(17);
+    std::uniform_real_distribution<double> unit(1.0, 2.0);
+    std::uniform_int_distribution<int> exponent(f.emin - 2, 4);
+    Inputs in;
+    in.values.assign(3, {});
+    in.indices.assign(3, {});
+    const auto value = [&](int e) {
+      const double sign = rng() % 2 ? -1.0 : 1.0;
+      return numeric::round_to(f, numeric::Rounding::nearest_even, sign * std::ldexp(unit(rng), e))
+          .value;
+    };
+    for (std::size_t i = 0; i < 100000; ++i) {
+      const int ex = exponent(rng) / 2, ey = exponent(rng) / 2;
+      const double x = value(ex), y = value(ey);
+      in.values[0].push_back(x);
+      in.values[1].push_back(y);
+      // z near -x y (cancellation), or well apart.
+      in.values[2].push_back(i % 2 ? numeric::round_to(f, numeric::Rounding::nearest_even,
+                                                       -x * y * (1 + std::ldexp(unit(rng), -12)))
+                                         .value
+                                   : value(ex + ey + static_cast<int>(rng() % 30) - 15));
+    }
+    // The hard cases: x y a tie of the format, z far below it. The exact sum lies just above the
+    // tie and rounds up; binary64 rounds it to the tie first, which then rounds to even (down),
+    // unless the sum is rounded to odd. fp16's range is too narrow for binary64 to round at all.
+    if (f.precision != formats::fp16.precision) {
+      const double x = 1 + std::ldexp(1.0, -(f.precision + 1) / 2);  // x^2 = 1 + 2x + tie bit
+      for (std::size_t i = 0; i < 4; ++i) {
+        in.values[0][i] = i % 2 ? -x : x;
+        in.values[1][i] = x;
+        in.values[2][i] = (i % 2 ? -1.0 : 1.0) * std::ldexp(1.0, f.emin + 10) * (i < 2 ? 1 : 3);
+      }
+    }
+    const Arithmetic arithmetic = all(f);
+    const CpuRun run = run_cpu(op, shape, arithmetic, Summation::sequential, in);
+    const Reference ref = reference(op, shape, in, f, numeric::Rounding::nearest_even, 0, 0);
+    EXPECT_EQ(run.output, ref.rounded);
+    std::size_t double_rounding_differs = 0;
+    for (std::size_t i = 0; i < run.output.size(); ++i) {
+      const double product =
+          numeric::round_to(f, numeric::Rounding::nearest_even, in.values[0][i] * in.values[1][i])
+              .value;
+      const double unfused =
+          numeric::round_to(f, numeric::Rounding::nearest_even, product + in.values[2][i]).value;
+      double_rounding_differs += unfused != ref.rounded[i];
+    }
+    EXPECT_GT(double_rounding_differs, 1000u);  // the test tells a fused step from an unfused one
+  }
+}
+
+// Elementwise ops and convolutions under low precision stay within their a-priori bounds.
+TEST(Catalog, ElementwiseAndConvolutionResultsStayWithinTheirBounds) {
+  const Arithmetic amp{formats::fp32, formats::fp32, formats::fp16};
+  for (const char* name :
+       {"add", "mul", "fma", "cast", "conv2d", "conv2d_backward_data", "conv2d_backward_filter"}) {
+    for (const Arithmetic& arithmetic : {all(formats::fp16), all(formats::bf16), amp}) {
+      SCOPED_TRACE(std::string(name) + " to " + arithmetic.output.name);
+      const auto& op = *find_op(name);
+      const Shape shape =
+          parse_shape(op, op.shape_syntax == "RxC" ? "40x50" : "2x8x9x9x8x3x3,pad=1");
+      // A cast reads fp32 data.
+      const Inputs in =
+          make_inputs(op, shape, op.op == Op::cast ? formats::fp32 : arithmetic.compute, 23, 1e-3);
+      const CpuRun run = run_cpu(op, shape, arithmetic, Summation::sequential, in);
+      const Reference ref = reference(op, shape, in, arithmetic.output, arithmetic.mode, 0, 0);
+      const auto bounds =
+          error_bounds(op, shape, arithmetic, Summation::sequential, in, ref.positions);
+      ASSERT_EQ(bounds.size(), ref.positions.size());
+      const metrics::ErrorSummary summary = metrics::summarize(
+          arithmetic.output, run.output, ref.rounded, ref.nearest, {bounds, std::nullopt});
+      ASSERT_TRUE(summary.bound_ratio.has_value());
+      EXPECT_LE(*summary.bound_ratio, 1.0);
+      EXPECT_GT(*summary.bound_ratio, 0.0);
+    }
+  }
 }
 
 TEST(Catalog, SoftmaxUnderPureFp16LosesAccuracyThatFp32ComputeKeeps) {

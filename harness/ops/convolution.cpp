@@ -1,0 +1,329 @@
+#include "harness/ops/convolution.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <optional>
+#include <utility>
+
+namespace ampbench::ops::convolution {
+namespace {
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+  std::size_t size = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), size);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return size;
+}
+
+// "A" or "HxW".
+std::optional<std::pair<std::size_t, std::size_t>> parse_pair(std::string_view text) {
+  const auto x = text.find('x');
+  if (x == std::string_view::npos) {
+    const auto v = parse_size(text);
+    if (!v) return std::nullopt;
+    return std::pair{*v, *v};
+  }
+  const auto h = parse_size(text.substr(0, x));
+  const auto w = parse_size(text.substr(x + 1));
+  if (!h || !w) return std::nullopt;
+  return std::pair{*h, *w};
+}
+
+std::string pair_text(std::size_t h, std::size_t w) {
+  return h == w ? fmt::format("{}", h) : fmt::format("{}x{}", h, w);
+}
+
+// The input position a tap reads: out * stride - pad + tap * dilation, or nothing in the padding.
+std::optional<std::size_t> tap(std::size_t out, std::size_t k, std::size_t stride, std::size_t pad,
+                               std::size_t dilation, std::size_t size) {
+  const std::size_t shifted = out * stride + k * dilation;
+  if (shifted < pad || shifted - pad >= size) return std::nullopt;
+  return shifted - pad;
+}
+
+}  // namespace
+
+std::size_t Geometry::out_h() const {
+  const std::size_t span = dilation_h * (kernel_h - 1) + 1;
+  return height + 2 * pad_h < span ? 0 : (height + 2 * pad_h - span) / stride_h + 1;
+}
+
+std::size_t Geometry::out_w() const {
+  const std::size_t span = dilation_w * (kernel_w - 1) + 1;
+  return width + 2 * pad_w < span ? 0 : (width + 2 * pad_w - span) / stride_w + 1;
+}
+
+Geometry geometry(const Shape& shape) {
+  const auto& s = shape.sizes;
+  if (s.size() != kShapeSizes) throw OpError("not a convolution shape");
+  Geometry g;
+  g.batch = s[0];
+  g.channels = s[1];
+  g.height = s[2];
+  g.width = s[3];
+  g.filters = s[4];
+  g.kernel_h = s[5];
+  g.kernel_w = s[6];
+  g.stride_h = s[7];
+  g.stride_w = s[8];
+  g.pad_h = s[9];
+  g.pad_w = s[10];
+  g.dilation_h = s[11];
+  g.dilation_w = s[12];
+  g.groups = s[13];
+  return g;
+}
+
+Shape to_shape(const Geometry& g) {
+  return Shape{{g.batch, g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w,
+                g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w, g.groups}};
+}
+
+Shape parse(std::string_view op_name, std::string_view text) {
+  const auto fail = [&](const std::string& what) {
+    return OpError(
+        fmt::format("{} shape '{}': {} (expected "
+                    "NxCxHxWxOxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one "
+                    "size or HxW)",
+                    op_name, text, what));
+  };
+  const auto comma = text.find(',');
+  std::string_view rest = text.substr(0, comma);
+  std::vector<std::size_t> sizes;
+  while (true) {
+    const auto x = rest.find('x');
+    const std::string_view part = rest.substr(0, x);
+    const auto size = parse_size(part);
+    if (!size || *size == 0) throw fail(fmt::format("'{}' is not a positive size", part));
+    sizes.push_back(*size);
+    if (x == std::string_view::npos) break;
+    rest = rest.substr(x + 1);
+  }
+  if (sizes.size() != 7) throw fail(fmt::format("{} sizes where 7 are needed", sizes.size()));
+  sizes.insert(sizes.end(), {1, 1, 0, 0, 1, 1, 1});  // the options' defaults
+  Geometry g = geometry(Shape{sizes});
+  std::string_view options = comma == std::string_view::npos ? "" : text.substr(comma + 1);
+  while (comma != std::string_view::npos) {
+    const auto next = options.find(',');
+    const std::string_view option = options.substr(0, next);
+    const auto equals = option.find('=');
+    const std::string_view key = option.substr(0, equals);
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : option.substr(equals + 1);
+    if (key == "groups") {
+      const auto groups = parse_size(value);
+      if (!groups || *groups == 0) throw fail(fmt::format("groups '{}' is not positive", value));
+      g.groups = *groups;
+    } else if (key == "stride" || key == "pad" || key == "dilation") {
+      const auto pair = parse_pair(value);
+      if (!pair || (key != "pad" && (pair->first == 0 || pair->second == 0))) {
+        throw fail(fmt::format("{} '{}' is not {} size or HxW", key, value,
+                               key == "pad" ? "a" : "a positive"));
+      }
+      std::size_t& h = key == "stride" ? g.stride_h : key == "pad" ? g.pad_h : g.dilation_h;
+      std::size_t& w = key == "stride" ? g.stride_w : key == "pad" ? g.pad_w : g.dilation_w;
+      h = pair->first;
+      w = pair->second;
+    } else {
+      throw fail(fmt::format("unknown option '{}'", option));
+    }
+    if (next == std::string_view::npos) break;
+    options = options.substr(next + 1);
+  }
+  if (g.channels % g.groups != 0 || g.filters % g.groups != 0) {
+    throw fail(fmt::format("{} channels and {} filters are not both divisible by {} groups",
+                           g.channels, g.filters, g.groups));
+  }
+  if (g.out_h() == 0 || g.out_w() == 0) {
+    throw fail(
+        fmt::format("the {}x{} kernel (dilation {}) does not fit the {}x{} image padded by {}",
+                    g.kernel_h, g.kernel_w, pair_text(g.dilation_h, g.dilation_w), g.height,
+                    g.width, pair_text(g.pad_h, g.pad_w)));
+  }
+  return to_shape(g);
+}
+
+std::string to_string(const Shape& shape) {
+  const Geometry g = geometry(shape);
+  std::string text = fmt::format("{}x{}x{}x{}x{}x{}x{}", g.batch, g.channels, g.height, g.width,
+                                 g.filters, g.kernel_h, g.kernel_w);
+  if (g.stride_h != 1 || g.stride_w != 1) text += ",stride=" + pair_text(g.stride_h, g.stride_w);
+  if (g.pad_h != 0 || g.pad_w != 0) text += ",pad=" + pair_text(g.pad_h, g.pad_w);
+  if (g.dilation_h != 1 || g.dilation_w != 1) {
+    text += ",dilation=" + pair_text(g.dilation_h, g.dilation_w);
+  }
+  if (g.groups != 1) text += fmt::format(",groups={}", g.groups);
+  return text;
+}
+
+std::vector<Operand> operands(Pass pass, const Geometry& g) {
+  const Operand x{"x", {g.batch, g.channels, g.height, g.width}};
+  const Operand w{"w", {g.filters, g.group_channels(), g.kernel_h, g.kernel_w}};
+  const Operand dy{"dy", {g.batch, g.filters, g.out_h(), g.out_w()}};
+  switch (pass) {
+    case Pass::forward: return {x, w};
+    case Pass::backward_data: return {dy, w};
+    case Pass::backward_filter: return {x, dy};
+  }
+  return {};
+}
+
+std::vector<std::size_t> output_shape(Pass pass, const Geometry& g) {
+  switch (pass) {
+    case Pass::forward: return {g.batch, g.filters, g.out_h(), g.out_w()};
+    case Pass::backward_data: return {g.batch, g.channels, g.height, g.width};
+    case Pass::backward_filter: return {g.filters, g.group_channels(), g.kernel_h, g.kernel_w};
+  }
+  return {};
+}
+
+std::size_t lowered_elements(Pass pass, const Geometry& g) {
+  const std::size_t taps = g.kernel_h * g.kernel_w;
+  const std::size_t image = g.batch * g.out_h() * g.out_w();
+  const std::size_t columns = g.group_channels() * taps;  // im2col's row length, per group
+  switch (pass) {
+    case Pass::forward:
+    case Pass::backward_filter: return g.groups * image * columns;
+    case Pass::backward_data:
+      return g.groups * g.batch * g.height * g.width * g.group_filters() * taps;
+  }
+  return 0;
+}
+
+std::vector<GemmPart> lower(Pass pass, const Geometry& g, const Inputs& in) {
+  const std::size_t oh = g.out_h(), ow = g.out_w();
+  const std::size_t cg = g.group_channels(), og = g.group_filters();
+  const std::size_t taps = g.kernel_h * g.kernel_w;
+  const auto x_at = [&](const std::vector<double>& x, std::size_t n, std::size_t c, std::size_t h,
+                        std::size_t w) {
+    return x[((n * g.channels + c) * g.height + h) * g.width + w];
+  };
+  const auto dy_at = [&](const std::vector<double>& dy, std::size_t n, std::size_t o, std::size_t h,
+                         std::size_t w) { return dy[((n * g.filters + o) * oh + h) * ow + w]; };
+  const auto w_at = [&](const std::vector<double>& w, std::size_t o, std::size_t c, std::size_t r,
+                        std::size_t s) {
+    return w[((o * cg + c) * g.kernel_h + r) * g.kernel_w + s];
+  };
+  // im2col of group `group` of x: rows (n, oh, ow), columns (c, r, s).
+  const auto im2col = [&](std::size_t group) {
+    const auto& x = in.values.at(0);
+    std::vector<double> a(g.batch * oh * ow * cg * taps, 0.0);
+    std::size_t row = 0;
+    for (std::size_t n = 0; n < g.batch; ++n) {
+      for (std::size_t i = 0; i < oh; ++i) {
+        for (std::size_t j = 0; j < ow; ++j, ++row) {
+          double* out = &a[row * cg * taps];
+          for (std::size_t c = 0; c < cg; ++c) {
+            for (std::size_t r = 0; r < g.kernel_h; ++r) {
+              const auto h = tap(i, r, g.stride_h, g.pad_h, g.dilation_h, g.height);
+              for (std::size_t s = 0; s < g.kernel_w; ++s, ++out) {
+                const auto w = tap(j, s, g.stride_w, g.pad_w, g.dilation_w, g.width);
+                if (h && w) *out = x_at(x, n, group * cg + c, *h, *w);
+              }
+            }
+          }
+        }
+      }
+    }
+    return a;
+  };
+
+  std::vector<GemmPart> products(g.groups);
+  for (std::size_t group = 0; group < g.groups; ++group) {
+    GemmPart& p = products[group];
+    std::vector<double> a, b;
+    if (pass == Pass::forward) {
+      // y[n, o, i, j] = sum over (c, r, s) of x[n, c, i stride + r dilation - pad, ...] w[o, c, r,
+      // s]
+      const std::size_t m = g.batch * oh * ow, k = cg * taps;
+      p.shape = Shape{{m, og, k}};
+      a = im2col(group);
+      b.resize(k * og);
+      for (std::size_t o = 0; o < og; ++o) {
+        for (std::size_t l = 0; l < k; ++l)
+          b[l * og + o] = in.values.at(1)[(group * og + o) * k + l];
+      }
+      p.place.resize(m * og);
+      for (std::size_t row = 0; row < m; ++row) {
+        const std::size_t n = row / (oh * ow), pixel = row % (oh * ow);
+        for (std::size_t o = 0; o < og; ++o) {
+          p.place[row * og + o] = (n * g.filters + group * og + o) * oh * ow + pixel;
+        }
+      }
+    } else if (pass == Pass::backward_data) {
+      // dx[n, c, h, w] = sum over (o, r, s) with h = i stride + r dilation - pad (and w alike) of
+      // dy[n, o, i, j] w[o, c, r, s]; taps with no such (i, j) read 0.
+      const std::size_t m = g.batch * g.height * g.width, k = og * taps;
+      p.shape = Shape{{m, cg, k}};
+      a.assign(m * k, 0.0);
+      for (std::size_t n = 0; n < g.batch; ++n) {
+        for (std::size_t h = 0; h < g.height; ++h) {
+          for (std::size_t w = 0; w < g.width; ++w) {
+            double* out = &a[((n * g.height + h) * g.width + w) * k];
+            for (std::size_t o = 0; o < og; ++o) {
+              for (std::size_t r = 0; r < g.kernel_h; ++r) {
+                const std::size_t top = h + g.pad_h;
+                const bool row_ok = top >= r * g.dilation_h &&
+                                    (top - r * g.dilation_h) % g.stride_h == 0 &&
+                                    (top - r * g.dilation_h) / g.stride_h < oh;
+                for (std::size_t s = 0; s < g.kernel_w; ++s, ++out) {
+                  const std::size_t left = w + g.pad_w;
+                  const bool column_ok = left >= s * g.dilation_w &&
+                                         (left - s * g.dilation_w) % g.stride_w == 0 &&
+                                         (left - s * g.dilation_w) / g.stride_w < ow;
+                  if (row_ok && column_ok) {
+                    *out = dy_at(in.values.at(0), n, group * og + o,
+                                 (top - r * g.dilation_h) / g.stride_h,
+                                 (left - s * g.dilation_w) / g.stride_w);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      b.resize(k * cg);
+      for (std::size_t o = 0; o < og; ++o) {
+        for (std::size_t c = 0; c < cg; ++c) {
+          for (std::size_t t = 0; t < taps; ++t) {
+            b[(o * taps + t) * cg + c] =
+                w_at(in.values.at(1), group * og + o, c, t / g.kernel_w, t % g.kernel_w);
+          }
+        }
+      }
+      p.place.resize(m * cg);
+      for (std::size_t row = 0; row < m; ++row) {
+        const std::size_t n = row / (g.height * g.width), pixel = row % (g.height * g.width);
+        for (std::size_t c = 0; c < cg; ++c) {
+          p.place[row * cg + c] = (n * g.channels + group * cg + c) * g.height * g.width + pixel;
+        }
+      }
+    } else {
+      // dw[o, c, r, s] = sum over (n, i, j) of dy[n, o, i, j] x[n, c, i stride + r dilation - pad,
+      // ...]: dy of the group (og x N OH OW) times im2col (N OH OW x cg R S).
+      const std::size_t k = g.batch * oh * ow, columns = cg * taps;
+      p.shape = Shape{{og, columns, k}};
+      a.resize(og * k);
+      for (std::size_t o = 0; o < og; ++o) {
+        for (std::size_t n = 0; n < g.batch; ++n) {
+          for (std::size_t i = 0; i < oh * ow; ++i) {
+            a[o * k + n * oh * ow + i] = dy_at(in.values.at(1), n, group * og + o, i / ow, i % ow);
+          }
+        }
+      }
+      b = im2col(group);
+      p.place.resize(og * columns);
+      for (std::size_t o = 0; o < og; ++o) {
+        for (std::size_t l = 0; l < columns; ++l) {
+          p.place[o * columns + l] = (group * og + o) * columns + l;
+        }
+      }
+    }
+    p.inputs.values = {std::move(a), std::move(b)};
+    p.inputs.indices = {{}, {}};
+  }
+  return products;
+}
+
+}  // namespace ampbench::ops::convolution
