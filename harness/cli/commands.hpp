@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 
 namespace ampbench::cli {
@@ -66,5 +67,18 @@ struct EvalArgs {
   bool json = false;
 };
 int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err);
+
+// Runs the loss scaler over steps read from `in`, one per line: ok, inf or nan (docs/scaler.md).
+struct ScalerArgs {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int growth_interval = 2000;
+  std::optional<double> min_scale;
+  int collapse_backoffs = 10;  // warn when the scale backs off this many times ...
+  int collapse_window = 100;   // ... within this many steps
+  bool hex = false;            // scales as C99 hex floats instead of shortest decimals
+};
+int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
 
 }  // namespace ampbench::cli

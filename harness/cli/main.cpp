@@ -125,6 +125,33 @@ int main(int argc, char** argv) {
                    "strings, ...}; required");
   eval->add_flag("--json", eval_args.json, "One JSON object: output, reference, ulp_error");
 
+  ampbench::cli::ScalerArgs scaler_args;
+  double scaler_min_scale = 0.0;
+  auto* scaler = app.add_subcommand(
+      "scaler",
+      "GradScaler-compatible loss scaler over steps read from stdin (ok, inf or nan, one per "
+      "line): the scale used, whether the step was skipped, the scale and growth tracker after");
+  scaler->add_option("--init-scale", scaler_args.init_scale, "Initial scale (binary32)")
+      ->capture_default_str();
+  scaler->add_option("--growth-factor", scaler_args.growth_factor, "Growth factor, > 1")
+      ->capture_default_str();
+  scaler->add_option("--backoff-factor", scaler_args.backoff_factor, "Backoff factor, in (0, 1)")
+      ->capture_default_str();
+  scaler
+      ->add_option("--growth-interval", scaler_args.growth_interval,
+                   "Consecutive clean steps before the scale grows")
+      ->capture_default_str();
+  auto* scaler_min_scale_option = scaler->add_option(
+      "--min-scale", scaler_min_scale,
+      "Beyond PyTorch: the backoff never takes the scale below this (default: no minimum)");
+  scaler
+      ->add_option("--collapse-backoffs", scaler_args.collapse_backoffs,
+                   "Warn when the scale backs off this many times ...")
+      ->capture_default_str();
+  scaler->add_option("--collapse-window", scaler_args.collapse_window, "... within this many steps")
+      ->capture_default_str();
+  scaler->add_flag("--hex", scaler_args.hex, "Scales as C99 hex floats");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -162,5 +189,9 @@ int main(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
+  if (*scaler) {
+    if (*scaler_min_scale_option) scaler_args.min_scale = scaler_min_scale;
+    return ampbench::cli::run_scaler(scaler_args, std::cin, std::cout, std::cerr);
+  }
   return ampbench::cli::kExitUsage;
 }

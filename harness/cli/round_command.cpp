@@ -8,18 +8,12 @@
 #include <string_view>
 
 #include "harness/cli/commands.hpp"
+#include "harness/cli/text.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/rounding.hpp"
 
 namespace ampbench::cli {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
 
 // Decimal, C99 hex float, inf, -inf or nan, taken as the nearest binary64 (strtod rounds
 // correctly to nearest). Empty when the text is not entirely a number.

@@ -14,44 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/test/run_ampbench.hpp"
+
 namespace {
 
-struct Outcome {
-  std::string out;
-  std::string err;
-  int status = -1;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-// Runs ampbench with `args` (already shell-quoted where needed) and `input` on stdin.
-Outcome ampbench(const std::string& args, const std::string& input = "") {
-  char dir_template[] = "/tmp/ampbench-cli-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  std::ofstream(dir + "/in") << input;
-  const std::string command = std::string(AMPBENCH_EXE) + " " + args + " <" + dir + "/in >" + dir +
-                              "/out 2>" + dir + "/err";
-  const int raw = std::system(command.c_str());
-  Outcome run{slurp(dir + "/out"), slurp(dir + "/err"), WIFEXITED(raw) ? WEXITSTATUS(raw) : -1};
-  std::system(("rm -rf " + dir).c_str());
-  return run;
-}
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+using ampbench::cli::test::slurp;
 
 std::vector<std::vector<std::string>> rows(const std::string& tsv) {
-  std::vector<std::vector<std::string>> result;
-  std::istringstream lines(tsv);
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::istringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, '\t');) fields.push_back(cell);
-    result.push_back(fields);
-  }
-  return result;
+  return ampbench::cli::test::tsv_rows(tsv);
 }
 
 TEST(Cli, VersionAndHelp) {

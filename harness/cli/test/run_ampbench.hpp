@@ -1,0 +1,57 @@
+// What the end-to-end tests of the command line share: running the real binary (AMPBENCH_EXE) with
+// arguments and standard input, and reading tab-separated output.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ampbench::cli::test {
+
+struct Outcome {
+  std::string out;
+  std::string err;
+  int status = -1;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Runs ampbench with `args` (already shell-quoted where needed) and `input` on stdin.
+inline Outcome ampbench(const std::string& args, const std::string& input = "") {
+  char dir_template[] = "/tmp/ampbench-cli-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::ofstream(dir + "/in") << input;
+  const std::string command = std::string(AMPBENCH_EXE) + " " + args + " <" + dir + "/in >" + dir +
+                              "/out 2>" + dir + "/err";
+  const int raw = std::system(command.c_str());
+  Outcome run{slurp(dir + "/out"), slurp(dir + "/err"), WIFEXITED(raw) ? WEXITSTATUS(raw) : -1};
+  std::system(("rm -rf " + dir).c_str());
+  return run;
+}
+
+// The fields of each line of tab-separated text; lines starting with '#' left out when asked.
+inline std::vector<std::vector<std::string>> tsv_rows(const std::string& tsv,
+                                                      bool skip_comments = false) {
+  std::vector<std::vector<std::string>> result;
+  std::istringstream lines(tsv);
+  for (std::string line; std::getline(lines, line);) {
+    if (skip_comments && line.starts_with("#")) continue;
+    std::vector<std::string> fields;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '\t');) fields.push_back(cell);
+    result.push_back(fields);
+  }
+  return result;
+}
+
+}  // namespace ampbench::cli::test
