@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -17,6 +16,8 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/json_file.hpp"
+#include "harness/cli/text.hpp"
 #include "harness/inputs/distributions.hpp"
 
 namespace ampbench::cli {
@@ -24,18 +25,6 @@ namespace {
 
 constexpr const char* kCommand = "ampbench audit";
 constexpr const char* kDefaultBudgets = "suites/budgets.toml";
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> items;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t comma = list.find(',', start);
-    items.push_back(list.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return items;
-}
 
 std::string number(const std::optional<double>& v, const char* format = "{:.3g}") {
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
@@ -58,23 +47,11 @@ void write_row(std::ostream& out, std::size_t shape_width, const audit::CaseResu
       e[numeric::RoundingEvent::nan], r.pass() ? "PASS" : "FAIL");
 }
 
-// Writes the records so far to `path` through a temporary file and a rename, so the file is
-// always a complete JSON document.
+// Writes the records so far, so that the file is always a complete JSON document.
 bool write_records(const std::string& path, const nlohmann::json& records, std::ostream& err) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << nlohmann::json{{"schema", "ampbench.audit/1"}, {"cases", records}}.dump(2) << '\n';
-    if (!file) {
-      err << fmt::format("{}: --json {}: cannot write {}\n", kCommand, path, temporary);
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    err << fmt::format("{}: --json {}: cannot rename {} to it ({})\n", kCommand, path, temporary,
-                       ec.message());
+  if (auto problem = write_json_file(
+          path, nlohmann::json{{"schema", "ampbench.audit/1"}, {"cases", records}})) {
+    err << fmt::format("{}: --json {}: {}\n", kCommand, path, *problem);
     return false;
   }
   return true;
@@ -130,7 +107,7 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   const std::vector<std::string> policy_names =
       args.all && args.policies.empty()
           ? std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}
-          : split(args.policies.empty() ? "fp32" : args.policies);
+          : split_list(args.policies.empty() ? "fp32" : args.policies);
   for (const auto& name : policy_names) {
     try {
       policies.push_back(policy::policy_by_name_or_file(name));
@@ -179,10 +156,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (!args.json.empty()) {
-    const auto parent = std::filesystem::path(args.json).parent_path();
-    if (!parent.empty() && !std::filesystem::is_directory(parent)) {
-      err << fmt::format("{}: --json {}: directory {} does not exist\n", kCommand, args.json,
-                         parent.string());
+    if (auto problem = json_path_problem(args.json)) {
+      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
       return kExitUsage;
     }
   }

@@ -81,4 +81,24 @@ struct ScalerArgs {
 };
 int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
 
+struct TrainArgs {
+  std::string model = "mlp";
+  std::string policies = "fp32,amp-fp16,amp-bf16,fp16";
+  int reference_bits = 113;
+  std::size_t steps = 200;
+  std::size_t batch = 64;
+  std::size_t accumulate = 1;
+  std::uint64_t seed = 1;
+  std::string scaler = "auto";
+  std::string optimizer = "adamw";
+  std::optional<double> lr;  // default: 1e-3 for adamw, 0.05 for sgd
+  double clip_norm = 1.0;
+  std::string data;     // FILE.csv, or FILE.npy with targets; empty: the model's synthetic data
+  std::string targets;  // FILE.npy
+  std::size_t eval = 512;
+  std::size_t print_every = 0;  // 0: a tenth of the steps
+  std::string json;
+};
+int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

@@ -152,6 +152,43 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   scaler->add_flag("--hex", scaler_args.hex, "Scales as C99 hex floats");
 
+  ampbench::cli::TrainArgs train_args;
+  double train_lr = 0;
+  auto* train = app.add_subcommand(
+      "train",
+      "Whole training steps under precision policies side by side with a multiprecision "
+      "reference: loss, gradient errors, underflow, loss scale, verdict (exit 1 when a policy "
+      "does not track the reference)");
+  train->add_option("--model", train_args.model, "mlp")->capture_default_str();
+  train->add_option("--policy", train_args.policies, "Policies, comma-separated, or FILE.toml")
+      ->capture_default_str();
+  train->add_option("--reference-bits", train_args.reference_bits, "Precision of the reference")
+      ->capture_default_str();
+  train->add_option("--steps", train_args.steps, "Optimizer steps")->capture_default_str();
+  train->add_option("--batch", train_args.batch, "Samples per micro-batch")->capture_default_str();
+  train->add_option("--accumulate", train_args.accumulate, "Micro-batches per optimizer step")
+      ->capture_default_str();
+  train->add_option("--seed", train_args.seed, "Seed of the weights, data and batch order")
+      ->capture_default_str();
+  train
+      ->add_option("--scaler", train_args.scaler,
+                   "Loss scaler: auto (on where gradients are fp16-like), on, off")
+      ->capture_default_str();
+  train->add_option("--optimizer", train_args.optimizer, "adamw or sgd (momentum 0.9)")
+      ->capture_default_str();
+  auto* train_lr_option =
+      train->add_option("--lr", train_lr, "Learning rate (default 1e-3 adamw, 0.05 sgd)");
+  train->add_option("--clip-norm", train_args.clip_norm, "Global gradient norm clip (0: none)")
+      ->capture_default_str();
+  train->add_option(
+      "--data", train_args.data,
+      "FILE.csv (features..., label) or FILE.npy with --targets (default: synthetic)");
+  train->add_option("--targets", train_args.targets, "FILE.npy of integer labels");
+  train->add_option("--eval", train_args.eval, "Samples held out for evaluation")
+      ->capture_default_str();
+  train->add_option("--print-every", train_args.print_every, "Table row every N steps");
+  train->add_option("--json", train_args.json, "Write the record ampbench.train/1 to this file");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -189,6 +226,10 @@ int main(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
+  if (*train) {
+    if (*train_lr_option) train_args.lr = train_lr;
+    return ampbench::cli::run_train(train_args, std::cout, std::cerr);
+  }
   if (*scaler) {
     if (*scaler_min_scale_option) scaler_args.min_scale = scaler_min_scale;
     return ampbench::cli::run_scaler(scaler_args, std::cin, std::cout, std::cerr);

@@ -1,7 +1,9 @@
 // Small text helpers the line-oriented commands share.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ampbench::cli {
 
@@ -11,6 +13,19 @@ inline std::string_view trim(std::string_view s) {
   if (first == std::string_view::npos) return {};
   const auto last = s.find_last_not_of(" \t\r");
   return s.substr(first, last - first + 1);
+}
+
+// The items of a comma-separated list ("a,b" -> a, b; "" -> one empty item).
+inline std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = list.find(',', start);
+    items.push_back(list.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
 }
 
 }  // namespace ampbench::cli

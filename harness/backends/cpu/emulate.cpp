@@ -195,8 +195,9 @@ using Counts = std::array<std::uint64_t, numeric::kRoundingEventCount>;
 //   finite; a tiny sum is always exact (Hauser 1996); an infinite sum of finite terms is an
 //   overflow; a NaN sum is NaN.
 // Branch-free, so that it vectorises; compiled for AVX-512 and AVX2 where the CPU has them (the
-// results are the same: binary32 arithmetic is IEEE everywhere, and nothing is fused).
-[[gnu::target_clones("avx512f", "avx2", "default")]] void binary32_step(
+// results are the same: binary32 arithmetic is IEEE everywhere, and nothing is fused). Flattened:
+// without it the product's lambda stays a call per element and nothing vectorises.
+[[gnu::target_clones("avx512f", "avx2", "default"), gnu::flatten]] void binary32_step(
     float* __restrict row, const float* __restrict bf, const double* __restrict bd, float af,
     double ad, std::size_t n, bool first, Counts& counts) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -676,10 +677,42 @@ std::vector<double> layer_norm_backward(const Arithmetic& arithmetic, std::span<
       });
 }
 
+LayerNormParameterGradients layer_norm_parameter_backward(const Arithmetic& arithmetic,
+                                                          std::span<const double> x,
+                                                          std::span<const double> dy,
+                                                          std::size_t rows, std::size_t cols,
+                                                          double eps, Events& events) {
+  require(dy.size() == x.size() && x.size() == rows * cols,
+          "layer_norm_parameter_backward: x and dy must be rows x cols");
+  require_exact(arithmetic);
+  // Each row's xhat as the forward pass forms it, its products with dy rounded to compute; then
+  // every column summed over the rows in order, in the accumulation format.
+  std::vector<double> products(rows * cols);
+  Rounders round(arithmetic, events, 0);
+  std::vector<double> work(2 * cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double rstd = normalize_row(round, x.data() + r * cols, cols, eps, work.data());
+    for (std::size_t c = 0; c < cols; ++c) {
+      products[r * cols + c] = round.compute(dy[r * cols + c] * round.compute(work[c] * rstd));
+    }
+  }
+  LayerNormParameterGradients g{std::vector<double>(cols), std::vector<double>(cols)};
+  std::vector<double> column(rows);
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t r = 0; r < rows; ++r) column[r] = products[r * cols + c];
+    g.dgamma[c] =
+        round.output(accumulate_sum(round.accumulate, Summation::sequential, column.data(), rows));
+    for (std::size_t r = 0; r < rows; ++r) column[r] = dy[r * cols + c];
+    g.dbeta[c] =
+        round.output(accumulate_sum(round.accumulate, Summation::sequential, column.data(), rows));
+  }
+  return g;
+}
+
 std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
                                            std::span<const double> logits,
                                            std::span<const std::int64_t> targets, std::size_t rows,
-                                           std::size_t cols, Events& events) {
+                                           std::size_t cols, Events& events, double d_loss) {
   require(targets.size() == rows, "cross_entropy_backward: one target per row");
   for (const auto t : targets) {
     require(t >= 0 && static_cast<std::size_t>(t) < cols,
@@ -694,6 +727,7 @@ std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
                    for (std::size_t c = 0; c < cols; ++c) {
                      double g = round.compute(work[cols + c] / total);
                      if (c == target) g = round.compute.sum(g, -1.0);
+                     if (d_loss != 1) g = round.compute(g * d_loss);
                      out[c] = round.output(round.compute(g / n));
                    }
                  });

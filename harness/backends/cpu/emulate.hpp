@@ -156,11 +156,25 @@ std::vector<double> layer_norm_backward(const Arithmetic& arithmetic, std::span<
                                         std::span<const double> dy, std::size_t rows,
                                         std::size_t cols, double eps, std::span<const double> gamma,
                                         Events& events);
-// d loss / d logits of the mean cross-entropy (no smoothing): (softmax(x) - onehot(target)) / rows.
+// d loss / d logits of the mean cross-entropy (no smoothing): (softmax(x) - onehot(target)) / rows,
+// times the upstream gradient d_loss (the loss scale in a scaled backward pass), which multiplies
+// before the division by rows as in PyTorch's nll_loss backward, so that scaling can lift entries
+// that the division alone would make underflow.
 std::vector<double> cross_entropy_backward(const Arithmetic& arithmetic,
                                            std::span<const double> logits,
                                            std::span<const std::int64_t> targets, std::size_t rows,
-                                           std::size_t cols, Events& events);
+                                           std::size_t cols, Events& events, double d_loss = 1.0);
+// The gradients of layer_norm's gamma and beta: column sums over the rows of dy * xhat and of dy,
+// xhat formed as the forward pass forms it, the sums accumulated row by row.
+struct LayerNormParameterGradients {
+  std::vector<double> dgamma;
+  std::vector<double> dbeta;
+};
+LayerNormParameterGradients layer_norm_parameter_backward(const Arithmetic& arithmetic,
+                                                          std::span<const double> x,
+                                                          std::span<const double> dy,
+                                                          std::size_t rows, std::size_t cols,
+                                                          double eps, Events& events);
 
 enum class Activation { relu, gelu, gelu_tanh, silu };
 // dx = dy * f'(x), f' as kernels write it: relu 1 or 0; gelu Phi(x) + x phi(x) with

@@ -18,6 +18,7 @@
 
 #include "harness/train/clip.hpp"
 #include "harness/train/scaler_math.hpp"
+#include "harness/train/test/expect_error.hpp"
 
 namespace ampbench::train {
 namespace {
@@ -25,18 +26,7 @@ namespace {
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Runs `call` and checks that it throws E with exactly `message`.
-template <class E>
-void expect_error(const std::function<void()>& call, const std::string& message) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected: " << message;
-  } catch (const E& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what() << "; expected: " << message;
-  }
-}
+using test::expect_error;
 
 // Checks that constructing a scaler from `options` throws std::invalid_argument naming `name`.
 void expect_rejected(const LossScalerOptions& options, const std::string& name) {

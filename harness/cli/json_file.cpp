@@ -1,0 +1,33 @@
+#include "harness/cli/json_file.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace ampbench::cli {
+
+std::optional<std::string> json_path_problem(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+    return fmt::format("directory {} does not exist", parent.string());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> write_json_file(const std::string& path,
+                                           const nlohmann::json& document) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file << document.dump(2) << '\n';
+    if (!file) return fmt::format("cannot write {}", temporary);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) return fmt::format("cannot rename {} to it ({})", temporary, ec.message());
+  return std::nullopt;
+}
+
+}  // namespace ampbench::cli

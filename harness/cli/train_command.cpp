@@ -1,0 +1,201 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.hpp"
+#include "harness/cli/json_file.hpp"
+#include "harness/cli/text.hpp"
+#include "harness/train/trainer.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench train";
+
+std::string number(const std::optional<double>& v, const char* format = "{:.3g}") {
+  return v && std::isfinite(*v) ? fmt::format(fmt::runtime(format), *v) : std::string("-");
+}
+
+double largest(const std::vector<std::optional<double>>& values) {
+  double top = 0;
+  for (const auto& v : values) top = v && std::isfinite(*v) ? std::max(top, *v) : INFINITY;
+  return top;
+}
+
+void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every) {
+  out << fmt::format("\n{} (gradients in {}, scaler {})\n", r.policy, r.gradient_format,
+                     r.scaler ? "on" : "off");
+  out << fmt::format("{:>6}{:>11}{:>11}{:>12}{:>11}{:>11}{:>11}{:>9}{:>8}\n", "step", "loss",
+                     "loss_err", "grad_err", "uflow", "uflow_sc", "scale", "tracker", "skipped");
+  for (const auto& s : r.steps) {
+    if (s.step % every != 0 && s.step + 1 != r.steps.size()) continue;
+    out << fmt::format(
+        "{:>6}{:>11}{:>11}{:>12}{:>11}{:>11}{:>11}{:>9}{:>8}\n", s.step, number(s.loss, "{:.5g}"),
+        number(s.loss_error), number(largest(s.gradient_error)), number(s.underflow_unscaled),
+        number(s.underflow_scaled), number(s.scale, "{:g}"),
+        s.growth_tracker ? fmt::format("{}", *s.growth_tracker) : "-", s.skipped ? "yes" : "");
+  }
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
+  // ---- everything is checked before any work starts -----------------------------------------
+  train::TrainConfig config;
+  const auto models = train::model_names();
+  if (std::find(models.begin(), models.end(), args.model) == models.end()) {
+    err << fmt::format("{}: --model: unknown model '{}' (available: {})\n", kCommand, args.model,
+                       fmt::join(models, ", "));
+    return kExitUsage;
+  }
+  config.model = args.model;
+  for (const auto& name : split_list(args.policies)) {
+    try {
+      config.policies.push_back(policy::policy_by_name_or_file(name));
+    } catch (const policy::PolicyError& e) {
+      err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+  }
+  if (args.reference_bits < 64 || args.reference_bits > 4096) {
+    err << fmt::format("{}: --reference-bits: {} is outside [64, 4096]\n", kCommand,
+                       args.reference_bits);
+    return kExitUsage;
+  }
+  config.reference_bits = args.reference_bits;
+  if (args.steps == 0 || args.batch == 0 || args.accumulate == 0) {
+    err << fmt::format("{}: --steps, --batch and --accumulate must be positive\n", kCommand);
+    return kExitUsage;
+  }
+  config.steps = args.steps;
+  config.batch = args.batch;
+  config.accumulate = args.accumulate;
+  config.seed = args.seed;
+  if (args.scaler == "auto") {
+    config.scaler = train::ScalerMode::automatic;
+  } else if (args.scaler == "on") {
+    config.scaler = train::ScalerMode::on;
+  } else if (args.scaler == "off") {
+    config.scaler = train::ScalerMode::off;
+  } else {
+    err << fmt::format("{}: --scaler: '{}' is not auto, on or off\n", kCommand, args.scaler);
+    return kExitUsage;
+  }
+  if (args.optimizer == "sgd") {
+    train::SgdOptions sgd;
+    sgd.lr = args.lr.value_or(0.05);
+    config.optimizer = sgd;
+  } else if (args.optimizer == "adamw") {
+    train::AdamWOptions adamw;
+    adamw.lr = args.lr.value_or(1e-3);
+    config.optimizer = adamw;
+  } else {
+    err << fmt::format("{}: --optimizer: '{}' is not adamw or sgd\n", kCommand, args.optimizer);
+    return kExitUsage;
+  }
+  try {
+    std::visit([](const auto& o) { train::validate(o); }, config.optimizer);
+  } catch (const std::invalid_argument& e) {
+    err << fmt::format("{}: --lr: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  if (!(args.clip_norm >= 0) || !std::isfinite(args.clip_norm)) {
+    err << fmt::format("{}: --clip-norm: {} is not a finite value >= 0\n", kCommand,
+                       args.clip_norm);
+    return kExitUsage;
+  }
+  config.clip_norm = args.clip_norm;
+  if (!args.json.empty()) {
+    if (auto problem = json_path_problem(args.json)) {
+      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
+      return kExitUsage;
+    }
+  }
+  if (!args.targets.empty() && args.data.empty()) {
+    err << fmt::format("{}: --targets goes with --data FILE.npy\n", kCommand);
+    return kExitUsage;
+  }
+  train::Dataset data;
+  try {
+    if (args.data.empty()) {
+      data = train::default_dataset(args.model, args.seed);
+    } else if (args.data.ends_with(".npy")) {
+      if (args.targets.empty()) {
+        err << fmt::format("{}: --data {}: a .npy of inputs needs --targets FILE.npy\n", kCommand,
+                           args.data);
+        return kExitUsage;
+      }
+      data = train::load_dataset_npy(args.data, args.targets);
+    } else {
+      data = train::load_dataset_csv(args.data);
+    }
+  } catch (const train::DataError& e) {
+    err << fmt::format("{}: --data: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  if (args.eval >= data.samples()) {
+    err << fmt::format("{}: --eval {}: the data set has only {} samples\n", kCommand, args.eval,
+                       data.samples());
+    return kExitUsage;
+  }
+  const train::Split split = train::split(data, args.eval, args.seed);
+
+  // ---- the run ----------------------------------------------------------------------------------
+  out << fmt::format(
+      "train {} on {} ({} training, {} evaluation samples): {} steps of {} x {} samples, seed {}, "
+      "reference {} bits\n",
+      config.model, data.name, split.train.samples(), split.eval.samples(), config.steps,
+      config.accumulate, config.batch, config.seed, config.reference_bits);
+  out.flush();
+  train::TrainResult result;
+  try {
+    const std::size_t tick = std::max<std::size_t>(1, config.steps / 10);
+    result = train::train(config, split.train, split.eval, [&](std::size_t step) {
+      if ((step + 1) % tick == 0)
+        err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, config.steps);
+    });
+  } catch (const std::invalid_argument& e) {
+    err << fmt::format("{}: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+
+  const std::size_t every =
+      args.print_every > 0 ? args.print_every : std::max<std::size_t>(1, config.steps / 10);
+  for (const auto& r : result.runs) write_steps(out, r, every);
+  out << fmt::format("\n{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "policy", "scaler", "skipped",
+                     "eval_loss", "accuracy", "w_diverge", "verdict");
+  out << fmt::format("{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "reference", "-", "-",
+                     number(result.reference.eval_loss, "{:.5g}"),
+                     number(result.reference.eval_accuracy, "{:.3f}"), "-", "");
+  bool all_pass = true;
+  for (const auto& r : result.runs) {
+    double divergence = 0;
+    for (const double d : r.weight_divergence) divergence = std::max(divergence, d);
+    out << fmt::format("{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", r.policy,
+                       r.scaler ? "on" : "off", r.skipped_steps.size(),
+                       number(r.eval_loss, "{:.5g}"), number(r.eval_accuracy, "{:.3f}"),
+                       number(divergence), r.verdict);
+    for (const auto& w : r.scaler_warnings) out << fmt::format("  warning: {}\n", w);
+    all_pass = all_pass && r.pass;
+  }
+  out << fmt::format(
+      "\n{} steps in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: largest "
+      "normwise error of a\nparameter's gradient; uflow, uflow_sc: fraction of the reference's "
+      "nonzero gradient entries that are 0\nin the gradient format, unscaled and times the scale; "
+      "w_diverge: largest ||w - w_ref|| / ||w_ref||.\n",
+      config.steps, result.seconds);
+  if (!args.json.empty()) {
+    if (auto problem = write_json_file(args.json, train::to_json(result))) {
+      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
+      return kExitUsage;
+    }
+  }
+  return all_pass ? kExitOk : kExitFail;
+}
+
+}  // namespace ampbench::cli

@@ -1,0 +1,136 @@
+// The ops a training model runs, with one interface and two implementations. Model code is written
+// once, as a template over the ops type:
+//   EmulatedOps   the CPU backend under a precision policy: values in binary64 containers, each op
+//                 casting its inputs and rounding its arithmetic as the policy says, each tensor
+//                 carrying the format its values are in;
+//   ReferenceOps  the same functions in multiprecision (reference/mp), at the working precision of
+//                 the calling thread.
+//
+// Autocast's dtype flow is modelled as PyTorch runs it: an op casts its inputs to its input format
+// (resolving "promote" entries against the formats of its data inputs), and the gradient with
+// respect to an input comes back in that input's own format, as autograd returns a gradient in
+// the dtype of the tensor it belongs to (the backward of an autocast cast is the cast back).
+// A backward op runs under its forward op's precision. Parameters (master weights) are binary32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "harness/backends/cpu/emulate.hpp"
+#include "harness/numeric/format.hpp"
+#include "harness/policy/policy.hpp"
+#include "reference/mp/multiprecision.hpp"
+
+namespace ampbench::train {
+
+inline constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
+
+// What the backward of linear and layer_norm give, in either implementation.
+template <class Tensor>
+struct LinearGradients {
+  Tensor dx, dw, db;  // dx empty when not asked for
+};
+template <class Tensor>
+struct LayerNormGradients {
+  Tensor dx, dgamma, dbeta;
+};
+
+// A tensor of the emulated backend: every value is a value of `format`.
+struct EmulatedTensor {
+  std::vector<double> values;
+  numeric::Format format = numeric::formats::fp32;
+};
+
+class EmulatedOps {
+ public:
+  using Tensor = EmulatedTensor;
+  using Scalar = double;  // losses and the upstream gradient
+  using Master = float;   // master weights and their gradients: binary32
+
+  explicit EmulatedOps(policy::Policy policy);
+  const policy::Policy& policy() const { return policy_; }
+
+  // Data and master weights, binary32 values.
+  Tensor constant(std::span<const double> values) const;
+  Tensor parameter(std::span<const Master> values) const;
+  // A gradient with respect to a parameter, as the binary32 master gradient.
+  std::vector<Master> master_gradient(const Tensor& gradient) const;
+  static std::vector<double> to_doubles(const Tensor& t) { return t.values; }
+  static double to_double(Scalar s) { return s; }
+
+  // y = x w + b: x rows x in, w in x out, b out (linear / addmm).
+  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
+                std::size_t out);
+  using LinearGradients = train::LinearGradients<Tensor>;
+  // dx = dy w^T (only when need_dx), dw = x^T dy, db = column sums of dy.
+  LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
+                                  const Tensor& dy, std::size_t rows, std::size_t in,
+                                  std::size_t out, bool need_dx);
+  Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor gelu_backward(const Tensor& x, const Tensor& dy);
+  Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
+                    std::size_t cols);
+  using LayerNormGradients = train::LayerNormGradients<Tensor>;
+  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t rows, std::size_t cols);
+  // Mean cross-entropy of rows x classes logits.
+  Scalar cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
+                       std::size_t rows, std::size_t classes);
+  // Its gradient times the upstream gradient d_loss (the loss scale, divided by the number of
+  // accumulated micro-batches), in the logits' format.
+  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
+                                std::size_t rows, std::size_t classes, Scalar d_loss);
+
+  // The format the weight gradients of matmuls come out in (fp16 under amp-fp16): where small
+  // gradients underflow.
+  numeric::Format gradient_format() const;
+  // Rounding events of the arithmetic (intermediate and output roundings of every op) and of the
+  // casts of op inputs.
+  const backends::cpu::Events& events() const { return events_; }
+  const numeric::EventCounts& cast_events() const { return cast_events_; }
+
+ private:
+  policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
+  Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode);
+
+  policy::Policy policy_;
+  backends::cpu::Events events_;
+  numeric::EventCounts cast_events_;
+};
+
+// The reference: every op in multiprecision (reference/mp/ops.hpp) at the calling thread's working
+// precision. Formats play no part.
+class ReferenceOps {
+ public:
+  using Tensor = std::vector<reference::Real>;
+  using Scalar = reference::Real;
+  using Master = reference::Real;
+
+  Tensor constant(std::span<const double> values) const;
+  Tensor parameter(std::span<const Master> values) const { return {values.begin(), values.end()}; }
+  std::vector<Master> master_gradient(const Tensor& gradient) const { return gradient; }
+  static std::vector<double> to_doubles(const Tensor& t);
+  static double to_double(const Scalar& s) { return reference::to_double(s); }
+
+  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
+                std::size_t out);
+  using LinearGradients = train::LinearGradients<Tensor>;
+  LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
+                                  const Tensor& dy, std::size_t rows, std::size_t in,
+                                  std::size_t out, bool need_dx);
+  Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor gelu_backward(const Tensor& x, const Tensor& dy);
+  Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
+                    std::size_t cols);
+  using LayerNormGradients = train::LayerNormGradients<Tensor>;
+  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t rows, std::size_t cols);
+  Scalar cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
+                       std::size_t rows, std::size_t classes);
+  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
+                                std::size_t rows, std::size_t classes, const Scalar& d_loss);
+};
+
+}  // namespace ampbench::train

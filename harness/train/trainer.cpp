@@ -1,0 +1,431 @@
+#include "harness/train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <stdexcept>
+#include <utility>
+
+#include "harness/numeric/rounding.hpp"
+#include "harness/train/clip.hpp"
+#include "harness/train/models.hpp"
+#include "harness/train/ops.hpp"
+#include "reference/mp/multiprecision.hpp"
+
+namespace ampbench::train {
+namespace {
+
+using reference::Real;
+
+// One run: its ops, binary32 (or Real) master weights, optimizer, scaler, and this step's values.
+template <class Ops>
+struct Run {
+  using Master = typename Ops::Master;
+  Ops ops;
+  std::vector<std::vector<Master>> weights;
+  Optimizer<Master> optimizer;
+  std::optional<LossScaler> scaler;
+  std::vector<std::vector<Master>> grads;
+  std::vector<std::vector<double>> unscaled;  // this step's unscaled gradients, for the metrics
+  RunResult result;
+};
+
+template <class Master>
+std::vector<std::vector<Master>> to_master(const std::vector<std::vector<double>>& values) {
+  std::vector<std::vector<Master>> m;
+  for (const auto& v : values) {
+    std::vector<Master> t;
+    t.reserve(v.size());
+    for (const double x : v) {
+      if constexpr (std::is_same_v<Master, float>) {
+        t.push_back(static_cast<float>(x));  // exact: the values are binary32
+      } else {
+        t.push_back(reference::to_real(x));
+      }
+    }
+    m.push_back(std::move(t));
+  }
+  return m;
+}
+
+template <class Master>
+std::vector<double> to_doubles(const std::vector<Master>& v) {
+  std::vector<double> d;
+  d.reserve(v.size());
+  for (const auto& x : v) {
+    if constexpr (std::is_same_v<Master, float>) {
+      d.push_back(static_cast<double>(x));
+    } else {
+      d.push_back(reference::to_double(x));
+    }
+  }
+  return d;
+}
+
+// Forward and backward of every micro-batch, the gradients accumulated into the master gradients
+// (a binary32 addition per element for the policies, as PyTorch accumulates .grad), and the
+// mean loss.
+template <class Model, class Ops>
+double compute_gradients(const Model& model, Run<Ops>& run, const std::vector<Batch>& micro,
+                         const typename Ops::Scalar& d_loss) {
+  using Tensor = typename Ops::Tensor;
+  std::vector<Tensor> params;
+  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  run.grads.assign(run.weights.size(), {});
+  double loss = 0;
+  for (const Batch& b : micro) {
+    std::vector<Tensor> g;
+    loss += Ops::to_double(
+        model.loss_and_gradients(run.ops, params, b.inputs, b.targets, b.size, d_loss, g));
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      auto mg = run.ops.master_gradient(g[i]);
+      if (run.grads[i].empty()) {
+        run.grads[i] = std::move(mg);
+      } else {
+        for (std::size_t j = 0; j < mg.size(); ++j) run.grads[i][j] += mg[j];
+      }
+    }
+  }
+  return loss / static_cast<double>(micro.size());
+}
+
+// A policy's step: scaled backward, unscale and inf check, clip, optimizer step unless skipped,
+// scaler update.
+template <class Model>
+void policy_step(const Model& model, Run<EmulatedOps>& run, const std::vector<Batch>& micro,
+                 const TrainConfig& config, StepRecord& record) {
+  const float scale = run.scaler ? run.scaler->scale() : 1.0f;
+  // d (loss / K * scale) / d loss, as autograd forms it in binary32.
+  const float d_loss = scale / static_cast<float>(micro.size());
+  record.loss = compute_gradients(model, run, micro, static_cast<double>(d_loss));
+  std::vector<std::span<float>> spans(run.grads.begin(), run.grads.end());
+  if (run.scaler) {
+    record.scale = static_cast<double>(scale);
+    run.scaler->unscale(spans);
+  }
+  run.unscaled.clear();
+  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  if (config.clip_norm > 0) clip_grad_norm(spans, config.clip_norm);
+  const auto optimizer_step = [&] { run.optimizer.step(run.weights, run.grads); };
+  if (run.scaler) {
+    record.skipped = !run.scaler->step(spans, optimizer_step);
+    run.scaler->update();
+    record.growth_tracker = run.scaler->growth_tracker();
+  } else {
+    optimizer_step();
+  }
+}
+
+// The reference's step: the same in Real, unscaled; clipping as clip_grad_norm_ defines it, in
+// Real.
+template <class Model>
+void reference_step(const Model& model, Run<ReferenceOps>& run, const std::vector<Batch>& micro,
+                    const TrainConfig& config, StepRecord& record) {
+  record.loss = compute_gradients(model, run, micro, Real(1) / static_cast<double>(micro.size()));
+  run.unscaled.clear();
+  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  if (config.clip_norm > 0) {
+    Real squares = 0;
+    for (const auto& g : run.grads) {
+      for (const auto& v : g) squares += v * v;
+    }
+    const Real coefficient = config.clip_norm / (reference::math::sqrt(squares) + 1e-6);
+    if (coefficient < 1) {
+      for (auto& g : run.grads) {
+        for (auto& v : g) v *= coefficient;
+      }
+    }
+  }
+  run.optimizer.step(run.weights, run.grads);
+}
+
+double norm(const std::vector<double>& v) {
+  double total = 0;
+  for (const double x : v) total += x * x;
+  return std::sqrt(total);
+}
+
+std::optional<double> normwise(const std::vector<double>& x, const std::vector<double>& ref) {
+  double difference = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return std::nullopt;
+    difference += (x[i] - ref[i]) * (x[i] - ref[i]);
+  }
+  const double r = norm(ref);
+  return r == 0 ? (difference == 0 ? 0.0 : INFINITY) : std::sqrt(difference) / r;
+}
+
+void compare(StepRecord& record, const Run<EmulatedOps>& run, const StepRecord& ref_record,
+             const std::vector<std::vector<double>>& ref_grads) {
+  record.loss_error = std::fabs(record.loss - ref_record.loss) / std::fabs(ref_record.loss);
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    record.gradient_error.push_back(normwise(run.unscaled[i], ref_grads[i]));
+  }
+  const numeric::Format f = run.ops.gradient_format();
+  const double scale = record.scale.value_or(1.0);
+  std::size_t nonzero = 0, lost = 0, lost_scaled = 0;
+  for (const auto& g : ref_grads) {
+    for (const double v : g) {
+      if (v == 0) continue;
+      ++nonzero;
+      lost += numeric::round_to(f, numeric::Rounding::nearest_even, v).value == 0;
+      lost_scaled += numeric::round_to(f, numeric::Rounding::nearest_even, v * scale).value == 0;
+    }
+  }
+  if (nonzero > 0) {
+    record.underflow_unscaled = static_cast<double>(lost) / static_cast<double>(nonzero);
+    record.underflow_scaled = static_cast<double>(lost_scaled) / static_cast<double>(nonzero);
+  }
+}
+
+// Loss and accuracy of a run's weights on the evaluation set, in the run's own arithmetic.
+template <class Model, class Ops>
+void evaluate(const Model& model, Run<Ops>& run, const Dataset& eval) {
+  if (eval.samples() == 0) return;
+  std::vector<typename Ops::Tensor> params;
+  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  const auto logits = model.logits(run.ops, params, eval.inputs, eval.samples());
+  run.result.eval_loss =
+      Ops::to_double(run.ops.cross_entropy(logits, eval.targets, eval.samples(), model.classes()));
+  const auto values = Ops::to_doubles(logits);
+  std::size_t correct = 0;
+  for (std::size_t r = 0; r < eval.samples(); ++r) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < model.classes(); ++c) {
+      if (values[r * model.classes() + c] > values[r * model.classes() + best]) best = c;
+    }
+    correct += static_cast<std::int64_t>(best) == eval.targets[r];
+  }
+  run.result.eval_accuracy = static_cast<double>(correct) / static_cast<double>(eval.samples());
+}
+
+bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format) {
+  if (mode != ScalerMode::automatic) return mode == ScalerMode::on;
+  return gradient_format.emin > numeric::formats::fp32.emin;
+}
+
+template <class Model>
+TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
+                         const Dataset& eval_set,
+                         const std::function<void(std::size_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const reference::WorkingPrecision precision(config.reference_bits);
+  const auto specs = model.parameters();
+  const auto initial = initial_parameters(specs, config.seed);
+
+  TrainResult result;
+  result.config = config;
+  result.dataset = train_set.name;
+  result.train_samples = train_set.samples();
+  result.eval_samples = eval_set.samples();
+  for (const auto& s : specs) result.parameters.push_back(s.name);
+
+  Run<ReferenceOps> reference{
+      {}, to_master<Real>(initial), Optimizer<Real>(config.optimizer), std::nullopt, {}, {}, {}};
+  reference.result.policy = "reference";
+  reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
+  std::vector<Run<EmulatedOps>> runs;
+  for (const auto& p : config.policies) {
+    Run<EmulatedOps> run{EmulatedOps(p),
+                         to_master<float>(initial),
+                         Optimizer<float>(config.optimizer),
+                         std::nullopt,
+                         {},
+                         {},
+                         {}};
+    run.result.policy = p.name;
+    run.result.gradient_format = run.ops.gradient_format().name;
+    if (wants_scaler(config.scaler, run.ops.gradient_format())) {
+      run.scaler.emplace(config.scaler_options);
+      run.result.scaler = true;
+    }
+    runs.push_back(std::move(run));
+  }
+
+  for (std::size_t step = 0; step < config.steps; ++step) {
+    std::vector<Batch> micro;
+    for (std::size_t k = 0; k < config.accumulate; ++k) {
+      micro.push_back(gather(train_set, batch_indices(train_set.samples(), config.batch,
+                                                      step * config.accumulate + k, config.seed)));
+    }
+    // The reference on a second core while the policies run on this one.
+    StepRecord ref_record;
+    ref_record.step = step;
+    auto reference_done = std::async(std::launch::async, [&] {
+      const reference::WorkingPrecision bits(config.reference_bits);
+      reference_step(model, reference, micro, config, ref_record);
+    });
+    std::vector<StepRecord> records(runs.size());
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      records[r].step = step;
+      policy_step(model, runs[r], micro, config, records[r]);
+    }
+    reference_done.get();
+    reference.result.steps.push_back(ref_record);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      compare(records[r], runs[r], ref_record, reference.unscaled);
+      if (records[r].skipped) runs[r].result.skipped_steps.push_back(step);
+      runs[r].result.steps.push_back(std::move(records[r]));
+    }
+    if (progress) progress(step);
+  }
+
+  evaluate(model, reference, eval_set);
+  std::vector<std::vector<double>> ref_weights;
+  for (const auto& w : reference.weights) ref_weights.push_back(to_doubles(w));
+  for (auto& run : runs) {
+    evaluate(model, run, eval_set);
+    RunResult& r = run.result;
+    for (std::size_t i = 0; i < run.weights.size(); ++i) {
+      r.weight_divergence.push_back(
+          normwise(to_doubles(run.weights[i]), ref_weights[i]).value_or(INFINITY));
+    }
+    if (run.scaler) {
+      for (const auto& w : run.scaler->collapse_warnings()) {
+        if (run.scaler->collapse_detection()) {
+          r.scaler_warnings.push_back(describe(w, *run.scaler->collapse_detection()));
+        }
+      }
+    }
+    const double loss_change =
+        (r.eval_loss - reference.result.eval_loss) / reference.result.eval_loss;
+    const double accuracy_change = r.eval_accuracy - reference.result.eval_accuracy;
+    r.pass = std::isfinite(r.eval_loss) && std::fabs(loss_change) <= config.loss_budget &&
+             -accuracy_change <= config.accuracy_budget;
+    r.verdict = fmt::format(
+        "{}: eval loss {:+.2f}% (budget {:.0f}%), accuracy {:+.1f} points (budget -{:.0f}); {} "
+        "skipped step(s)",
+        r.pass ? "tracks the reference" : "does not track the reference", 100 * loss_change,
+        100 * config.loss_budget, 100 * accuracy_change, 100 * config.accuracy_budget,
+        r.skipped_steps.size());
+  }
+  result.reference = std::move(reference.result);
+  for (auto& run : runs) result.runs.push_back(std::move(run.result));
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+nlohmann::json optional_number(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// {"w1": values[0], ...}
+template <class Value, class Convert>
+nlohmann::json by_parameter(const std::vector<std::string>& parameters,
+                            const std::vector<Value>& values, Convert convert) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < parameters.size(); ++i) j[parameters[i]] = convert(values.at(i));
+  return j;
+}
+
+nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& parameters) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    nlohmann::json step{{"step", s.step}, {"loss", number(s.loss)}, {"skipped", s.skipped}};
+    if (s.loss_error) {
+      step["loss_rel_error"] = optional_number(s.loss_error);
+      step["gradient_normwise_error"] = by_parameter(parameters, s.gradient_error, optional_number);
+      step["underflow_unscaled"] = s.underflow_unscaled;
+      step["underflow_scaled"] = s.underflow_scaled;
+    }
+    if (s.scale) step["scale"] = *s.scale;
+    if (s.growth_tracker) step["growth_tracker"] = *s.growth_tracker;
+    steps.push_back(std::move(step));
+  }
+  nlohmann::json j{{"policy", r.policy},
+                   {"gradient_format", r.gradient_format},
+                   {"scaler", r.scaler},
+                   {"steps", std::move(steps)},
+                   {"eval_loss", number(r.eval_loss)},
+                   {"eval_accuracy", number(r.eval_accuracy)}};
+  if (r.policy != "reference") {
+    j["weight_divergence"] = by_parameter(parameters, r.weight_divergence, number);
+    j["skipped_steps"] = r.skipped_steps;
+    j["scaler_warnings"] = r.scaler_warnings;
+    j["verdict"] = r.verdict;
+    j["pass"] = r.pass;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  return {"mlp"};
+}
+
+Dataset default_dataset(const std::string& model, std::uint64_t seed) {
+  if (model == "mlp") return make_clusters(seed, 4096 + 512);
+  throw std::invalid_argument(fmt::format("unknown model '{}' (known: mlp)", model));
+}
+
+TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
+                  const std::function<void(std::size_t)>& progress) {
+  if (config.batch == 0 || config.accumulate == 0) {
+    throw std::invalid_argument("the batch and the number of micro-batches must be positive");
+  }
+  if (train_set.targets_per_sample != 1) {
+    throw std::invalid_argument(fmt::format("model {} takes one target per sample; {} has {}",
+                                            config.model, train_set.name,
+                                            train_set.targets_per_sample));
+  }
+  if (config.model == "mlp") {
+    const Mlp model(MlpShape{train_set.sample_size(), 256, train_set.classes});
+    return run_training(model, config, train_set, eval_set, progress);
+  }
+  throw std::invalid_argument(fmt::format("unknown model '{}' (known: mlp)", config.model));
+}
+
+nlohmann::json to_json(const TrainResult& result) {
+  const TrainConfig& c = result.config;
+  nlohmann::json policies = nlohmann::json::array();
+  for (const auto& p : c.policies) policies.push_back(p.name);
+  nlohmann::json optimizer;
+  if (const auto* sgd = std::get_if<SgdOptions>(&c.optimizer)) {
+    optimizer = {{"name", "sgd"},
+                 {"lr", sgd->lr},
+                 {"momentum", sgd->momentum},
+                 {"dampening", sgd->dampening},
+                 {"weight_decay", sgd->weight_decay},
+                 {"nesterov", sgd->nesterov}};
+  } else {
+    const auto& a = std::get<AdamWOptions>(c.optimizer);
+    optimizer = {{"name", "adamw"},     {"lr", a.lr},   {"beta1", a.beta1},
+                 {"beta2", a.beta2},    {"eps", a.eps}, {"weight_decay", a.weight_decay},
+                 {"amsgrad", a.amsgrad}};
+  }
+  nlohmann::json j{{"schema", "ampbench.train/1"},
+                   {"config",
+                    {{"model", c.model},
+                     {"policies", policies},
+                     {"reference_bits", c.reference_bits},
+                     {"steps", c.steps},
+                     {"batch", c.batch},
+                     {"accumulate", c.accumulate},
+                     {"seed", c.seed},
+                     {"scaler", c.scaler == ScalerMode::automatic ? "auto"
+                                : c.scaler == ScalerMode::on      ? "on"
+                                                                  : "off"},
+                     {"optimizer", optimizer},
+                     {"clip_norm", c.clip_norm},
+                     {"loss_budget", c.loss_budget},
+                     {"accuracy_budget", c.accuracy_budget}}},
+                   {"dataset", result.dataset},
+                   {"train_samples", result.train_samples},
+                   {"eval_samples", result.eval_samples},
+                   {"parameters", result.parameters},
+                   {"seconds", result.seconds},
+                   {"reference", run_json(result.reference, result.parameters)}};
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& r : result.runs) runs.push_back(run_json(r, result.parameters));
+  j["runs"] = std::move(runs);
+  return j;
+}
+
+}  // namespace ampbench::train

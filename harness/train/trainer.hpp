@@ -1,0 +1,104 @@
+// Whole training steps side by side: every requested policy and the multiprecision reference start
+// from the same binary32 weights and see the same batches. Each step runs, per run: forward, loss,
+// backward of d_loss * loss (d_loss = the loss scale / micro-batches), accumulation of the
+// micro-batch gradients into binary32 master gradients, unscaling with the inf/NaN check, clipping
+// by the global norm, the optimizer step on binary32 master weights (skipped on inf/NaN), and the
+// scaler's update. The reference runs the same steps in Real arithmetic, unscaled.
+//
+// After each step the policies are compared with the reference at that step (docs/training.md):
+// the loss's relative error, each parameter gradient's normwise error (the unscaled gradient before
+// clipping against the reference's), and the fraction of the reference's nonzero gradient entries
+// that round to zero in the policy's gradient format unscaled and multiplied by the scale used.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/policy/policy.hpp"
+#include "harness/train/data.hpp"
+#include "harness/train/optimizer.hpp"
+#include "harness/train/scaler.hpp"
+
+namespace ampbench::train {
+
+enum class ScalerMode {
+  automatic,  // on for policies whose matmul gradients have less exponent range than binary32
+  on,
+  off,
+};
+
+struct TrainConfig {
+  std::string model = "mlp";
+  std::vector<policy::Policy> policies;
+  int reference_bits = 113;
+  std::size_t steps = 200;
+  std::size_t batch = 64;      // samples per micro-batch
+  std::size_t accumulate = 1;  // micro-batches per optimizer step
+  std::uint64_t seed = 1;      // weights, and the batch order
+  ScalerMode scaler = ScalerMode::automatic;
+  LossScalerOptions scaler_options;
+  OptimizerOptions optimizer = AdamWOptions{};
+  double clip_norm = 1.0;  // 0: no clipping
+  // Budgets of the verdict: a policy tracks the reference when its final eval loss is within
+  // this relative distance of the reference's and its eval accuracy within this many points.
+  double loss_budget = 0.05;
+  double accuracy_budget = 0.05;
+};
+
+struct StepRecord {
+  std::size_t step = 0;
+  double loss = 0;                   // mean over the step's micro-batches
+  std::optional<double> loss_error;  // |loss - reference| / |reference|; none for the reference
+  std::vector<std::optional<double>> gradient_error;  // per parameter; none when not finite
+  double underflow_unscaled = 0;  // fraction of the reference's nonzero gradient entries
+  double underflow_scaled = 0;    // ... that are zero in the gradient format (times the scale)
+  std::optional<double> scale;    // the scale used; none without a scaler
+  std::optional<int> growth_tracker;
+  bool skipped = false;
+};
+
+struct RunResult {
+  std::string policy;  // "reference" for the reference
+  std::string gradient_format;
+  bool scaler = false;
+  std::vector<StepRecord> steps;
+  std::vector<std::size_t> skipped_steps;
+  std::vector<std::string> scaler_warnings;
+  double eval_loss = 0;
+  double eval_accuracy = 0;
+  std::vector<double> weight_divergence;  // per parameter: ||w - w_ref|| / ||w_ref||
+  std::string verdict;
+  bool pass = true;
+};
+
+struct TrainResult {
+  TrainConfig config;
+  std::string dataset;
+  std::size_t train_samples = 0;
+  std::size_t eval_samples = 0;
+  std::vector<std::string> parameters;  // names, in the order of the per-parameter lists
+  RunResult reference;
+  std::vector<RunResult> runs;
+  double seconds = 0;
+};
+
+// The models this build can train ("mlp").
+std::vector<std::string> model_names();
+// A synthetic data set for the model, from `seed`.
+Dataset default_dataset(const std::string& model, std::uint64_t seed);
+
+// Runs the configuration on `train_set`, evaluating at the end on `eval_set`. `progress` (may be
+// empty) receives a line per finished step. Throws std::invalid_argument for a model it does not
+// know or data that does not fit the model.
+TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
+                  const std::function<void(std::size_t step)>& progress = {});
+
+// The record "ampbench.train/1" (docs/training.md).
+nlohmann::json to_json(const TrainResult& result);
+
+}  // namespace ampbench::train
