@@ -85,7 +85,7 @@ struct TrainArgs {
   std::string model = "mlp";
   std::string policies = "fp32,amp-fp16,amp-bf16,fp16";
   int reference_bits = 113;
-  std::size_t steps = 200;
+  std::optional<std::size_t> steps;  // default: train::default_steps(model)
   std::size_t batch = 64;
   std::size_t accumulate = 1;
   std::uint64_t seed = 1;

@@ -181,10 +181,19 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   const backends::cpu::Arithmetic arithmetic = audit::arithmetic_of(precision);
-  const ops::CpuRun run =
-      model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
-            : ops::run_cpu(*op, shape, arithmetic, backends::cpu::Summation::sequential, in);
-  const ops::Reference ref = ops::reference(*op, shape, in, precision.output, precision.mode, 0, 0);
+  ops::CpuRun run;
+  ops::Reference ref;
+  try {
+    run = model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
+                : ops::run_cpu(*op, shape, arithmetic, backends::cpu::Summation::sequential, in);
+    ref = ops::reference(*op, shape, in, precision.output, precision.mode, 0, 0);
+  } catch (const std::exception& e) {
+    // A reference that cannot be rounded within its precision cap, for instance: say so rather
+    // than abort.
+    err << fmt::format("{}: {} under {}: could not compute: {}\n", kCommand, op->name, policy.name,
+                       e.what());
+    return kExitFail;
+  }
 
   std::vector<nlohmann::json> outputs, references, errors;
   for (std::size_t i = 0; i < run.output.size(); ++i) {

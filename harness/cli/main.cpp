@@ -164,7 +164,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--reference-bits", train_args.reference_bits, "Precision of the reference")
       ->capture_default_str();
-  train->add_option("--steps", train_args.steps, "Optimizer steps")->capture_default_str();
+  std::size_t train_steps = 0;
+  auto* train_steps_option = train->add_option(
+      "--steps", train_steps, "Optimizer steps (default: 200 mlp, 100 cnn and transformer)");
   train->add_option("--batch", train_args.batch, "Samples per micro-batch")->capture_default_str();
   train->add_option("--accumulate", train_args.accumulate, "Micro-batches per optimizer step")
       ->capture_default_str();
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;
+    if (*train_steps_option) train_args.steps = train_steps;
     return ampbench::cli::run_train(train_args, std::cout, std::cerr);
   }
   if (*scaler) {

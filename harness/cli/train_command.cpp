@@ -21,12 +21,6 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v && std::isfinite(*v) ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-double largest(const std::vector<std::optional<double>>& values) {
-  double top = 0;
-  for (const auto& v : values) top = v && std::isfinite(*v) ? std::max(top, *v) : INFINITY;
-  return top;
-}
-
 void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every) {
   out << fmt::format("\n{} (gradients in {}, scaler {})\n", r.policy, r.gradient_format,
                      r.scaler ? "on" : "off");
@@ -36,7 +30,7 @@ void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every
     if (s.step % every != 0 && s.step + 1 != r.steps.size()) continue;
     out << fmt::format(
         "{:>6}{:>11}{:>11}{:>12}{:>11}{:>11}{:>11}{:>9}{:>8}\n", s.step, number(s.loss, "{:.5g}"),
-        number(s.loss_error), number(largest(s.gradient_error)), number(s.underflow_unscaled),
+        number(s.loss_error), number(s.global_gradient_error), number(s.underflow_unscaled),
         number(s.underflow_scaled), number(s.scale, "{:g}"),
         s.growth_tracker ? fmt::format("{}", *s.growth_tracker) : "-", s.skipped ? "yes" : "");
   }
@@ -68,11 +62,11 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   config.reference_bits = args.reference_bits;
-  if (args.steps == 0 || args.batch == 0 || args.accumulate == 0) {
+  if (args.steps == 0u || args.batch == 0 || args.accumulate == 0) {
     err << fmt::format("{}: --steps, --batch and --accumulate must be positive\n", kCommand);
     return kExitUsage;
   }
-  config.steps = args.steps;
+  config.steps = args.steps.value_or(train::default_steps(args.model));
   config.batch = args.batch;
   config.accumulate = args.accumulate;
   config.seed = args.seed;
@@ -184,10 +178,10 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     all_pass = all_pass && r.pass;
   }
   out << fmt::format(
-      "\n{} steps in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: largest "
-      "normwise error of a\nparameter's gradient; uflow, uflow_sc: fraction of the reference's "
-      "nonzero gradient entries that are 0\nin the gradient format, unscaled and times the scale; "
-      "w_diverge: largest ||w - w_ref|| / ||w_ref||.\n",
+      "\n{} steps in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: normwise "
+      "error of the whole\ngradient (unscaled, before clipping); uflow, uflow_sc: fraction of the "
+      "reference's nonzero gradient\nentries that are 0 in the gradient format, unscaled and "
+      "times the scale; w_diverge: largest\n||w - w_ref|| / ||w_ref||.\n",
       config.steps, result.seconds);
   if (!args.json.empty()) {
     if (auto problem = write_json_file(args.json, train::to_json(result))) {

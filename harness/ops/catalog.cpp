@@ -14,6 +14,7 @@
 #include "harness/ops/convolution.hpp"
 #include "reference/exact/accumulator.hpp"
 #include "reference/exact/dot.hpp"
+#include "reference/mp/attention_backward.hpp"
 #include "reference/mp/multiprecision.hpp"
 #include "reference/mp/ops.hpp"
 
@@ -97,6 +98,15 @@ constexpr OpInfo kCatalog[] = {
     {Op::cast, "cast", "elementwise", "RxC", "64x1024",
      "x (fp32) rounded to the format the policy's gemm reads, as autocast, TF32 or .half() convert",
      "one rounding (u)"},
+    {Op::attention_backward_q, "attention_backward_q", "attention", "LxSxD", "64x64x32",
+     "dQ = dS K / sqrt D, dS = P * (dO V^T - rowsum(dO * O)), P = softmax(Q K^T / sqrt D), for "
+     "the forward attention (dO L x D)",
+     "none", "attention"},
+    {Op::attention_backward_k, "attention_backward_k", "attention", "LxSxD", "64x64x32",
+     "dK = dS^T Q / sqrt D, dS = P * (dO V^T - rowsum(dO * O)), for the forward attention", "none",
+     "attention"},
+    {Op::attention_backward_v, "attention_backward_v", "attention", "LxSxD", "64x64x32",
+     "dV = P^T dO, P = softmax(Q K^T / sqrt D), for the forward attention", "none", "attention"},
 };
 
 std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
@@ -121,6 +131,11 @@ const std::vector<double>& values(const Inputs& in, std::size_t i) {
 
 const OpInfo& gemm_info() {
   return *find_op("gemm");
+}
+
+bool is_attention_backward(const OpInfo& op) {
+  return op.op == Op::attention_backward_q || op.op == Op::attention_backward_k ||
+         op.op == Op::attention_backward_v;
 }
 
 bool is_gemm_backward(const OpInfo& op) {
@@ -454,6 +469,120 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
   return result;
 }
 
+// References of the attention gradients (reference/mp/attention_backward.hpp), each output rounded
+// by Ziv's strategy. A row of dQ needs its query's rows of P and dS only and is evaluated row by
+// row; every element of dK and dV sums over all queries, so those are evaluated whole.
+//
+// Conditioning, estimated in binary64 from the same formulas: a_i = max_j sum_t |dO_it V_jt|
+// bounds |dP_ij| and |D_i|, so the error of dS_ij = P_ij (dP_ij - D_i) is a few units of 2^-P
+// times P_ij a_i however much dP_ij - D_i cancels, and the outputs sum those terms. Each output is
+// set against the sum of its terms' magnitudes:
+//   dQ_it: (1/sqrt d) sum_j P_ij a_i |K_jt|,  dK_jt: (1/sqrt d) sum_i P_ij a_i |Q_it|,
+//   dV_jt: sum_i P_ij |dO_it|,
+// and the evaluation is wider by that ratio (extra_bits). A ratio beyond 2^40 is past what
+// binary64 can measure (its own result is then mostly rounding error): those take the full 2048
+// bits. The Ziv bound covers the roundings along the way: sums of L, S and d terms, and exp
+// turning the absolute error of a score (up to d sum_t |q_t k_t| / sqrt d units) into a relative
+// one.
+Reference attention_backward_reference(const OpInfo& op, const Shape& shape, const Inputs& in,
+                                       const numeric::Format& output, numeric::Rounding mode,
+                                       Reference result, std::uint64_t seed) {
+  const std::size_t queries = shape.sizes[0];
+  const std::size_t keys = shape.sizes[1];
+  const std::size_t d = shape.sizes[2];
+  const std::span<const double> q = values(in, 0);
+  const std::span<const double> k = values(in, 1);
+  const std::span<const double> v = values(in, 2);
+  const std::span<const double> d_out = values(in, 3);
+  const double scale = 1 / std::sqrt(static_cast<double>(d));
+
+  std::vector<double> scores(queries * keys), dp_bound(queries, 0.0);
+  double score_scale = 0;
+  for (std::size_t i = 0; i < queries; ++i) {
+    for (std::size_t j = 0; j < keys; ++j) {
+      double dot = 0, magnitude = 0, dp_magnitude = 0;
+      for (std::size_t t = 0; t < d; ++t) {
+        dot += q[i * d + t] * k[j * d + t];
+        magnitude += std::fabs(q[i * d + t] * k[j * d + t]);
+        dp_magnitude += std::fabs(d_out[i * d + t] * v[j * d + t]);
+      }
+      scores[i * keys + j] = dot * scale;
+      score_scale = std::max(score_scale, magnitude * scale);
+      dp_bound[i] = std::max(dp_bound[i], dp_magnitude);
+    }
+  }
+  const std::vector<double> p =
+      reference::ops::softmax<double>(std::span<const double>(scores), queries, keys);
+  const auto estimate =
+      reference::ops::attention_backward<double>(q, k, v, d_out, queries, keys, d, d);
+  const std::vector<double>& estimated = op.op == Op::attention_backward_q   ? estimate.dq
+                                         : op.op == Op::attention_backward_k ? estimate.dk
+                                                                             : estimate.dv;
+  const auto extra_bits_at = [&](std::size_t position) {
+    const std::size_t row = position / d;  // a query for dQ, a key for dK and dV
+    const std::size_t t = position % d;
+    double terms = 0;
+    if (op.op == Op::attention_backward_q) {
+      for (std::size_t j = 0; j < keys; ++j) {
+        terms += p[row * keys + j] * dp_bound[row] * std::fabs(k[j * d + t]);
+      }
+      terms *= scale;
+    } else {
+      for (std::size_t i = 0; i < queries; ++i) {
+        terms += p[i * keys + row] * (op.op == Op::attention_backward_k
+                                          ? dp_bound[i] * std::fabs(q[i * d + t]) * scale
+                                          : std::fabs(d_out[i * d + t]));
+      }
+    }
+    const double condition = ratio(terms, estimated[position]);
+    return condition > 0x1p40 ? 2048 : extra_bits(condition);
+  };
+  const std::uint64_t bound =
+      static_cast<std::uint64_t>(std::min(64.0 + 8.0 * static_cast<double>(queries + keys + d) +
+                                              8.0 * static_cast<double>(d) * score_scale,
+                                          static_cast<double>(1u << 31)));
+  const auto evaluate_at = [&](std::span<const double> q_rows, std::span<const double> d_out_rows,
+                               std::size_t rows, int extra) {
+    return RowReference([&, q_rows, d_out_rows, rows, extra] {
+      const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+      auto g = reference::ops::attention_backward<Real>(to_reals(q_rows), to_reals(k), to_reals(v),
+                                                        to_reals(d_out_rows), rows, keys, d, d);
+      return op.op == Op::attention_backward_q   ? std::move(g.dq)
+             : op.op == Op::attention_backward_k ? std::move(g.dk)
+                                                 : std::move(g.dv);
+    });
+  };
+  const std::size_t n = result.positions.size();
+  const auto round_at = [&](RowReference& evaluate, std::size_t e, std::size_t element) {
+    const std::size_t position = result.positions[e];
+    const auto r = evaluate.element(element, output, mode, bound, draw(mode, seed, position));
+    result.rounded[e] = r.rounded.value;
+    result.nearest[e] = r.value;
+  };
+  if (op.op == Op::attention_backward_q) {
+    std::size_t e = 0;
+    while (e < n) {
+      const std::size_t row = result.positions[e] / d;
+      std::size_t end = e;
+      int extra = 0;
+      for (; end < n && result.positions[end] / d == row; ++end) {
+        extra = std::max(extra, extra_bits_at(result.positions[end]));
+      }
+      RowReference evaluate =
+          evaluate_at(q.subspan(row * d, d), d_out.subspan(row * d, d), 1, extra);
+      for (; e < end; ++e) round_at(evaluate, e, result.positions[e] % d);
+    }
+    return result;
+  }
+  int extra = 0;
+  for (const std::size_t position : result.positions) {
+    extra = std::max(extra, extra_bits_at(position));
+  }
+  RowReference evaluate = evaluate_at(q, d_out, queries, extra);
+  for (std::size_t e = 0; e < n; ++e) round_at(evaluate, e, result.positions[e]);
+  return result;
+}
+
 }  // namespace
 
 std::span<const OpInfo> catalog() {
@@ -550,6 +679,11 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::mul: return {{"x", {s[0], s[1]}}, {"y", {s[0], s[1]}}};
     case Op::batch_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
     case Op::attention: return {{"q", {s[0], s[2]}}, {"k", {s[1], s[2]}}, {"v", {s[1], s[2]}}};
+    case Op::attention_backward_q:
+    case Op::attention_backward_k:
+    case Op::attention_backward_v:
+      return {
+          {"q", {s[0], s[2]}}, {"k", {s[1], s[2]}}, {"v", {s[1], s[2]}}, {"d_out", {s[0], s[2]}}};
     case Op::gemm_backward_a: return {{"dy", {s[0], s[1]}}, {"b", {s[2], s[1]}}};
     case Op::gemm_backward_b: return {{"a", {s[0], s[2]}}, {"dy", {s[0], s[1]}}};
     case Op::softmax_backward:
@@ -583,7 +717,10 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::l2_norm:
     case Op::cross_entropy: return {1};
     case Op::logsumexp: return {s[0]};
-    case Op::attention: return {s[0], s[2]};
+    case Op::attention:
+    case Op::attention_backward_q: return {s[0], s[2]};
+    case Op::attention_backward_k:
+    case Op::attention_backward_v: return {s[1], s[2]};
     case Op::gemm_backward_a: return {s[0], s[2]};
     case Op::gemm_backward_b: return {s[2], s[1]};
     case Op::conv2d:
@@ -606,7 +743,7 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
     if (shapes.size() >= 2 && first.size() == 3 && shapes[1].size() == 3) {
       shape.sizes = {first[0], first[1], shapes[1][2], first[2]};
     }
-  } else if (op.op == Op::attention) {
+  } else if (op.op == Op::attention || is_attention_backward(op)) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][0], first[1]};
     }
@@ -782,6 +919,27 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::attention(arithmetic, values(in, 0), values(in, 1), values(in, 2), s[0],
                                   s[1], s[2], e);
       break;
+    case Op::attention_backward_q:
+    case Op::attention_backward_k:
+    case Op::attention_backward_v: {
+      // The three gradients come from one pass; the events of this op are every intermediate
+      // rounding and the output roundings of its own gradient.
+      cpu::Events all;
+      auto g = cpu::attention_backward(arithmetic, values(in, 0), values(in, 1), values(in, 2),
+                                       values(in, 3), s[0], s[1], s[2], all);
+      e.intermediate = all.intermediate;
+      if (op.op == Op::attention_backward_q) {
+        run.output = std::move(g.dq);
+        e.output = g.dq_output;
+      } else if (op.op == Op::attention_backward_k) {
+        run.output = std::move(g.dk);
+        e.output = g.dk_output;
+      } else {
+        run.output = std::move(g.dv);
+        e.output = g.dv_output;
+      }
+      break;
+    }
     case Op::softmax_backward:
       run.output = cpu::softmax_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1], e);
       break;
@@ -844,9 +1002,10 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
   }
   const auto out = output_shape(op, shape);
   // One output; outputs that depend on a whole column (batch statistics); or on the batch size
-  // (the mean's 1/R in the cross-entropy gradient): the full run.
+  // (the mean's 1/R in the cross-entropy gradient); or on every query (the attention gradients,
+  // which one pass computes together): the full run.
   if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm ||
-      op.op == Op::cross_entropy_backward) {
+      op.op == Op::cross_entropy_backward || is_attention_backward(op)) {
     CpuRun full = run_cpu(op, shape, arithmetic, summation, in);
     if (full.output.size() == 1) return full;
     CpuRun picked{{}, full.events};
@@ -1136,6 +1295,9 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     return result;
   }
 
+  if (is_attention_backward(op)) {
+    return attention_backward_reference(op, shape, in, output, mode, std::move(result), seed);
+  }
   if (op.op == Op::softmax_backward || op.op == Op::log_softmax_backward ||
       op.op == Op::cross_entropy_backward || op.op == Op::relu_backward ||
       op.op == Op::gelu_backward || op.op == Op::gelu_tanh_backward || op.op == Op::silu_backward ||

@@ -58,6 +58,9 @@ enum class Op {
   fma,
   cast,
   gelu_tanh_backward,
+  attention_backward_q,
+  attention_backward_k,
+  attention_backward_v,
 };
 
 struct OpInfo {

@@ -34,14 +34,6 @@ std::string pair_text(std::size_t h, std::size_t w) {
   return h == w ? fmt::format("{}", h) : fmt::format("{}x{}", h, w);
 }
 
-// The input position a tap reads: out * stride - pad + tap * dilation, or nothing in the padding.
-std::optional<std::size_t> tap(std::size_t out, std::size_t k, std::size_t stride, std::size_t pad,
-                               std::size_t dilation, std::size_t size) {
-  const std::size_t shifted = out * stride + k * dilation;
-  if (shifted < pad || shifted - pad >= size) return std::nullopt;
-  return shifted - pad;
-}
-
 }  // namespace
 
 std::size_t Geometry::out_h() const {
@@ -192,138 +184,16 @@ std::size_t lowered_elements(Pass pass, const Geometry& g) {
 }
 
 std::vector<GemmPart> lower(Pass pass, const Geometry& g, const Inputs& in) {
-  const std::size_t oh = g.out_h(), ow = g.out_w();
-  const std::size_t cg = g.group_channels(), og = g.group_filters();
-  const std::size_t taps = g.kernel_h * g.kernel_w;
-  const auto x_at = [&](const std::vector<double>& x, std::size_t n, std::size_t c, std::size_t h,
-                        std::size_t w) {
-    return x[((n * g.channels + c) * g.height + h) * g.width + w];
-  };
-  const auto dy_at = [&](const std::vector<double>& dy, std::size_t n, std::size_t o, std::size_t h,
-                         std::size_t w) { return dy[((n * g.filters + o) * oh + h) * ow + w]; };
-  const auto w_at = [&](const std::vector<double>& w, std::size_t o, std::size_t c, std::size_t r,
-                        std::size_t s) {
-    return w[((o * cg + c) * g.kernel_h + r) * g.kernel_w + s];
-  };
-  // im2col of group `group` of x: rows (n, oh, ow), columns (c, r, s).
-  const auto im2col = [&](std::size_t group) {
-    const auto& x = in.values.at(0);
-    std::vector<double> a(g.batch * oh * ow * cg * taps, 0.0);
-    std::size_t row = 0;
-    for (std::size_t n = 0; n < g.batch; ++n) {
-      for (std::size_t i = 0; i < oh; ++i) {
-        for (std::size_t j = 0; j < ow; ++j, ++row) {
-          double* out = &a[row * cg * taps];
-          for (std::size_t c = 0; c < cg; ++c) {
-            for (std::size_t r = 0; r < g.kernel_h; ++r) {
-              const auto h = tap(i, r, g.stride_h, g.pad_h, g.dilation_h, g.height);
-              for (std::size_t s = 0; s < g.kernel_w; ++s, ++out) {
-                const auto w = tap(j, s, g.stride_w, g.pad_w, g.dilation_w, g.width);
-                if (h && w) *out = x_at(x, n, group * cg + c, *h, *w);
-              }
-            }
-          }
-        }
-      }
-    }
-    return a;
-  };
-
-  std::vector<GemmPart> products(g.groups);
-  for (std::size_t group = 0; group < g.groups; ++group) {
-    GemmPart& p = products[group];
-    std::vector<double> a, b;
-    if (pass == Pass::forward) {
-      // y[n, o, i, j] = sum over (c, r, s) of x[n, c, i stride + r dilation - pad, ...] w[o, c, r,
-      // s]
-      const std::size_t m = g.batch * oh * ow, k = cg * taps;
-      p.shape = Shape{{m, og, k}};
-      a = im2col(group);
-      b.resize(k * og);
-      for (std::size_t o = 0; o < og; ++o) {
-        for (std::size_t l = 0; l < k; ++l)
-          b[l * og + o] = in.values.at(1)[(group * og + o) * k + l];
-      }
-      p.place.resize(m * og);
-      for (std::size_t row = 0; row < m; ++row) {
-        const std::size_t n = row / (oh * ow), pixel = row % (oh * ow);
-        for (std::size_t o = 0; o < og; ++o) {
-          p.place[row * og + o] = (n * g.filters + group * og + o) * oh * ow + pixel;
-        }
-      }
-    } else if (pass == Pass::backward_data) {
-      // dx[n, c, h, w] = sum over (o, r, s) with h = i stride + r dilation - pad (and w alike) of
-      // dy[n, o, i, j] w[o, c, r, s]; taps with no such (i, j) read 0.
-      const std::size_t m = g.batch * g.height * g.width, k = og * taps;
-      p.shape = Shape{{m, cg, k}};
-      a.assign(m * k, 0.0);
-      for (std::size_t n = 0; n < g.batch; ++n) {
-        for (std::size_t h = 0; h < g.height; ++h) {
-          for (std::size_t w = 0; w < g.width; ++w) {
-            double* out = &a[((n * g.height + h) * g.width + w) * k];
-            for (std::size_t o = 0; o < og; ++o) {
-              for (std::size_t r = 0; r < g.kernel_h; ++r) {
-                const std::size_t top = h + g.pad_h;
-                const bool row_ok = top >= r * g.dilation_h &&
-                                    (top - r * g.dilation_h) % g.stride_h == 0 &&
-                                    (top - r * g.dilation_h) / g.stride_h < oh;
-                for (std::size_t s = 0; s < g.kernel_w; ++s, ++out) {
-                  const std::size_t left = w + g.pad_w;
-                  const bool column_ok = left >= s * g.dilation_w &&
-                                         (left - s * g.dilation_w) % g.stride_w == 0 &&
-                                         (left - s * g.dilation_w) / g.stride_w < ow;
-                  if (row_ok && column_ok) {
-                    *out = dy_at(in.values.at(0), n, group * og + o,
-                                 (top - r * g.dilation_h) / g.stride_h,
-                                 (left - s * g.dilation_w) / g.stride_w);
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      b.resize(k * cg);
-      for (std::size_t o = 0; o < og; ++o) {
-        for (std::size_t c = 0; c < cg; ++c) {
-          for (std::size_t t = 0; t < taps; ++t) {
-            b[(o * taps + t) * cg + c] =
-                w_at(in.values.at(1), group * og + o, c, t / g.kernel_w, t % g.kernel_w);
-          }
-        }
-      }
-      p.place.resize(m * cg);
-      for (std::size_t row = 0; row < m; ++row) {
-        const std::size_t n = row / (g.height * g.width), pixel = row % (g.height * g.width);
-        for (std::size_t c = 0; c < cg; ++c) {
-          p.place[row * cg + c] = (n * g.channels + group * cg + c) * g.height * g.width + pixel;
-        }
-      }
-    } else {
-      // dw[o, c, r, s] = sum over (n, i, j) of dy[n, o, i, j] x[n, c, i stride + r dilation - pad,
-      // ...]: dy of the group (og x N OH OW) times im2col (N OH OW x cg R S).
-      const std::size_t k = g.batch * oh * ow, columns = cg * taps;
-      p.shape = Shape{{og, columns, k}};
-      a.resize(og * k);
-      for (std::size_t o = 0; o < og; ++o) {
-        for (std::size_t n = 0; n < g.batch; ++n) {
-          for (std::size_t i = 0; i < oh * ow; ++i) {
-            a[o * k + n * oh * ow + i] = dy_at(in.values.at(1), n, group * og + o, i / ow, i % ow);
-          }
-        }
-      }
-      b = im2col(group);
-      p.place.resize(og * columns);
-      for (std::size_t o = 0; o < og; ++o) {
-        for (std::size_t l = 0; l < columns; ++l) {
-          p.place[o * columns + l] = (group * og + o) * columns + l;
-        }
-      }
-    }
-    p.inputs.values = {std::move(a), std::move(b)};
-    p.inputs.indices = {{}, {}};
+  std::vector<GemmPart> parts;
+  for (auto& l : lower<double>(pass, g, in.values.at(0), in.values.at(1))) {
+    GemmPart part;
+    part.shape = std::move(l.shape);
+    part.inputs.values = {std::move(l.a), std::move(l.b)};
+    part.inputs.indices = {{}, {}};
+    part.place = std::move(l.place);
+    parts.push_back(std::move(part));
   }
-  return products;
+  return parts;
 }
 
 }  // namespace ampbench::ops::convolution

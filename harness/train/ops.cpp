@@ -1,11 +1,15 @@
 #include "harness/train/ops.hpp"
 
+#include <mpfr.h>
+
 #include <cmath>
 #include <initializer_list>
 #include <stdexcept>
 #include <utility>
 
 #include "harness/numeric/rounding.hpp"
+#include "harness/ops/catalog.hpp"
+#include "reference/mp/attention_backward.hpp"
 #include "reference/mp/ops.hpp"
 
 namespace ampbench::train {
@@ -28,6 +32,36 @@ std::vector<T> transposed(const std::vector<T>& x, std::size_t rows, std::size_t
   return t;
 }
 
+// A matrix read through strides: element (i, p) is data[i * row + p * col], so that a transposed
+// operand needs no copy (a copy of a Real allocates).
+struct Strided {
+  const Real* data;
+  std::size_t row, col;
+  const Real& operator()(std::size_t i, std::size_t p) const { return data[i * row + p * col]; }
+};
+
+// The reference's matrix product C = A B (+ bias per column), m x n from k terms, each product and
+// sum rounded to the working precision as Real arithmetic rounds them, through one scratch value
+// rather than a temporary per term (mpfr_fma is slower than the two).
+std::vector<Real> product(std::size_t m, std::size_t n, std::size_t k, Strided a, Strided b,
+                          const std::vector<Real>* bias = nullptr) {
+  std::vector<Real> c(m * n);
+  Real scratch;
+  mpfr_ptr term = scratch.backend().data();
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      mpfr_ptr total = c[i * n + j].backend().data();
+      mpfr_set_zero(total, 1);
+      for (std::size_t p = 0; p < k; ++p) {
+        mpfr_mul(term, a(i, p).backend().data(), b(p, j).backend().data(), MPFR_RNDN);
+        mpfr_add(total, total, term, MPFR_RNDN);
+      }
+      if (bias != nullptr) mpfr_add(total, total, (*bias)[j].backend().data(), MPFR_RNDN);
+    }
+  }
+  return c;
+}
+
 template <class T>
 std::vector<T> column_sums(const std::vector<T>& x, std::size_t rows, std::size_t cols) {
   std::vector<T> sums(cols, T(0));
@@ -35,6 +69,41 @@ std::vector<T> column_sums(const std::vector<T>& x, std::size_t rows, std::size_
     for (std::size_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
   }
   return sums;
+}
+
+// NCHW (batch x channels x spatial) to (batch * spatial) x channels, the layout of the CPU
+// backend's batch norm, or back.
+enum class Layout { channels_last, channels_first };
+template <class T>
+std::vector<T> relayout(const std::vector<T>& x, std::size_t batch, std::size_t channels,
+                        std::size_t spatial, Layout to) {
+  std::vector<T> t(x.size());
+  for (std::size_t n = 0; n < batch; ++n) {
+    for (std::size_t c = 0; c < channels; ++c) {
+      for (std::size_t p = 0; p < spatial; ++p) {
+        const std::size_t first = (n * channels + c) * spatial + p;
+        const std::size_t last = (n * spatial + p) * channels + c;
+        if (to == Layout::channels_last) {
+          t[last] = x[first];
+        } else {
+          t[first] = x[last];
+        }
+      }
+    }
+  }
+  return t;
+}
+
+// A convolution pass as its lowered gemms, each run by `product(part)`, placed in the output.
+template <class T, class Product>
+std::vector<T> run_lowered(ops::convolution::Pass pass, const ops::convolution::Geometry& g,
+                           std::span<const T> first, std::span<const T> second, Product product) {
+  std::vector<T> out(ops::element_count(ops::convolution::output_shape(pass, g)));
+  for (const auto& part : ops::convolution::lower<T>(pass, g, first, second)) {
+    const std::vector<T> c = product(part);
+    for (std::size_t l = 0; l < c.size(); ++l) out[part.place[l]] = c[l];
+  }
+  return out;
 }
 
 }  // namespace
@@ -192,6 +261,170 @@ EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
               logits.format, q.mode);
 }
 
+EmulatedTensor EmulatedOps::conv2d(const Tensor& x, const Tensor& w,
+                                   const ops::convolution::Geometry& g) {
+  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  const Tensor wa = cast(w, q.input, q.input_mode);
+  return {lowered_gemms(q, ops::convolution::Pass::forward, g, xa, wa), q.output};
+}
+
+EmulatedOps::ConvolutionGradients EmulatedOps::conv2d_backward(const Tensor& x, const Tensor& w,
+                                                               const Tensor& dy,
+                                                               const ops::convolution::Geometry& g,
+                                                               bool need_dx) {
+  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  const Tensor wa = cast(w, q.input, q.input_mode);
+  const Tensor dya = cast(dy, q.input, q.input_mode);
+  ConvolutionGradients grads;
+  if (need_dx) {
+    grads.dx = cast({lowered_gemms(q, ops::convolution::Pass::backward_data, g, dya, wa), q.output},
+                    x.format, q.mode);
+  }
+  grads.dw = cast({lowered_gemms(q, ops::convolution::Pass::backward_filter, g, xa, dya), q.output},
+                  w.format, q.mode);
+  return grads;
+}
+
+std::vector<double> EmulatedOps::lowered_gemms(const policy::OpPrecision& q,
+                                               ops::convolution::Pass pass,
+                                               const ops::convolution::Geometry& g,
+                                               const Tensor& first, const Tensor& second) {
+  const auto a = arithmetic(q);
+  return run_lowered<double>(pass, g, first.values, second.values, [&](const auto& part) {
+    const auto& s = part.shape.sizes;
+    return cpu::gemm(a, cpu::Summation::sequential, s[0], s[1], s[2], part.a, part.b, {}, {},
+                     events_);
+  });
+}
+
+EmulatedTensor EmulatedOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       std::size_t batch, std::size_t channels,
+                                       std::size_t spatial) {
+  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
+  // formats (model.half()) holds the weight in its input format.
+  const Tensor ga = q.promote ? gamma : cast(gamma, q.input, q.input_mode);
+  const Tensor ba = q.promote ? beta : cast(beta, q.input, q.input_mode);
+  const auto y = cpu::batch_norm(
+      arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
+      batch * spatial, channels, kBatchNormEps, ga.values, ba.values, events_);
+  return {relayout(y, batch, channels, spatial, Layout::channels_first), q.output};
+}
+
+EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
+    const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, std::size_t batch,
+    std::size_t channels, std::size_t spatial) {
+  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  const Tensor dya = cast(dy, q.input, q.input_mode);
+  const Tensor ga = q.promote ? gamma : cast(gamma, q.input, q.input_mode);
+  auto g = cpu::batch_norm_backward(
+      arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
+      relayout(dya.values, batch, channels, spatial, Layout::channels_last), batch * spatial,
+      channels, kBatchNormEps, ga.values, events_);
+  BatchNormGradients grads;
+  grads.dx = cast({relayout(g.dx, batch, channels, spatial, Layout::channels_first), q.output},
+                  x.format, q.mode);
+  grads.dgamma = cast({std::move(g.dgamma), q.output}, gamma.format, q.mode);
+  grads.dbeta = cast({std::move(g.dbeta), q.output}, beta.format, q.mode);
+  return grads;
+}
+
+EmulatedTensor EmulatedOps::relu(const Tensor& x) {
+  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, xa.values, 1, xa.values.size(),
+                               {}, events_),
+          q.output};
+}
+
+EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
+  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format, dy.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  const Tensor dya = cast(dy, q.input, q.input_mode);
+  return cast({cpu::activation_backward(arithmetic(q), cpu::Activation::relu, xa.values, dya.values,
+                                        events_),
+               q.output},
+              x.format, q.mode);
+}
+
+EmulatedTensor EmulatedOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input, q.input_mode);
+  return {cpu::mean_rows(arithmetic(q), xa.values, rows, cols, events_), q.output};
+}
+
+EmulatedTensor EmulatedOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t,
+                                               std::size_t cols) {
+  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
+  const Tensor dya = cast(dy, q.input, q.input_mode);
+  return cast({cpu::mean_rows_backward(arithmetic(q), dya.values, cols, events_), q.output},
+              x.format, q.mode);
+}
+
+EmulatedTensor EmulatedOps::gradient_for(const Tensor& input, const Tensor& gradient) {
+  return cast(gradient, input.format, numeric::Rounding::nearest_even);
+}
+
+EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
+  const auto q = resolved(policy::Op::add, std::initializer_list<Format>{a.format, b.format});
+  const Tensor aa = cast(a, q.input, q.input_mode);
+  const Tensor ba = cast(b, q.input, q.input_mode);
+  return {cpu::elementwise(arithmetic(q), cpu::Binary::add, aa.values, ba.values, events_),
+          q.output};
+}
+
+EmulatedTensor EmulatedOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      std::size_t batch, std::size_t length, std::size_t d) {
+  const auto p =
+      resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
+  const Tensor qa = cast(q, p.input, p.input_mode);
+  const Tensor ka = cast(k, p.input, p.input_mode);
+  const Tensor va = cast(v, p.input, p.input_mode);
+  const std::size_t per = length * d;
+  Tensor out{std::vector<double>(), p.output};
+  out.values.reserve(batch * per);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const auto o =
+        cpu::attention(arithmetic(p), std::span(qa.values).subspan(b * per, per),
+                       std::span(ka.values).subspan(b * per, per),
+                       std::span(va.values).subspan(b * per, per), length, length, d, events_);
+    out.values.insert(out.values.end(), o.begin(), o.end());
+  }
+  return out;
+}
+
+EmulatedOps::AttentionGradients EmulatedOps::attention_backward(const Tensor& q, const Tensor& k,
+                                                                const Tensor& v,
+                                                                const Tensor& d_out,
+                                                                std::size_t batch,
+                                                                std::size_t length, std::size_t d) {
+  const auto p =
+      resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
+  const Tensor qa = cast(q, p.input, p.input_mode);
+  const Tensor ka = cast(k, p.input, p.input_mode);
+  const Tensor va = cast(v, p.input, p.input_mode);
+  const Tensor da = cast(d_out, p.input, p.input_mode);
+  const std::size_t per = length * d;
+  AttentionGradients g{{{}, p.output}, {{}, p.output}, {{}, p.output}};
+  for (std::size_t b = 0; b < batch; ++b) {
+    const auto part = cpu::attention_backward(
+        arithmetic(p), std::span(qa.values).subspan(b * per, per),
+        std::span(ka.values).subspan(b * per, per), std::span(va.values).subspan(b * per, per),
+        std::span(da.values).subspan(b * per, per), length, length, d, events_);
+    g.dq.values.insert(g.dq.values.end(), part.dq.begin(), part.dq.end());
+    g.dk.values.insert(g.dk.values.end(), part.dk.begin(), part.dk.end());
+    g.dv.values.insert(g.dv.values.end(), part.dv.begin(), part.dv.end());
+  }
+  g.dq = cast(g.dq, q.format, p.mode);
+  g.dk = cast(g.dk, k.format, p.mode);
+  g.dv = cast(g.dv, v.format, p.mode);
+  return g;
+}
+
 numeric::Format EmulatedOps::gradient_format() const {
   return policy::resolve(policy_.precision(policy::Op::linear),
                          std::initializer_list<Format>{numeric::formats::fp32})
@@ -216,7 +449,7 @@ std::vector<double> ReferenceOps::to_doubles(const Tensor& t) {
 
 ReferenceOps::Tensor ReferenceOps::linear(const Tensor& x, const Tensor& w, const Tensor& b,
                                           std::size_t rows, std::size_t in, std::size_t out) {
-  return reference::ops::gemm<Real>(rows, out, in, x, w, {}, b);
+  return product(rows, out, in, {x.data(), in, 1}, {w.data(), out, 1}, &b);
 }
 
 ReferenceOps::LinearGradients ReferenceOps::linear_backward(const Tensor& x, const Tensor& w,
@@ -224,8 +457,9 @@ ReferenceOps::LinearGradients ReferenceOps::linear_backward(const Tensor& x, con
                                                             std::size_t rows, std::size_t in,
                                                             std::size_t out, bool need_dx) {
   LinearGradients g;
-  if (need_dx) g.dx = reference::ops::gemm<Real>(rows, in, out, dy, transposed(w, in, out));
-  g.dw = reference::ops::gemm<Real>(in, out, rows, transposed(x, rows, in), dy);
+  // dx = dy w^T (rows x in), dw = x^T dy (in x out), reading w and x transposed.
+  if (need_dx) g.dx = product(rows, in, out, {dy.data(), out, 1}, {w.data(), 1, out});
+  g.dw = product(in, out, rows, {x.data(), 1, in}, {dy.data(), out, 1});
   g.db = column_sums(dy, rows, out);
   return g;
 }
@@ -267,6 +501,114 @@ ReferenceOps::Tensor ReferenceOps::cross_entropy_backward(const Tensor& logits,
                                                           const Scalar& d_loss) {
   return reference::ops::cross_entropy_backward<Real>(logits, rows, classes, targets, Real(0),
                                                       d_loss);
+}
+
+ReferenceOps::Tensor ReferenceOps::gradient_for(const Tensor&, const Tensor& gradient) {
+  return gradient;
+}
+
+ReferenceOps::Tensor ReferenceOps::add(const Tensor& a, const Tensor& b) {
+  Tensor c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] = a[i] + b[i];
+  return c;
+}
+
+ReferenceOps::Tensor ReferenceOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             std::size_t batch, std::size_t length, std::size_t d) {
+  const std::size_t per = length * d;
+  Tensor out;
+  out.reserve(batch * per);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const auto o = reference::ops::attention<Real>(std::span<const Real>(q).subspan(b * per, per),
+                                                   std::span<const Real>(k).subspan(b * per, per),
+                                                   std::span<const Real>(v).subspan(b * per, per),
+                                                   length, length, d, d);
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  return out;
+}
+
+ReferenceOps::AttentionGradients ReferenceOps::attention_backward(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out, std::size_t batch,
+    std::size_t length, std::size_t d) {
+  const std::size_t per = length * d;
+  AttentionGradients g;
+  for (std::size_t b = 0; b < batch; ++b) {
+    const auto part = reference::ops::attention_backward<Real>(
+        std::span<const Real>(q).subspan(b * per, per),
+        std::span<const Real>(k).subspan(b * per, per),
+        std::span<const Real>(v).subspan(b * per, per),
+        std::span<const Real>(d_out).subspan(b * per, per), length, length, d, d);
+    g.dq.insert(g.dq.end(), part.dq.begin(), part.dq.end());
+    g.dk.insert(g.dk.end(), part.dk.begin(), part.dk.end());
+    g.dv.insert(g.dv.end(), part.dv.begin(), part.dv.end());
+  }
+  return g;
+}
+
+ReferenceOps::Tensor ReferenceOps::conv2d(const Tensor& x, const Tensor& w,
+                                          const ops::convolution::Geometry& g) {
+  return lowered_gemms(ops::convolution::Pass::forward, g, x, w);
+}
+
+ReferenceOps::ConvolutionGradients ReferenceOps::conv2d_backward(
+    const Tensor& x, const Tensor& w, const Tensor& dy, const ops::convolution::Geometry& g,
+    bool need_dx) {
+  ConvolutionGradients grads;
+  if (need_dx) grads.dx = lowered_gemms(ops::convolution::Pass::backward_data, g, dy, w);
+  grads.dw = lowered_gemms(ops::convolution::Pass::backward_filter, g, x, dy);
+  return grads;
+}
+
+ReferenceOps::Tensor ReferenceOps::lowered_gemms(ops::convolution::Pass pass,
+                                                 const ops::convolution::Geometry& g,
+                                                 const Tensor& first, const Tensor& second) {
+  return run_lowered<Real>(pass, g, first, second, [](const auto& part) {
+    const auto& s = part.shape.sizes;
+    return product(s[0], s[1], s[2], {part.a.data(), s[2], 1}, {part.b.data(), s[1], 1});
+  });
+}
+
+ReferenceOps::Tensor ReferenceOps::batch_norm(const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, std::size_t batch,
+                                              std::size_t channels, std::size_t spatial) {
+  return reference::ops::batch_norm_training<Real>(x, batch, channels, spatial,
+                                                   reference::to_real(kBatchNormEps), gamma, beta)
+      .y;
+}
+
+ReferenceOps::BatchNormGradients ReferenceOps::batch_norm_backward(
+    const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor&, std::size_t batch,
+    std::size_t channels, std::size_t spatial) {
+  auto g = reference::ops::batch_norm_backward<Real>(x, dy, batch, channels, spatial,
+                                                     reference::to_real(kBatchNormEps), gamma);
+  return {std::move(g.dx), std::move(g.dgamma), std::move(g.dbeta)};
+}
+
+ReferenceOps::Tensor ReferenceOps::relu(const Tensor& x) {
+  return reference::ops::elementwise<Real>(reference::ops::Activation::relu, x);
+}
+
+ReferenceOps::Tensor ReferenceOps::relu_backward(const Tensor& x, const Tensor& dy) {
+  return reference::ops::elementwise_backward<Real>(reference::ops::Activation::relu, x, dy);
+}
+
+ReferenceOps::Tensor ReferenceOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
+  Tensor y;
+  for (std::size_t r = 0; r < rows; ++r) {
+    y.push_back(reference::ops::mean<Real>(std::span<const Real>(x).subspan(r * cols, cols)));
+  }
+  return y;
+}
+
+ReferenceOps::Tensor ReferenceOps::mean_pool_backward(const Tensor&, const Tensor& dy,
+                                                      std::size_t rows, std::size_t cols) {
+  Tensor dx;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Real v = dy[r] / static_cast<double>(cols);
+    for (std::size_t c = 0; c < cols; ++c) dx.push_back(v);
+  }
+  return dx;
 }
 
 }  // namespace ampbench::train

@@ -20,6 +20,7 @@
 
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/numeric/format.hpp"
+#include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
 #include "reference/mp/multiprecision.hpp"
 
@@ -36,6 +37,16 @@ template <class Tensor>
 struct LayerNormGradients {
   Tensor dx, dgamma, dbeta;
 };
+template <class Tensor>
+struct ConvolutionGradients {
+  Tensor dx, dw;  // dx empty when not asked for
+};
+template <class Tensor>
+struct AttentionGradients {
+  Tensor dq, dk, dv;
+};
+
+inline constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm2d's default
 
 // A tensor of the emulated backend: every value is a value of `format`.
 struct EmulatedTensor {
@@ -83,6 +94,37 @@ class EmulatedOps {
   Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
                                 std::size_t rows, std::size_t classes, Scalar d_loss);
 
+  // The CNN's ops. conv2d: x N x C x H x W, w O x C/groups x R x S, the geometry's batch N.
+  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
+  using ConvolutionGradients = train::ConvolutionGradients<Tensor>;
+  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                       const ops::convolution::Geometry& g, bool need_dx);
+  // Training-mode batch norm of batch x channels x spatial values, per channel.
+  Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
+                    std::size_t channels, std::size_t spatial);
+  using BatchNormGradients = train::LayerNormGradients<Tensor>;
+  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t batch,
+                                         std::size_t channels, std::size_t spatial);
+  Tensor relu(const Tensor& x);
+  Tensor relu_backward(const Tensor& x, const Tensor& dy);
+  // Global average pooling: the mean of each row of rows x cols, and its backward.
+  Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
+
+  // The gradient with respect to `input` as autograd stores it: in the input's format.
+  Tensor gradient_for(const Tensor& input, const Tensor& gradient);
+  // The transformer's ops. a + b element by element (a residual connection, and the sum of the
+  // gradients a tensor receives from its several uses, as autograd accumulates them).
+  Tensor add(const Tensor& a, const Tensor& b);
+  // One head of attention per sample: q, k, v batch x length x d.
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
+                   std::size_t length, std::size_t d);
+  using AttentionGradients = train::AttentionGradients<Tensor>;
+  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& d_out, std::size_t batch, std::size_t length,
+                                        std::size_t d);
+
   // The format the weight gradients of matmuls come out in (fp16 under amp-fp16): where small
   // gradients underflow.
   numeric::Format gradient_format() const;
@@ -94,6 +136,9 @@ class EmulatedOps {
  private:
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
   Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode);
+  std::vector<double> lowered_gemms(const policy::OpPrecision& q, ops::convolution::Pass pass,
+                                    const ops::convolution::Geometry& g, const Tensor& first,
+                                    const Tensor& second);
 
   policy::Policy policy_;
   backends::cpu::Events events_;
@@ -131,6 +176,41 @@ class ReferenceOps {
                        std::size_t rows, std::size_t classes);
   Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
                                 std::size_t rows, std::size_t classes, const Scalar& d_loss);
+
+  // The CNN's ops. conv2d: x N x C x H x W, w O x C/groups x R x S, the geometry's batch N.
+  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
+  using ConvolutionGradients = train::ConvolutionGradients<Tensor>;
+  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                       const ops::convolution::Geometry& g, bool need_dx);
+  // Training-mode batch norm of batch x channels x spatial values, per channel.
+  Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
+                    std::size_t channels, std::size_t spatial);
+  using BatchNormGradients = train::LayerNormGradients<Tensor>;
+  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t batch,
+                                         std::size_t channels, std::size_t spatial);
+  Tensor relu(const Tensor& x);
+  Tensor relu_backward(const Tensor& x, const Tensor& dy);
+  // Global average pooling: the mean of each row of rows x cols, and its backward.
+  Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
+
+  // The gradient with respect to `input` as autograd stores it: in the input's format.
+  Tensor gradient_for(const Tensor& input, const Tensor& gradient);
+  // The transformer's ops. a + b element by element (a residual connection, and the sum of the
+  // gradients a tensor receives from its several uses, as autograd accumulates them).
+  Tensor add(const Tensor& a, const Tensor& b);
+  // One head of attention per sample: q, k, v batch x length x d.
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
+                   std::size_t length, std::size_t d);
+  using AttentionGradients = train::AttentionGradients<Tensor>;
+  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& d_out, std::size_t batch, std::size_t length,
+                                        std::size_t d);
+
+ private:
+  Tensor lowered_gemms(ops::convolution::Pass pass, const ops::convolution::Geometry& g,
+                       const Tensor& first, const Tensor& second);
 };
 
 }  // namespace ampbench::train

@@ -1,6 +1,7 @@
 #include "harness/train/trainer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -160,8 +161,16 @@ std::optional<double> normwise(const std::vector<double>& x, const std::vector<d
 void compare(StepRecord& record, const Run<EmulatedOps>& run, const StepRecord& ref_record,
              const std::vector<std::vector<double>>& ref_grads) {
   record.loss_error = std::fabs(record.loss - ref_record.loss) / std::fabs(ref_record.loss);
+  std::vector<double> all, all_ref;
   for (std::size_t i = 0; i < ref_grads.size(); ++i) {
-    record.gradient_error.push_back(normwise(run.unscaled[i], ref_grads[i]));
+    all.insert(all.end(), run.unscaled[i].begin(), run.unscaled[i].end());
+    all_ref.insert(all_ref.end(), ref_grads[i].begin(), ref_grads[i].end());
+  }
+  record.global_gradient_error = normwise(all, all_ref);
+  const double vanishing = std::ldexp(norm(all_ref), -40);
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    record.gradient_error.push_back(
+        norm(ref_grads[i]) > vanishing ? normwise(run.unscaled[i], ref_grads[i]) : std::nullopt);
   }
   const numeric::Format f = run.ops.gradient_format();
   const double scale = record.scale.value_or(1.0);
@@ -186,19 +195,21 @@ void evaluate(const Model& model, Run<Ops>& run, const Dataset& eval) {
   if (eval.samples() == 0) return;
   std::vector<typename Ops::Tensor> params;
   for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  // One row of logits per target: per sample, or per token of a sequence.
+  const std::size_t rows = eval.targets.size();
   const auto logits = model.logits(run.ops, params, eval.inputs, eval.samples());
   run.result.eval_loss =
-      Ops::to_double(run.ops.cross_entropy(logits, eval.targets, eval.samples(), model.classes()));
+      Ops::to_double(run.ops.cross_entropy(logits, eval.targets, rows, model.classes()));
   const auto values = Ops::to_doubles(logits);
   std::size_t correct = 0;
-  for (std::size_t r = 0; r < eval.samples(); ++r) {
+  for (std::size_t r = 0; r < rows; ++r) {
     std::size_t best = 0;
     for (std::size_t c = 1; c < model.classes(); ++c) {
       if (values[r * model.classes() + c] > values[r * model.classes() + best]) best = c;
     }
     correct += static_cast<std::int64_t>(best) == eval.targets[r];
   }
-  run.result.eval_accuracy = static_cast<double>(correct) / static_cast<double>(eval.samples());
+  run.result.eval_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
 }
 
 bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format) {
@@ -331,6 +342,7 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
     if (s.loss_error) {
       step["loss_rel_error"] = optional_number(s.loss_error);
       step["gradient_normwise_error"] = by_parameter(parameters, s.gradient_error, optional_number);
+      step["global_gradient_normwise_error"] = optional_number(s.global_gradient_error);
       step["underflow_unscaled"] = s.underflow_unscaled;
       step["underflow_scaled"] = s.underflow_scaled;
     }
@@ -357,12 +369,19 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
 }  // namespace
 
 std::vector<std::string> model_names() {
-  return {"mlp"};
+  return {"mlp", "cnn", "transformer"};
+}
+
+std::size_t default_steps(const std::string& model) {
+  return model == "mlp" ? 200 : 100;
 }
 
 Dataset default_dataset(const std::string& model, std::uint64_t seed) {
   if (model == "mlp") return make_clusters(seed, 4096 + 512);
-  throw std::invalid_argument(fmt::format("unknown model '{}' (known: mlp)", model));
+  if (model == "cnn") return make_images(seed, 2048 + 512);
+  if (model == "transformer") return make_sequences(seed, 2048 + 512);
+  throw std::invalid_argument(
+      fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
 }
 
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
@@ -370,16 +389,36 @@ TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dat
   if (config.batch == 0 || config.accumulate == 0) {
     throw std::invalid_argument("the batch and the number of micro-batches must be positive");
   }
-  if (train_set.targets_per_sample != 1) {
-    throw std::invalid_argument(fmt::format("model {} takes one target per sample; {} has {}",
-                                            config.model, train_set.name,
-                                            train_set.targets_per_sample));
-  }
+  // What each model reads: feature vectors and one target per sample (mlp), images (cnn), token
+  // sequences with a target per token (transformer).
+  const auto& shape = train_set.sample_shape;
+  const auto fits = [&](bool ok, const std::string& what) {
+    if (!ok) {
+      throw std::invalid_argument(fmt::format(
+          "model {} takes {}; {} has samples of shape {} and "
+          "{} target(s) per sample",
+          config.model, what, train_set.name, fmt::join(shape, "x"), train_set.targets_per_sample));
+    }
+  };
   if (config.model == "mlp") {
+    fits(train_set.targets_per_sample == 1, "feature vectors with one target each");
     const Mlp model(MlpShape{train_set.sample_size(), 256, train_set.classes});
     return run_training(model, config, train_set, eval_set, progress);
   }
-  throw std::invalid_argument(fmt::format("unknown model '{}' (known: mlp)", config.model));
+  if (config.model == "cnn") {
+    fits(shape.size() == 3 && shape[1] == shape[2] && train_set.targets_per_sample == 1,
+         "square images (channels x size x size) with one target each");
+    const Cnn model(CnnShape{shape[0], shape[1], train_set.classes, 6, 8});
+    return run_training(model, config, train_set, eval_set, progress);
+  }
+  if (config.model == "transformer") {
+    fits(shape.size() == 2 && train_set.targets_per_sample == shape[0],
+         "sequences (length x features) with one target per token");
+    const Transformer model(TransformerShape{shape[0], shape[1], 16, 32, train_set.classes});
+    return run_training(model, config, train_set, eval_set, progress);
+  }
+  throw std::invalid_argument(
+      fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", config.model));
 }
 
 nlohmann::json to_json(const TrainResult& result) {

@@ -54,7 +54,11 @@ struct StepRecord {
   std::size_t step = 0;
   double loss = 0;                   // mean over the step's micro-batches
   std::optional<double> loss_error;  // |loss - reference| / |reference|; none for the reference
-  std::vector<std::optional<double>> gradient_error;  // per parameter; none when not finite
+  // ||g - g_ref|| / ||g_ref|| per parameter; none when not finite, or when the reference gradient
+  // vanishes (below 2^-40 of the whole gradient's norm: an invariance, such as attention's key
+  // bias, whose gradient is zero because softmax ignores a shift common to a row)
+  std::vector<std::optional<double>> gradient_error;
+  std::optional<double> global_gradient_error;  // the same over all parameters together
   double underflow_unscaled = 0;  // fraction of the reference's nonzero gradient entries
   double underflow_scaled = 0;    // ... that are zero in the gradient format (times the scale)
   std::optional<double> scale;    // the scale used; none without a scaler
@@ -89,6 +93,8 @@ struct TrainResult {
 
 // The models this build can train ("mlp").
 std::vector<std::string> model_names();
+// The steps a run takes unless told: 200 for the mlp, 100 for the slower cnn and transformer.
+std::size_t default_steps(const std::string& model);
 // A synthetic data set for the model, from `seed`.
 Dataset default_dataset(const std::string& model, std::uint64_t seed);
 

@@ -398,6 +398,18 @@ Moments<T> moments(std::span<const T> row) {
   m.variance /= T(row.size());
   return m;
 }
+
+// The moments of channel c of a batch x channels x spatial tensor: over its batch * spatial values.
+template <class T>
+Moments<T> channel_moments(std::span<const T> x, std::size_t batch, std::size_t channels,
+                           std::size_t spatial, std::size_t c) {
+  std::vector<T> values;
+  values.reserve(batch * spatial);
+  for (std::size_t n = 0; n < batch; ++n) {
+    for (std::size_t s = 0; s < spatial; ++s) values.push_back(x[(n * channels + c) * spatial + s]);
+  }
+  return moments(std::span<const T>(values));
+}
 }  // namespace detail
 
 // y = (x - mean) / sqrt(var + eps) * gamma + beta over each row of cols elements; var is the
@@ -513,12 +525,7 @@ BatchNormStatistics<T> batch_norm_training(std::span<const T> x, std::size_t bat
     return (n * channels + c) * spatial + s;
   };
   for (std::size_t c = 0; c < channels; ++c) {
-    std::vector<T> values;
-    values.reserve(count);
-    for (std::size_t n = 0; n < batch; ++n) {
-      for (std::size_t s = 0; s < spatial; ++s) values.push_back(x[at(n, c, s)]);
-    }
-    const detail::Moments<T> m = detail::moments(std::span<const T>(values));
+    const detail::Moments<T> m = detail::channel_moments(x, batch, channels, spatial, c);
     out.mean.push_back(m.mean());
     out.variance.push_back(m.variance);
     out.unbiased_variance.push_back(m.variance * T(count) / T(count - 1));
@@ -529,6 +536,57 @@ BatchNormStatistics<T> batch_norm_training(std::span<const T> x, std::size_t bat
         if (!gamma.empty()) v *= gamma[c];
         if (!beta.empty()) v += beta[c];
         out.y[at(n, c, s)] = v;
+      }
+    }
+  }
+  return out;
+}
+
+template <class T>
+struct BatchNormGradients {
+  std::vector<T> dx;      // batch x channels x spatial
+  std::vector<T> dgamma;  // channels: sum of dy * xhat
+  std::vector<T> dbeta;   // channels: sum of dy
+};
+
+// The backward of batch_norm_training for the upstream gradient dy: with xhat = (x - mean) / s,
+// s = sqrt(var + eps), over the count = batch * spatial values of a channel,
+// dx = gamma / s * (dy - mean(dy) - xhat * mean(dy * xhat)). gamma empty means 1.
+template <class T>
+BatchNormGradients<T> batch_norm_backward(std::span<const T> x, std::span<const T> dy,
+                                          std::size_t batch, std::size_t channels,
+                                          std::size_t spatial, const T& eps,
+                                          std::span<const T> gamma = {}) {
+  const std::size_t count = batch * spatial;
+  detail::require(x.size() == batch * channels * spatial && dy.size() == x.size() && count > 0,
+                  "batch_norm_backward: wrong size");
+  detail::require(gamma.empty() || gamma.size() == channels,
+                  "batch_norm_backward: gamma has the wrong size");
+  BatchNormGradients<T> out{std::vector<T>(x.size()), {}, {}};
+  const auto at = [&](std::size_t n, std::size_t c, std::size_t s) {
+    return (n * channels + c) * spatial + s;
+  };
+  for (std::size_t c = 0; c < channels; ++c) {
+    const detail::Moments<T> m = detail::channel_moments(x, batch, channels, spatial, c);
+    const T inverse_std = math::rsqrt(m.variance + eps);
+    T sum_dy = 0;
+    T sum_dy_xhat = 0;
+    for (std::size_t n = 0; n < batch; ++n) {
+      for (std::size_t s = 0; s < spatial; ++s) {
+        const T& d = dy[at(n, c, s)];
+        sum_dy += d;
+        sum_dy_xhat += d * m.deviation(x[at(n, c, s)]) * inverse_std;
+      }
+    }
+    out.dgamma.push_back(sum_dy_xhat);
+    out.dbeta.push_back(sum_dy);
+    const T scale = gamma.empty() ? inverse_std : T(gamma[c] * inverse_std);
+    const T mean_dy = sum_dy / T(count);
+    const T mean_dy_xhat = sum_dy_xhat / T(count);
+    for (std::size_t n = 0; n < batch; ++n) {
+      for (std::size_t s = 0; s < spatial; ++s) {
+        const T xhat = m.deviation(x[at(n, c, s)]) * inverse_std;
+        out.dx[at(n, c, s)] = scale * (dy[at(n, c, s)] - mean_dy - xhat * mean_dy_xhat);
       }
     }
   }
@@ -591,6 +649,13 @@ std::vector<T> attention(std::span<const T> q, std::span<const T> k, std::span<c
                          std::size_t value_dim) {
   detail::require(q.size() == queries * d && k.size() == keys * d && v.size() == keys * value_dim,
                   "attention: Q, K or V has the wrong size");
+  if (keys == 1) {
+    // softmax of one score is exactly 1: every output row is V's row, exactly. Computing the
+    // score would raise MPFR's inexact flag for nothing, and Ziv's strategy reads that flag.
+    std::vector<T> out;
+    for (std::size_t i = 0; i < queries; ++i) out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
   const T scale = math::rsqrt(T(d));
   std::vector<T> scores(queries * keys);
   for (std::size_t i = 0; i < queries; ++i) {

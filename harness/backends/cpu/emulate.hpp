@@ -120,6 +120,27 @@ std::vector<double> batch_norm(const Arithmetic& arithmetic, std::span<const dou
                                std::span<const double> gamma, std::span<const double> beta,
                                Events& events);
 
+// The backward of training-mode batch_norm (x rows = batch, cols = channels; gamma empty for 1):
+// the statistics recomputed as the forward pass forms them, then ATen's formulation
+// (batch_norm_backward_reduce and _elemt): dbeta = sum dy, dgamma = sum dy (x - mean) * rstd,
+// dx = (dy - (x - mean) * (sum dy (x - mean) / n * rstd^2) - mean dy) * rstd * gamma.
+struct BatchNormGradients {
+  std::vector<double> dx;
+  std::vector<double> dgamma;
+  std::vector<double> dbeta;
+};
+BatchNormGradients batch_norm_backward(const Arithmetic& arithmetic, std::span<const double> x,
+                                       std::span<const double> dy, std::size_t rows,
+                                       std::size_t cols, double eps, std::span<const double> gamma,
+                                       Events& events);
+
+// The mean of each row of rows x cols (global average pooling of N*C rows of H*W): the sum in the
+// accumulation format, divided in the compute format. Its backward spreads dy / cols over the row.
+std::vector<double> mean_rows(const Arithmetic& arithmetic, std::span<const double> x,
+                              std::size_t rows, std::size_t cols, Events& events);
+std::vector<double> mean_rows_backward(const Arithmetic& arithmetic, std::span<const double> dy,
+                                       std::size_t cols, Events& events);
+
 // One head of scaled-dot-product attention as a fused kernel computes it in its compute format:
 // scores s_ij = (q_i . k_j) * (1/sqrt d), row softmax as softmax() does, then o_i = sum_j p_ij v_j;
 // products rounded to compute, the two dot products accumulated in accumulate. q is L x d, k and
@@ -127,6 +148,22 @@ std::vector<double> batch_norm(const Arithmetic& arithmetic, std::span<const dou
 std::vector<double> attention(const Arithmetic& arithmetic, std::span<const double> q,
                               std::span<const double> k, std::span<const double> v,
                               std::size_t queries, std::size_t keys, std::size_t d, Events& events);
+
+// The backward of attention() for the upstream gradient d_out (L x d), as FlashAttention-2's
+// backward computes it (attention_backward.cpp gives the order of every rounding): P recomputed
+// as the forward does, D_i = rowsum(dO_i * O_i) from the forward output O,
+// dS = P * (dO V^T - D), dQ = dS K / sqrt d, dK = dS^T Q / sqrt d, dV = P^T dO. `events` receives
+// every rounding; the output events of each gradient are also counted apart.
+struct AttentionGradients {
+  std::vector<double> dq;  // L x d
+  std::vector<double> dk;  // S x d
+  std::vector<double> dv;  // S x d
+  numeric::EventCounts dq_output, dk_output, dv_output;
+};
+AttentionGradients attention_backward(const Arithmetic& arithmetic, std::span<const double> q,
+                                      std::span<const double> k, std::span<const double> v,
+                                      std::span<const double> d_out, std::size_t queries,
+                                      std::size_t keys, std::size_t d, Events& events);
 
 enum class Binary { add, mul };
 // x + y or x * y, element by element, rounded to compute, then to output.

@@ -572,7 +572,7 @@ TEST(CliOps, ListsTheCatalog) {
   const Outcome run = ampbench("ops --json");
   EXPECT_EQ(run.status, 0);
   const auto list = nlohmann::json::parse(run.out);
-  EXPECT_EQ(list.size(), 35u);
+  EXPECT_EQ(list.size(), 38u);
   EXPECT_EQ(list[0]["op"], "gemm");
   EXPECT_EQ(list[0]["shape"], "MxNxK");
   EXPECT_EQ(list[0]["reference"], "exact");
@@ -632,6 +632,20 @@ TEST(CliEval, GemmAccumulatorInputOnATensorCoreModelIsTruncated) {
   EXPECT_EQ(wrong.status, 2);
   EXPECT_NE(wrong.err.find("gemm: operand c has shape 1x2, expected 1x1"), std::string::npos)
       << wrong.err;
+}
+
+// With one key, softmax is exactly 1 and attention returns V's row: the reference must say so
+// exactly (it once failed to round, its inexact flag raised by a score it does not need).
+TEST(CliEval, AttentionWithOneKeyReturnsItsValueRow) {
+  const std::string path = write_temp(
+      "attention.json", R"({"q": [[0.1, 0.2], [0.3, 0.4]], "k": [[0.5, 0.6]], "v": [[0.125, 3]]})");
+  const Outcome run = ampbench("eval --op attention --policy bf16 --json --inputs " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["reference"],
+            nlohmann::json::parse(R"([["0x1p-3", "0x1.8p+1"], ["0x1p-3", "0x1.8p+1"]])"));
+  EXPECT_EQ(j["ulp_error"], nlohmann::json::parse("[[0, 0], [0, 0]]"));
 }
 
 TEST(CliEval, OutputsAreNestedLikeTheOpsOutput) {

@@ -3,10 +3,13 @@
 // reference — and the a-priori bounds holding for emulated low-precision results.
 #include "harness/ops/catalog.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "harness/metrics/metrics.hpp"
 #include "reference/exact/dot.hpp"
@@ -132,8 +135,8 @@ Arithmetic all(const numeric::Format& f) {
 
 // The binary64 emulation and the reference agree to within a few binary64 ulps on every op whose
 // emulated formula does not cancel: two independent computations of the same function. (GELU's
-// formulas, and its derivatives' Phi(x) = (1 + erf(x / sqrt 2)) / 2 and (1 + tanh u) / 2, cancel for
-// negative inputs, as the kernels they model do: see the next test.)
+// formulas, and its derivatives' Phi(x) = (1 + erf(x / sqrt 2)) / 2 and (1 + tanh u) / 2, cancel
+// for negative inputs, as the kernels they model do: see the next test.)
 TEST(Catalog, Binary64EmulationAgreesWithTheReference) {
   for (const auto& op : catalog()) {
     if (op.op == Op::gelu || op.op == Op::gelu_tanh || op.op == Op::gelu_backward ||
@@ -445,6 +448,122 @@ TEST(Catalog, SoftmaxUnderPureFp16LosesAccuracyThatFp32ComputeKeeps) {
   const auto s32 = metrics::summarize(formats::fp32, wide.output, ref32.rounded, ref32.nearest);
   EXPECT_GT(*s16.normwise_rel_error, 100 * *s32.normwise_rel_error);
   EXPECT_LT(*s32.max_ulp, 64u);  // a few fp32 roundings per element
+}
+
+// The next test, for one output format.
+void attention_backward_in_fp32_is_its_documented_rounding_order(const numeric::Format& output) {
+  const std::size_t queries = 5, keys = 7, d = 6;
+  const auto& op_q = *find_op("attention_backward_q");
+  const Shape shape = parse_shape(op_q, "5x7x6");
+  const Inputs in = make_inputs(op_q, shape, output, 41, 1.5);
+  const auto to_output = [&](float x) {
+    return static_cast<float>(numeric::round_to(output, numeric::Rounding::nearest_even, x).value);
+  };
+  const auto f = [&](std::size_t operand) {
+    std::vector<float> r;
+    for (const double x : in.values.at(operand)) r.push_back(static_cast<float>(x));
+    return r;
+  };
+  const auto q = f(0), k = f(1), v = f(2), d_out = f(3);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<float> p(queries * keys), ds(queries * keys), dq(queries * d), dk(keys * d),
+      dv(keys * d);
+  for (std::size_t i = 0; i < queries; ++i) {
+    std::vector<float> scores(keys), e(keys), o(d, 0.0f);
+    for (std::size_t j = 0; j < keys; ++j) {
+      float dot = q[i * d] * k[j * d];
+      for (std::size_t t = 1; t < d; ++t) dot += q[i * d + t] * k[j * d + t];
+      scores[j] = dot * scale;
+    }
+    const float top = *std::max_element(scores.begin(), scores.end());
+    float total = 0.0f;
+    for (std::size_t j = 0; j < keys; ++j) {
+      e[j] = static_cast<float>(std::exp(static_cast<double>(scores[j] - top)));
+      total = j == 0 ? e[0] : total + e[j];
+    }
+    for (std::size_t j = 0; j < keys; ++j) p[i * keys + j] = e[j] / total;
+    for (std::size_t t = 0; t < d; ++t) {
+      o[t] = p[i * keys] * v[t];
+      for (std::size_t j = 1; j < keys; ++j) o[t] += p[i * keys + j] * v[j * d + t];
+      o[t] = to_output(o[t]);
+    }
+    float row_sum = d_out[i * d] * o[0];
+    for (std::size_t t = 1; t < d; ++t) row_sum += d_out[i * d + t] * o[t];
+    for (std::size_t j = 0; j < keys; ++j) {
+      float dp = d_out[i * d] * v[j * d];
+      for (std::size_t t = 1; t < d; ++t) dp += d_out[i * d + t] * v[j * d + t];
+      ds[i * keys + j] = p[i * keys + j] * (dp - row_sum);
+    }
+    for (std::size_t t = 0; t < d; ++t) {
+      float total_t = ds[i * keys] * k[t];
+      for (std::size_t j = 1; j < keys; ++j) total_t += ds[i * keys + j] * k[j * d + t];
+      dq[i * d + t] = to_output(total_t * scale);
+    }
+  }
+  for (std::size_t j = 0; j < keys; ++j) {
+    for (std::size_t t = 0; t < d; ++t) {
+      float dk_total = ds[j] * q[t];
+      float dv_total = p[j] * d_out[t];
+      for (std::size_t i = 1; i < queries; ++i) {
+        dk_total += ds[i * keys + j] * q[i * d + t];
+        dv_total += p[i * keys + j] * d_out[i * d + t];
+      }
+      dk[j * d + t] = to_output(dk_total * scale);
+      dv[j * d + t] = to_output(dv_total);
+    }
+  }
+  for (const auto& [name, want] :
+       {std::pair{"attention_backward_q", &dq}, std::pair{"attention_backward_k", &dk},
+        std::pair{"attention_backward_v", &dv}}) {
+    SCOPED_TRACE(name);
+    const CpuRun run =
+        run_cpu(*find_op(name), shape, Arithmetic{formats::fp32, formats::fp32, output},
+                Summation::sequential, in);
+    ASSERT_EQ(run.output.size(), want->size());
+    for (std::size_t e = 0; e < want->size(); ++e) {
+      EXPECT_EQ(run.output[e], static_cast<double>((*want)[e])) << e;
+    }
+  }
+}
+
+// The attention gradients computed in fp32 are the rounding order attention_backward.cpp
+// documents, written here again in binary32 hardware arithmetic (every +, -, *, / and sqrt rounded
+// to nearest-even once; exp taken in binary64 and rounded, as the emulation models libm):
+// recomputed P, O rounded to the output format, D_i = rowsum(dO_i * O_i), dS = P * (dP - D), the
+// scale applied last; with fp32 output and with fp16 output (amp-fp16).
+TEST(Catalog, AttentionBackwardInFp32IsItsDocumentedRoundingOrder) {
+  for (const auto& output : {formats::fp32, formats::fp16}) {
+    SCOPED_TRACE(output.name);
+    attention_backward_in_fp32_is_its_documented_rounding_order(output);
+  }
+}
+
+// With one key, P = 1 and the forward output is V's row (a value of the output format when the
+// inputs are), so D_i = rowsum(dO_i * O_i) is the sum dP_i1 computes, rounded alike: dS, dQ and
+// dK are exactly 0 in every format, as the reference's are. dV is the column sums of dO, exact
+// when they accumulate in fp32, and then correctly rounded.
+TEST(Catalog, AttentionBackwardWithOneKeyIsExact) {
+  const Shape shape = parse_shape(*find_op("attention_backward_q"), "6x1x8");
+  const Arithmetic amp{formats::fp32, formats::fp32, formats::fp16};
+  for (const auto& [arithmetic, input] :
+       {std::pair{all(formats::fp16), formats::fp16}, std::pair{all(formats::bf16), formats::bf16},
+        std::pair{amp, formats::fp16}}) {
+    SCOPED_TRACE(fmt::format("{} / {}", arithmetic.compute.name, arithmetic.output.name));
+    const Inputs in = make_inputs(*find_op("attention_backward_q"), shape, input, 43);
+    for (const char* name :
+         {"attention_backward_q", "attention_backward_k", "attention_backward_v"}) {
+      SCOPED_TRACE(name);
+      const auto& op = *find_op(name);
+      const CpuRun run = run_cpu(op, shape, arithmetic, Summation::sequential, in);
+      const Reference ref = reference(op, shape, in, arithmetic.output, arithmetic.mode, 0, 0);
+      if (op.op != Op::attention_backward_v) {
+        EXPECT_EQ(ref.rounded, std::vector<double>(run.output.size(), 0.0));
+        EXPECT_EQ(run.output, ref.rounded);
+      } else if (arithmetic.accumulate.precision == formats::fp32.precision) {
+        EXPECT_EQ(run.output, ref.rounded);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // bf16 needs no scaler).
 #include "harness/train/trainer.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,30 +34,34 @@ Dataset tiny_clusters(std::size_t samples, double scale) {
   return d;
 }
 
-std::vector<ReferenceOps::Tensor> reference_parameters(const Mlp& model, std::uint64_t seed) {
+template <class Model>
+std::vector<ReferenceOps::Tensor> reference_parameters(const Model& model, std::uint64_t seed) {
   ReferenceOps ops;
   std::vector<ReferenceOps::Tensor> p;
   for (const auto& v : initial_parameters(model.parameters(), seed)) p.push_back(ops.constant(v));
+  // Norm parameters away from 1 and 0, so that their gradients and the norms' dx are general.
+  const auto specs = model.parameters();
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    for (std::size_t j = 0; j < p[t].size(); ++j) {
+      if (specs[t].init == ParameterSpec::Init::ones) p[t][j] = Real(1) + Real(j) / 8;
+      if (specs[t].init == ParameterSpec::Init::zeros) p[t][j] = Real(j) / 16 - Real(1) / 4;
+    }
+  }
   return p;
 }
 
 // Every parameter's gradient from the backward pass against central differences of the loss,
 // (L(w + h) - L(w - h)) / 2h, all in 256-bit arithmetic: the truncation error is O(h^2) = 2^-80
 // relative, the rounding error 2^-256 / h; a wrong term in any backward formula is off by O(1).
-TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
+template <class Model>
+void expect_gradients_match_differences(const Model& model, const Dataset& data) {
   const reference::WorkingPrecision bits(256);
-  const Mlp model(MlpShape{6, 7, 3});
-  const Dataset data = small_clusters(5);
+  const std::size_t rows = data.samples();
   ReferenceOps ops;
-  auto params = reference_parameters(model, 11);
-  // gamma and beta away from 1 and 0, so that their gradients and layer_norm's dx are general.
-  for (std::size_t j = 0; j < params[2].size(); ++j) {
-    params[2][j] = Real(1) + Real(j) / 8;
-    params[3][j] = Real(j) / 16 - Real(1) / 4;
-  }
+  const auto params = reference_parameters(model, 11);
   std::vector<ReferenceOps::Tensor> grads;
   const Real d_loss = 3;  // the upstream gradient multiplies every gradient
-  model.loss_and_gradients(ops, params, data.inputs, data.targets, 5, d_loss, grads);
+  model.loss_and_gradients(ops, params, data.inputs, data.targets, rows, d_loss, grads);
   const Real h = Real(1) / Real(1099511627776.0);  // 2^-40
   for (std::size_t t = 0; t < params.size(); ++t) {
     for (std::size_t i = 0; i < params[t].size(); ++i) {
@@ -65,9 +70,10 @@ TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
       plus[t][i] += h;
       auto minus = params;
       minus[t][i] -= h;
-      const Real up = model.loss_and_gradients(ops, plus, data.inputs, data.targets, 5, 1, unused);
+      const Real up =
+          model.loss_and_gradients(ops, plus, data.inputs, data.targets, rows, 1, unused);
       const Real down =
-          model.loss_and_gradients(ops, minus, data.inputs, data.targets, 5, 1, unused);
+          model.loss_and_gradients(ops, minus, data.inputs, data.targets, rows, 1, unused);
       const Real numeric = d_loss * (up - down) / (2 * h);
       const double error = reference::to_double(abs(numeric - grads[t][i]));
       EXPECT_LE(error, 1e-20 * (1 + std::fabs(reference::to_double(numeric))))
@@ -77,38 +83,34 @@ TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
   }
 }
 
-// The emulated ops in binary64 against the multiprecision ones: two independent implementations
-// (backends/cpu and reference/mp) of the same model agree to binary64 accuracy, which checks the
-// emulated ops' plumbing (transposes, casts, the bias and layer-norm parameter gradients).
-TEST(Backward, EmulatedBinary64AgreesWithTheReference) {
+TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
+  expect_gradients_match_differences(Mlp(MlpShape{6, 7, 3}), small_clusters(5));
+}
+
+// Two 5x5 images: the strided convolution's taps cover the padding on one side only.
+TEST(Backward, CnnGradientsMatchFiniteDifferencesInTheReferencePrecision) {
+  expect_gradients_match_differences(Cnn(CnnShape{2, 5, 3, 3, 2}), make_images(4, 2, 2, 5, 3));
+}
+
+// Every op class in binary64: the emulated ops then compute what the reference computes, to
+// binary64 accuracy.
+policy::Policy fp64_policy() {
+  std::string text = "name = \"fp64\"\n";
+  for (const char* c : {"matmul", "convolution", "attention", "elementwise", "activation",
+                        "normalization", "loss", "reduction"}) {
+    text += fmt::format(
+        "[{}]\ninput = \"fp64\"\ncompute = \"fp64\"\naccumulate = \"fp64\"\n"
+        "output = \"fp64\"\n",
+        c);
+  }
+  return policy::parse_policy(text, "fp64");
+}
+
+template <class Model>
+void expect_emulation_agrees_with_reference(const Model& model, const Dataset& data) {
   const reference::WorkingPrecision bits(128);
-  policy::Policy fp64 = policy::parse_policy(R"(
-name = "fp64"
-[matmul]
-input = "fp64"
-compute = "fp64"
-accumulate = "fp64"
-output = "fp64"
-[activation]
-input = "fp64"
-compute = "fp64"
-accumulate = "fp64"
-output = "fp64"
-[normalization]
-input = "fp64"
-compute = "fp64"
-accumulate = "fp64"
-output = "fp64"
-[loss]
-input = "fp64"
-compute = "fp64"
-accumulate = "fp64"
-output = "fp64"
-)",
-                                             "fp64");
-  const Mlp model(MlpShape{6, 16, 3});
-  const Dataset data = small_clusters(12);
-  EmulatedOps emulated(fp64);
+  const std::size_t rows = data.samples();
+  EmulatedOps emulated(fp64_policy());
   ReferenceOps reference;
   const auto initial = initial_parameters(model.parameters(), 5);
   std::vector<EmulatedTensor> pe;
@@ -120,9 +122,10 @@ output = "fp64"
   }
   std::vector<EmulatedTensor> ge;
   std::vector<ReferenceOps::Tensor> gr;
-  const double le = model.loss_and_gradients(emulated, pe, data.inputs, data.targets, 12, 1.0, ge);
+  const double le =
+      model.loss_and_gradients(emulated, pe, data.inputs, data.targets, rows, 1.0, ge);
   const Real lr =
-      model.loss_and_gradients(reference, pr, data.inputs, data.targets, 12, Real(1), gr);
+      model.loss_and_gradients(reference, pr, data.inputs, data.targets, rows, Real(1), gr);
   EXPECT_NEAR(le, reference::to_double(lr), 1e-14);
   ASSERT_EQ(ge.size(), gr.size());
   for (std::size_t t = 0; t < ge.size(); ++t) {
@@ -132,6 +135,24 @@ output = "fp64"
           << model.parameters()[t].name << "[" << i << "]";
     }
   }
+}
+
+// Two sequences of 3 tokens; every parameter of the block, attention's included.
+TEST(Backward, TransformerGradientsMatchFiniteDifferencesInTheReferencePrecision) {
+  const Dataset data = make_sequences(5, 2, 3, 4);
+  expect_gradients_match_differences(
+      Transformer(TransformerShape{3, data.sample_shape[1], 4, 6, 4}), data);
+}
+
+// The emulated ops in binary64 against the multiprecision ones: two independent implementations
+// (backends/cpu and reference/mp) of the same model agree to binary64 accuracy, which checks the
+// emulated ops' plumbing (transposes, casts, layouts, the parameter gradients).
+TEST(Backward, EmulatedBinary64AgreesWithTheReference) {
+  expect_emulation_agrees_with_reference(Mlp(MlpShape{6, 16, 3}), small_clusters(12));
+  expect_emulation_agrees_with_reference(Cnn(CnnShape{1, 6, 4, 3, 4}), make_images(2, 6, 1, 6, 4));
+  const Dataset sequences = make_sequences(7, 3, 5, 4);
+  expect_emulation_agrees_with_reference(
+      Transformer(TransformerShape{5, sequences.sample_shape[1], 8, 12, 4}), sequences);
 }
 
 TrainConfig config(std::vector<std::string> policies, std::size_t steps) {
@@ -165,6 +186,28 @@ TEST(Training, Fp32AndAmpTrackTheReference) {
   EXPECT_GT(r.reference.eval_accuracy, 0.6);
 }
 
+TEST(Training, CnnFp32AndAmpTrackTheReference) {
+  const Split data = split(make_images(6, 160, 1, 8, 4), 32, 1);
+  TrainConfig c = config({"fp32", "amp-fp16"}, 6);
+  c.model = "cnn";
+  c.batch = 16;
+  const TrainResult r = train(c, data.train, data.eval);
+  for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
+  for (const auto& run : r.runs) EXPECT_TRUE(run.pass) << run.policy << ": " << run.verdict;
+  EXPECT_EQ(r.parameters.front(), "conv1.w");
+}
+
+TEST(Training, TransformerFp32AndAmpTrackTheReference) {
+  const Split data = split(make_sequences(6, 96, 8, 4), 16, 1);
+  TrainConfig c = config({"fp32", "amp-bf16"}, 5);
+  c.model = "transformer";
+  c.batch = 8;
+  const TrainResult r = train(c, data.train, data.eval);
+  for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
+  for (const auto& run : r.runs) EXPECT_TRUE(run.pass) << run.policy << ": " << run.verdict;
+  EXPECT_EQ(r.parameters.size(), 20u);
+}
+
 // Inputs of about 2^-19 (fp16 values, so that every policy reads them exactly) make the first
 // layer's weight gradients (x^T dh) fall below fp16's smallest subnormal, 2^-24: unscaled,
 // amp-fp16 loses about half of them, and the rest keep a few bits as subnormals; scaled by 2^16
@@ -189,6 +232,24 @@ TEST(Training, Fp16GradientsBelowTwoToTheMinus24VanishUnlessTheLossIsScaled) {
   EXPECT_GT(*fp16_off[0].gradient_error[0], 100 * *fp16_on[0].gradient_error[0]);
   EXPECT_LT(*fp16_on[0].gradient_error[0], 0.01);
   EXPECT_LT(*bf16_off[0].gradient_error[0], 0.05);
+}
+
+// Two micro-batches of 16 make the batch of 32 that one step of 32 takes (the batch order is one
+// sequence of samples), and the mean of their mean losses is that batch's mean loss: the
+// reference's losses agree to its precision, the fp32 run's to binary32 rounding.
+TEST(Training, AccumulatedMicroBatchesMakeTheWholeBatch) {
+  const Split data = split(small_clusters(400), 80, 1);
+  TrainConfig whole = config({"fp32"}, 4);
+  TrainConfig parts = whole;
+  parts.batch = 16;
+  parts.accumulate = 2;
+  const TrainResult a = train(whole, data.train, data.eval);
+  const TrainResult b = train(parts, data.train, data.eval);
+  for (std::size_t s = 0; s < 4; ++s) {
+    EXPECT_NEAR(a.reference.steps[s].loss, b.reference.steps[s].loss,
+                1e-15 * a.reference.steps[s].loss);
+    EXPECT_NEAR(a.runs[0].steps[s].loss, b.runs[0].steps[s].loss, 1e-5);
+  }
 }
 
 TEST(Training, JsonRecordNamesItsSchemaAndEveryParameter) {
