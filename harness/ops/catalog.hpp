@@ -90,7 +90,7 @@ class OpError : public std::invalid_argument {
 
 // Sizes separated by 'x' ("64x1024"), checked against the op's syntax and against a limit on the
 // memory the audit would need (kMaxElements per operand). A convolution's shape also holds its
-// stride, padding, dilation and groups (harness/ops/convolution.hpp): "8x32x16x16x64x3x3,pad=1".
+// stride, padding, dilation and groups (harness/ops/convolution.hpp): "8x32x16x16:64x3x3,pad=1".
 struct Shape {
   std::vector<std::size_t> sizes;
 };

@@ -76,23 +76,34 @@ Shape parse(std::string_view op_name, std::string_view text) {
   const auto fail = [&](const std::string& what) {
     return OpError(
         fmt::format("{} shape '{}': {} (expected "
-                    "NxCxHxWxOxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one "
+                    "NxCxHxW:KxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one "
                     "size or HxW)",
                     op_name, text, what));
   };
   const auto comma = text.find(',');
-  std::string_view rest = text.substr(0, comma);
+  const std::string_view dims = text.substr(0, comma);
+  const auto colon = dims.find(':');
+  if (colon == std::string_view::npos) throw fail("no ':' between the image and the filters");
+  // "NxCxHxW" then "KxRxS": the image's 4 sizes, the filters' 3.
   std::vector<std::size_t> sizes;
-  while (true) {
-    const auto x = rest.find('x');
-    const std::string_view part = rest.substr(0, x);
-    const auto size = parse_size(part);
-    if (!size || *size == 0) throw fail(fmt::format("'{}' is not a positive size", part));
-    sizes.push_back(*size);
-    if (x == std::string_view::npos) break;
-    rest = rest.substr(x + 1);
+  for (const auto& [part_text, count] : {std::pair{dims.substr(0, colon), std::size_t{4}},
+                                         std::pair{dims.substr(colon + 1), std::size_t{3}}}) {
+    std::string_view rest = part_text;
+    std::size_t parsed = 0;
+    while (true) {
+      const auto x = rest.find('x');
+      const std::string_view part = rest.substr(0, x);
+      const auto size = parse_size(part);
+      if (!size || *size == 0) throw fail(fmt::format("'{}' is not a positive size", part));
+      sizes.push_back(*size);
+      ++parsed;
+      if (x == std::string_view::npos) break;
+      rest = rest.substr(x + 1);
+    }
+    if (parsed != count) {
+      throw fail(fmt::format("'{}' has {} sizes where {} are needed", part_text, parsed, count));
+    }
   }
-  if (sizes.size() != 7) throw fail(fmt::format("{} sizes where 7 are needed", sizes.size()));
   sizes.insert(sizes.end(), {1, 1, 0, 0, 1, 1, 1});  // the options' defaults
   Geometry g = geometry(Shape{sizes});
   std::string_view options = comma == std::string_view::npos ? "" : text.substr(comma + 1);
@@ -138,7 +149,7 @@ Shape parse(std::string_view op_name, std::string_view text) {
 
 std::string to_string(const Shape& shape) {
   const Geometry g = geometry(shape);
-  std::string text = fmt::format("{}x{}x{}x{}x{}x{}x{}", g.batch, g.channels, g.height, g.width,
+  std::string text = fmt::format("{}x{}x{}x{}:{}x{}x{}", g.batch, g.channels, g.height, g.width,
                                  g.filters, g.kernel_h, g.kernel_w);
   if (g.stride_h != 1 || g.stride_w != 1) text += ",stride=" + pair_text(g.stride_h, g.stride_w);
   if (g.pad_h != 0 || g.pad_w != 0) text += ",pad=" + pair_text(g.pad_h, g.pad_w);

@@ -39,16 +39,16 @@ struct Geometry {
   std::size_t group_filters() const { return filters / groups; }
 };
 
-// A convolution's Shape holds its 7 sizes N C H W O R S and then stride (h, w), padding (h, w),
+// A convolution's Shape holds its 7 sizes N C H W K R S and then stride (h, w), padding (h, w),
 // dilation (h, w) and groups: 14 sizes.
 inline constexpr std::size_t kShapeSizes = 14;
 Geometry geometry(const Shape& shape);
 Shape to_shape(const Geometry& g);
 
-// Parses "NxCxHxWxOxRxS[,stride=A][,pad=A][,dilation=A][,groups=G]", each A one size or HxW; throws
-// OpError naming the op, the text and the part that is wrong (a size that is not positive, an
-// unknown option, channels or filters not divisible by the groups, a kernel larger than the padded
-// image).
+// Parses "NxCxHxW:KxRxS[,stride=A][,pad=A][,dilation=A][,groups=G]" (K filters), each A one size or
+// HxW; throws OpError naming the op, the text and the part that is wrong (a size that is not
+// positive, an unknown option, channels or filters not divisible by the groups, a kernel larger
+// than the padded image).
 Shape parse(std::string_view op_name, std::string_view text);
 // The same text back, options only where they differ from the defaults.
 std::string to_string(const Shape& shape);

@@ -9,8 +9,8 @@ using namespace detail;
 
 BatchNormGradients batch_norm_backward(const Arithmetic& arithmetic, std::span<const double> x,
                                        std::span<const double> dy, std::size_t rows,
-                                       std::size_t cols, double eps,
-                                       std::span<const double> gamma, Events& events) {
+                                       std::size_t cols, double eps, std::span<const double> gamma,
+                                       Events& events) {
   require(x.size() == rows * cols && dy.size() == x.size() && rows > 0,
           fmt::format("batch_norm_backward: x and dy must hold {} x {} values", rows, cols));
   require(gamma.empty() || gamma.size() == cols,

@@ -66,7 +66,8 @@ struct BadInput {
 TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
   const std::string missing_dir = "/nonexistent-ampbench-dir/out.json";
   const BadInput cases[] = {
-      {"train --model resnet", "ampbench train: --model: unknown model 'resnet' (available: mlp, cnn, transformer)"},
+      {"train --model resnet",
+       "ampbench train: --model: unknown model 'resnet' (available: mlp, cnn, transformer)"},
       {"train --policy fp8", "ampbench train: --policy: "},
       {"train --reference-bits 32", "ampbench train: --reference-bits: 32 is outside [64, 4096]"},
       {"train --steps 0", "ampbench train: --steps, --batch and --accumulate must be positive"},

@@ -22,7 +22,7 @@ using backends::cpu::Arithmetic;
 using backends::cpu::Summation;
 
 // A convolution with every option away from its default: out 3 x 9 from 7 x 6.
-constexpr const char* kSmallConvolution = "2x4x7x6x6x3x2,stride=2x1,pad=1x2,dilation=2x1,groups=2";
+constexpr const char* kSmallConvolution = "2x4x7x6:6x3x2,stride=2x1,pad=1x2,dilation=2x1,groups=2";
 
 std::string shape_error(std::string_view op, std::string_view text) {
   try {
@@ -52,7 +52,7 @@ TEST(Shapes, ParseAndReportErrors) {
 TEST(Shapes, ConvolutionOptionsParseAndReportErrors) {
   const auto& conv = *find_op("conv2d");
   EXPECT_EQ(to_string(parse_shape(conv, kSmallConvolution)), kSmallConvolution);
-  EXPECT_EQ(to_string(parse_shape(conv, "1x2x5x5x3x3x3,stride=1,pad=0,groups=1")), "1x2x5x5x3x3x3");
+  EXPECT_EQ(to_string(parse_shape(conv, "1x2x5x5:3x3x3,stride=1,pad=0,groups=1")), "1x2x5x5:3x3x3");
   const auto o = operands(conv, parse_shape(conv, kSmallConvolution));
   EXPECT_EQ(o[1].shape, (std::vector<std::size_t>{6, 2, 3, 2}));  // w: O x C/groups x R x S
   EXPECT_EQ(output_shape(conv, parse_shape(conv, kSmallConvolution)),
@@ -60,23 +60,25 @@ TEST(Shapes, ConvolutionOptionsParseAndReportErrors) {
   EXPECT_EQ(output_shape(*find_op("conv2d_backward_filter"), parse_shape(conv, kSmallConvolution)),
             (std::vector<std::size_t>{6, 2, 3, 2}));
   const std::string expected =
-      " (expected NxCxHxWxOxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one size or HxW)";
+      " (expected NxCxHxW:KxRxS[,stride=A][,pad=A][,dilation=A][,groups=G], A one size or HxW)";
   EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3"),
-            "conv2d shape '1x2x5x5x3x3': 6 sizes where 7 are needed" + expected);
+            "conv2d shape '1x2x5x5x3x3': no ':' between the image and the filters" + expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5:3x3x3"),
+            "conv2d shape '1x2x5:3x3x3': '1x2x5' has 3 sizes where 4 are needed" + expected);
   EXPECT_EQ(
-      shape_error("conv2d", "1x2x5x5x3x3x3,stride=0"),
-      "conv2d shape '1x2x5x5x3x3x3,stride=0': stride '0' is not a positive size or HxW" + expected);
-  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3x3,padding=1"),
-            "conv2d shape '1x2x5x5x3x3x3,padding=1': unknown option 'padding=1'" + expected);
-  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x3x3,groups=2"),
-            "conv2d shape '1x2x5x5x3x3x3,groups=2': 2 channels and 3 filters are not both "
+      shape_error("conv2d", "1x2x5x5:3x3x3,stride=0"),
+      "conv2d shape '1x2x5x5:3x3x3,stride=0': stride '0' is not a positive size or HxW" + expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5:3x3x3,padding=1"),
+            "conv2d shape '1x2x5x5:3x3x3,padding=1': unknown option 'padding=1'" + expected);
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5:3x3x3,groups=2"),
+            "conv2d shape '1x2x5x5:3x3x3,groups=2': 2 channels and 3 filters are not both "
             "divisible by 2 groups" +
                 expected);
-  EXPECT_EQ(shape_error("conv2d", "1x2x5x5x3x7x3"),
-            "conv2d shape '1x2x5x5x3x7x3': the 7x3 kernel (dilation 1) does not fit the 5x5 image "
+  EXPECT_EQ(shape_error("conv2d", "1x2x5x5:3x7x3"),
+            "conv2d shape '1x2x5x5:3x7x3': the 7x3 kernel (dilation 1) does not fit the 5x5 image "
             "padded by 0" +
                 expected);
-  EXPECT_NE(shape_error("conv2d", "8x64x128x128x64x7x7,pad=3").find("im2col"), std::string::npos);
+  EXPECT_NE(shape_error("conv2d", "8x64x128x128:64x7x7,pad=3").find("im2col"), std::string::npos);
 }
 
 TEST(Operands, NamesAndShapes) {
@@ -123,7 +125,7 @@ Inputs make_inputs(const OpInfo& op, const Shape& shape, const numeric::Format& 
 // A small shape of the op's syntax: three sizes, one, or two (bmm: three batches of `three`;
 // convolutions: kSmallConvolution).
 std::string small_shape(const OpInfo& op, const char* three, const char* one, const char* two) {
-  if (op.shape_syntax == "NxCxHxWxOxRxS") return kSmallConvolution;
+  if (op.shape_syntax == "NxCxHxW:KxRxS") return kSmallConvolution;
   if (op.shape_syntax.size() == 7) return std::string("3x") + three;
   if (op.shape_syntax.size() == 5) return three;
   return op.shape_syntax.size() == 1 ? one : two;
@@ -277,8 +279,8 @@ TEST(Catalog, LowPrecisionSumsStayWithinTheirBounds) {
 // scratch; the two gradients through the adjoint identities <conv(x, w), dy> = <x, dx(dy, w)> =
 // <w, dw(x, dy)>, which hold exactly for integers and fail for any misplaced tap.
 TEST(Catalog, ConvolutionAndItsGradientsMatchTheirDefinitions) {
-  for (const char* text : {kSmallConvolution, "2x3x5x5x4x3x3,pad=1", "1x4x9x8x4x3x3,stride=3",
-                           "3x6x6x7x9x2x3,dilation=2x1,groups=3"}) {
+  for (const char* text : {kSmallConvolution, "2x3x5x5:4x3x3,pad=1", "1x4x9x8:4x3x3,stride=3",
+                           "3x6x6x7:9x2x3,dilation=2x1,groups=3"}) {
     SCOPED_TRACE(text);
     const auto& forward = *find_op("conv2d");
     const Shape shape = parse_shape(forward, text);
@@ -416,7 +418,7 @@ TEST(Catalog, ElementwiseAndConvolutionResultsStayWithinTheirBounds) {
       SCOPED_TRACE(std::string(name) + " to " + arithmetic.output.name);
       const auto& op = *find_op(name);
       const Shape shape =
-          parse_shape(op, op.shape_syntax == "RxC" ? "40x50" : "2x8x9x9x8x3x3,pad=1");
+          parse_shape(op, op.shape_syntax == "RxC" ? "40x50" : "2x8x9x9:8x3x3,pad=1");
       // A cast reads fp32 data.
       const Inputs in =
           make_inputs(op, shape, op.op == Op::cast ? formats::fp32 : arithmetic.compute, 23, 1e-3);
