@@ -30,13 +30,19 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-// The table's columns; the shape column is as wide as the longest shape (convolutions' options).
-void write_row(std::ostream& out, std::size_t shape_width, const audit::CaseResult& r) {
+// The widths of the table's first and third columns: the longest op name and shape (convolutions
+// with their options), and two blanks.
+struct Widths {
+  std::size_t op = 24;
+  std::size_t shape = 16;
+};
+
+void write_row(std::ostream& out, const Widths& w, const audit::CaseResult& r) {
   const auto& s = r.summary;
   const auto& e = s.output_events;
   out << fmt::format(
-      "{:<24}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, r.policy,
-      r.shape, shape_width, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-",
+      "{:<{}}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, w.op,
+      r.policy, r.shape, w.shape, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-",
       number(s.mean_ulp), number(s.normwise_rel_error), number(s.bound_ratio),
       number(s.fraction_correctly_rounded
                  ? std::optional<double>(100 * *s.fraction_correctly_rounded)
@@ -173,13 +179,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         "model; no a-priori bound)\n",
         args.mma);
   }
-  std::size_t shape_width = 16;
-  for (const auto& shape : shapes) {
-    shape_width = std::max(shape_width, ops::to_string(shape).size() + 2);
+  Widths widths;
+  for (std::size_t i = 0; i < op_list.size(); ++i) {
+    widths.op = std::max(widths.op, op_list[i]->name.size() + 2);
+    widths.shape = std::max(widths.shape, ops::to_string(shapes[i]).size() + 2);
   }
-  out << fmt::format("{:<24}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
-                     "op", "policy", "shape", shape_width, "dist", "max_ulp", "mean_ulp",
-                     "normwise", "bound", "CR%", "uflow", "oflow", "nan", "status");
+  out << fmt::format("{:<{}}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
+                     "op", widths.op, "policy", "shape", widths.shape, "dist", "max_ulp",
+                     "mean_ulp", "normwise", "bound", "CR%", "uflow", "oflow", "nan", "status");
   nlohmann::json records = nlohmann::json::array();
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
@@ -196,7 +203,7 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         err << fmt::format("{}: {} under {}: {}\n", kCommand, op_list[i]->name, p.name, e.what());
         return kExitUsage;
       }
-      write_row(out, shape_width, result);
+      write_row(out, widths, result);
       for (const auto& b : result.breaches) failures.push_back(b.message);
       records.push_back(audit::to_json(result));
       if (!args.json.empty() && !write_records(args.json, records, err)) return kExitUsage;

@@ -90,6 +90,9 @@ struct TrainArgs {
   std::size_t accumulate = 1;
   std::uint64_t seed = 1;
   std::string scaler = "auto";
+  double init_scale = 65536.0;  // the loss scaler's options (docs/scaler.md)
+  int growth_interval = 2000;
+  std::optional<double> min_scale;
   std::string optimizer = "adamw";
   std::optional<double> lr;  // default: 1e-3 for adamw, 0.05 for sgd
   double clip_norm = 1.0;

@@ -176,6 +176,15 @@ int main(int argc, char** argv) {
       ->add_option("--scaler", train_args.scaler,
                    "Loss scaler: auto (on where gradients are fp16-like), on, off")
       ->capture_default_str();
+  train->add_option("--init-scale", train_args.init_scale, "The loss scaler's initial scale")
+      ->capture_default_str();
+  train
+      ->add_option("--growth-interval", train_args.growth_interval,
+                   "Clean steps before the scale grows")
+      ->capture_default_str();
+  double train_min_scale = 0;
+  auto* train_min_scale_option = train->add_option(
+      "--min-scale", train_min_scale, "Never back the scale off below this (default: no floor)");
   train->add_option("--optimizer", train_args.optimizer, "adamw or sgd (momentum 0.9)")
       ->capture_default_str();
   auto* train_lr_option =
@@ -231,6 +240,7 @@ int main(int argc, char** argv) {
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;
     if (*train_steps_option) train_args.steps = train_steps;
+    if (*train_min_scale_option) train_args.min_scale = train_min_scale;
     return ampbench::cli::run_train(train_args, std::cout, std::cerr);
   }
   if (*scaler) {

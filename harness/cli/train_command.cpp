@@ -36,6 +36,14 @@ void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every
   }
 }
 
+// The command-line flag of a LossScalerOptions member that validate() names.
+std::string scaler_flag(const std::string& option) {
+  if (option == "init_scale") return "init-scale";
+  if (option == "growth_interval") return "growth-interval";
+  if (option == "min_scale") return "min-scale";
+  return option;
+}
+
 }  // namespace
 
 int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
@@ -78,6 +86,14 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     config.scaler = train::ScalerMode::off;
   } else {
     err << fmt::format("{}: --scaler: '{}' is not auto, on or off\n", kCommand, args.scaler);
+    return kExitUsage;
+  }
+  config.scaler_options.init_scale = args.init_scale;
+  config.scaler_options.growth_interval = args.growth_interval;
+  config.scaler_options.min_scale = args.min_scale;
+  config.scaler_options.collapse = train::CollapseDetection{};
+  if (const auto problem = train::validate(config.scaler_options)) {
+    err << fmt::format("{}: --{}: {}\n", kCommand, scaler_flag(problem->option), problem->message);
     return kExitUsage;
   }
   if (args.optimizer == "sgd") {

@@ -76,6 +76,11 @@ constexpr OpInfo kCatalog[] = {
      "none", "relu"},
     {Op::gelu_backward, "gelu_backward", "activation", "RxC", "64x1024",
      "dx = dy * (Phi(x) + x phi(x))", "none", "gelu"},
+    {Op::layer_norm_backward_gamma, "layer_norm_backward_gamma", "normalization", "RxC", "64x1024",
+     "dgamma = sum over the rows of dy * xhat, xhat = (x - mean) rstd per row", "none",
+     "layer_norm"},
+    {Op::layer_norm_backward_beta, "layer_norm_backward_beta", "normalization", "RxC", "64x1024",
+     "dbeta = sum over the rows of dy", "recursive summation (gamma)", "layer_norm"},
     {Op::layer_norm_backward, "layer_norm_backward", "normalization", "RxC", "64x1024",
      "dx = rstd (g - mean g - xhat mean(g xhat)), g = dy gamma, per row", "none", "layer_norm"},
     {Op::silu_backward, "silu_backward", "activation", "RxC", "64x1024",
@@ -694,6 +699,8 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::silu_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
     case Op::layer_norm_backward:
       return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, {"gamma", {s[1]}}};
+    case Op::layer_norm_backward_gamma:
+    case Op::layer_norm_backward_beta: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
     case Op::cross_entropy_backward:
       return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
     case Op::conv2d:
@@ -723,6 +730,8 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::attention_backward_v: return {s[1], s[2]};
     case Op::gemm_backward_a: return {s[0], s[2]};
     case Op::gemm_backward_b: return {s[2], s[1]};
+    case Op::layer_norm_backward_gamma:
+    case Op::layer_norm_backward_beta: return {s[1]};
     case Op::conv2d:
     case Op::conv2d_backward_data:
     case Op::conv2d_backward_filter:
@@ -843,7 +852,8 @@ std::string_view reference_kind(const OpInfo& op) {
     case Op::cast:
     case Op::conv2d:
     case Op::conv2d_backward_data:
-    case Op::conv2d_backward_filter: return "exact";
+    case Op::conv2d_backward_filter:
+    case Op::layer_norm_backward_beta: return "exact";
     default: return "multiprecision (Ziv)";
   }
 }
@@ -966,6 +976,13 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::layer_norm_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1],
                                             kLayerNormEps, values(in, 2), e);
       break;
+    case Op::layer_norm_backward_gamma:
+    case Op::layer_norm_backward_beta: {
+      auto g = cpu::layer_norm_parameter_backward(arithmetic, values(in, 0), values(in, 1), s[0],
+                                                  s[1], kLayerNormEps, e);
+      run.output = std::move(op.op == Op::layer_norm_backward_gamma ? g.dgamma : g.dbeta);
+      break;
+    }
     case Op::fma:
       run.output = cpu::fma(arithmetic, values(in, 0), values(in, 1), values(in, 2), e);
       break;
@@ -1003,9 +1020,11 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
   const auto out = output_shape(op, shape);
   // One output; outputs that depend on a whole column (batch statistics); or on the batch size
   // (the mean's 1/R in the cross-entropy gradient); or on every query (the attention gradients,
-  // which one pass computes together): the full run.
+  // which one pass computes together); or on every row (layer norm's parameter gradients, sums
+  // over the rows): the full run.
   if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm ||
-      op.op == Op::cross_entropy_backward || is_attention_backward(op)) {
+      op.op == Op::cross_entropy_backward || is_attention_backward(op) ||
+      op.op == Op::layer_norm_backward_gamma || op.op == Op::layer_norm_backward_beta) {
     CpuRun full = run_cpu(op, shape, arithmetic, summation, in);
     if (full.output.size() == 1) return full;
     CpuRun picked{{}, full.events};
@@ -1213,6 +1232,57 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
       }
       const reference::ExactValue v = acc.value();
       store(e, v.round(output, mode, draw(mode, seed, p)), v.to_double());
+    }
+    return result;
+  }
+  if (op.op == Op::layer_norm_backward_beta) {
+    // Column sums of dy: exact.
+    const std::size_t rows = s[0], cols = s[1];
+    for (std::size_t e = 0; e < n; ++e) {
+      const std::size_t c = result.positions[e];
+      reference::ExactAccumulator acc;
+      for (std::size_t r = 0; r < rows; ++r) acc.add(values(in, 1)[r * cols + c]);
+      const reference::ExactValue v = acc.value();
+      store(e, v.round(output, mode, draw(mode, seed, c)), v.to_double());
+    }
+    return result;
+  }
+  if (op.op == Op::layer_norm_backward_gamma) {
+    // dgamma_c = sum over rows of dy xhat: every column in one multiprecision evaluation, wider by
+    // the cancellation of the column sums (sum |dy xhat| / |sum dy xhat|, estimated in binary64);
+    // each xhat carries the error of its row's mean and variance, about `cols` units of 2^-P.
+    const std::size_t rows = s[0], cols = s[1];
+    std::vector<double> terms(cols, 0.0), sums(cols, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const auto row = values(in, 0).data() + r * cols;
+      double mu = 0, variance = 0;
+      for (std::size_t c = 0; c < cols; ++c) mu += row[c] / static_cast<double>(cols);
+      for (std::size_t c = 0; c < cols; ++c) {
+        variance += (row[c] - mu) * (row[c] - mu) / static_cast<double>(cols);
+      }
+      const double rstd = 1.0 / std::sqrt(variance + kLayerNormEps);
+      for (std::size_t c = 0; c < cols; ++c) {
+        const double product = values(in, 1)[r * cols + c] * (row[c] - mu) * rstd;
+        terms[c] += std::fabs(product);
+        sums[c] += product;
+      }
+    }
+    double condition = 1;
+    for (const auto p : result.positions) condition = std::max(condition, ratio(terms[p], sums[p]));
+    const int extra = extra_bits(condition);
+    RowReference evaluate([&, extra] {
+      const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+      return reference::ops::layer_norm_backward<Real>(to_reals(values(in, 0)),
+                                                       to_reals(values(in, 1)), rows, cols,
+                                                       reference::to_real(kLayerNormEps))
+          .dgamma;
+    });
+    const auto bound = static_cast<std::uint64_t>(
+        std::min(64.0 + 8.0 * static_cast<double>(rows + cols), static_cast<double>(1u << 31)));
+    for (std::size_t e = 0; e < n; ++e) {
+      const std::size_t c = result.positions[e];
+      const auto v = evaluate.element(c, output, mode, bound, draw(mode, seed, c));
+      store(e, v.rounded, v.value);
     }
     return result;
   }
@@ -1441,6 +1511,23 @@ std::vector<double> error_bounds(const OpInfo& op, const Shape& shape, const Ari
                        : op.op == Op::mul ? x * values(in, 1)[p]
                                           : std::fma(x, values(in, 1)[p], values(in, 2)[p]);
       bounds.push_back(coefficient * std::fabs(v) * (1 + 0x1p-52) + absolute);
+    }
+    return bounds;
+  }
+  if (op.op == Op::layer_norm_backward_beta) {
+    // Column sums of dy: R - 1 additions rounded to accumulate, one rounding to output.
+    const std::size_t rows = shape.sizes[0], cols = shape.sizes[1];
+    const double coefficient = metrics::with_final_rounding(
+        std::pow(1 + u_accumulate, static_cast<double>(rows > 0 ? rows - 1 : 0)) - 1, u_output);
+    const double absolute =
+        static_cast<double>(rows > 0 ? rows - 1 : 0) * underflow(arithmetic.accumulate) +
+        underflow(arithmetic.output);
+    std::vector<double> bounds;
+    for (const auto c : positions) {
+      double magnitude = 0;
+      for (std::size_t r = 0; r < rows; ++r) magnitude += std::fabs(values(in, 1)[r * cols + c]);
+      bounds.push_back(coefficient * magnitude * (1 + static_cast<double>(rows + 2) * 0x1p-53) +
+                       absolute);
     }
     return bounds;
   }

@@ -52,6 +52,8 @@ enum class Op {
   gelu_backward,
   silu_backward,
   layer_norm_backward,
+  layer_norm_backward_gamma,
+  layer_norm_backward_beta,
   conv2d,
   conv2d_backward_data,
   conv2d_backward_filter,

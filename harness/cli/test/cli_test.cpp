@@ -572,7 +572,7 @@ TEST(CliOps, ListsTheCatalog) {
   const Outcome run = ampbench("ops --json");
   EXPECT_EQ(run.status, 0);
   const auto list = nlohmann::json::parse(run.out);
-  EXPECT_EQ(list.size(), 38u);
+  EXPECT_EQ(list.size(), 40u);
   EXPECT_EQ(list[0]["op"], "gemm");
   EXPECT_EQ(list[0]["shape"], "MxNxK");
   EXPECT_EQ(list[0]["reference"], "exact");

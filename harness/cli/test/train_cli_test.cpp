@@ -42,6 +42,20 @@ TEST(TrainCli, ShortRunReportsEveryPolicyAndWritesItsRecord) {
   EXPECT_EQ(record["eval_samples"], 64);
 }
 
+// An initial scale of 2^30 overflows pure fp16's gradients: the first steps are skipped while the
+// scale backs off, and the run reports them.
+TEST(TrainCli, ReportsTheStepsTheScalerSkipped) {
+  const std::string json = temp_path("skipped.json");
+  const Outcome run = ampbench(
+      "train --policy fp16 --init-scale 1073741824 --steps 3 --batch 16 --eval 64 --json " + json);
+  EXPECT_NE(run.status, 2) << run.err;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["runs"][0]["skipped_steps"], nlohmann::json::parse("[0, 1, 2]"));
+  EXPECT_EQ(record["runs"][0]["steps"][1]["scale"], 536870912.0);
+  EXPECT_NE(run.out.find("3 skipped step(s)"), std::string::npos) << run.out;
+}
+
 TEST(TrainCli, TrainsOnACsvFile) {
   const std::string csv = temp_path("data.csv");
   {
@@ -74,6 +88,9 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --accumulate 0",
        "ampbench train: --steps, --batch and --accumulate must be positive"},
       {"train --scaler maybe", "ampbench train: --scaler: 'maybe' is not auto, on or off"},
+      {"train --growth-interval 0", "ampbench train: --growth-interval: must be >= 1, got 0"},
+      {"train --init-scale 4 --min-scale 8",
+       "ampbench train: --min-scale: must be finite and in [0, init_scale = 4], got 8"},
       {"train --optimizer lamb", "ampbench train: --optimizer: 'lamb' is not adamw or sgd"},
       {"train --lr -1", "ampbench train: --lr: lr must be >= 0, got -1"},
       {"train --clip-norm -2", "ampbench train: --clip-norm: -2 is not a finite value >= 0"},
