@@ -104,4 +104,17 @@ struct TrainArgs {
 };
 int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err);
 
+struct ProfileArgs {
+  std::string model = "mlp";
+  std::string policies = "fp32,amp-fp16,amp-bf16";
+  std::size_t steps = 20;
+  std::size_t warmup = 3;
+  std::size_t batch = 64;
+  std::uint64_t seed = 1;
+  std::string backend = "cpu";
+  std::string trace;  // Chrome trace JSON
+  std::string json;
+};
+int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

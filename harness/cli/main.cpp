@@ -200,6 +200,27 @@ int main(int argc, char** argv) {
   train->add_option("--print-every", train_args.print_every, "Table row every N steps");
   train->add_option("--json", train_args.json, "Write the record ampbench.train/1 to this file");
 
+  ampbench::cli::ProfileArgs profile_args;
+  auto* profile = app.add_subcommand(
+      "profile",
+      "Time training steps phase by phase under each policy (forward, backward, unscale, clip, "
+      "optimizer, update); a Chrome trace and a JSON record");
+  profile->add_option("--model", profile_args.model, "mlp, cnn or transformer")
+      ->capture_default_str();
+  profile->add_option("--policy", profile_args.policies, "Policies, comma-separated, or FILE.toml")
+      ->capture_default_str();
+  profile->add_option("--steps", profile_args.steps, "Timed steps")->capture_default_str();
+  profile->add_option("--warmup", profile_args.warmup, "Untimed steps first")
+      ->capture_default_str();
+  profile->add_option("--batch", profile_args.batch, "Samples per step")->capture_default_str();
+  profile->add_option("--seed", profile_args.seed, "Seed of the weights and data")
+      ->capture_default_str();
+  profile->add_option("--backend", profile_args.backend, "cpu (host timers)")
+      ->capture_default_str();
+  profile->add_option("--trace", profile_args.trace,
+                      "Chrome trace JSON for Perfetto or chrome://tracing");
+  profile->add_option("--json", profile_args.json, "Write the record to this file");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -237,6 +258,7 @@ int main(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
+  if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;
     if (*train_steps_option) train_args.steps = train_steps;

@@ -79,8 +79,14 @@ class Mlp {
                                           std::span<const std::int64_t> targets, std::size_t rows,
                                           const typename Ops::Scalar& d_loss,
                                           std::vector<typename Ops::Tensor>& grads) const {
-    const Activations<Ops> a = forward(ops, p, inputs, rows);
-    const auto loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
+    Activations<Ops> a;
+    typename Ops::Scalar loss;
+    {
+      const auto phase = ops.phase("forward");
+      a = forward(ops, p, inputs, rows);
+      loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
+    }
+    const auto phase = ops.phase("backward");
     const auto dlogits = ops.cross_entropy_backward(a.logits, targets, rows, s_.classes, d_loss);
     auto out = ops.linear_backward(a.n, p[4], p[5], dlogits, rows, s_.hidden, s_.classes, true);
     auto norm = ops.layer_norm_backward(a.g, out.dx, p[2], p[3], rows, s_.hidden);
@@ -151,11 +157,17 @@ class Cnn {
                                           std::span<const std::int64_t> targets, std::size_t rows,
                                           const typename Ops::Scalar& d_loss,
                                           std::vector<typename Ops::Tensor>& grads) const {
-    const Activations<Ops> a = forward(ops, p, inputs, rows);
+    Activations<Ops> a;
+    typename Ops::Scalar loss;
+    {
+      const auto phase = ops.phase("forward");
+      a = forward(ops, p, inputs, rows);
+      loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
+    }
+    const auto phase = ops.phase("backward");
     const auto g1 = first(rows);
     const auto g2 = second(rows);
     const std::size_t spatial1 = g1.out_h() * g1.out_w(), spatial2 = g2.out_h() * g2.out_w();
-    const auto loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
     const auto dlogits = ops.cross_entropy_backward(a.logits, targets, rows, s_.classes, d_loss);
     auto fc =
         ops.linear_backward(a.pooled, p[6], p[7], dlogits, rows, s_.filters2, s_.classes, true);
@@ -270,8 +282,14 @@ class Transformer {
                                           std::vector<typename Ops::Tensor>& grads) const {
     const std::size_t tokens = rows * s_.length;
     const std::size_t f = s_.features, d = s_.width, h = s_.hidden, c = s_.classes;
-    const Activations<Ops> a = forward(ops, p, inputs, rows);
-    const auto loss = ops.cross_entropy(a.logits, targets, tokens, c);
+    Activations<Ops> a;
+    typename Ops::Scalar loss;
+    {
+      const auto phase = ops.phase("forward");
+      a = forward(ops, p, inputs, rows);
+      loss = ops.cross_entropy(a.logits, targets, tokens, c);
+    }
+    const auto phase = ops.phase("backward");
     const auto dlogits = ops.cross_entropy_backward(a.logits, targets, tokens, c, d_loss);
     auto head = ops.linear_backward(a.h2, p[18], p[19], dlogits, tokens, d, c, true);
     // h2 = h1 + f: the gradient reaches both.

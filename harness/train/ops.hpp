@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "harness/numeric/format.hpp"
 #include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
+#include "harness/profile/host_timer.hpp"
 #include "reference/mp/multiprecision.hpp"
 
 namespace ampbench::train {
@@ -62,6 +64,14 @@ class EmulatedOps {
 
   explicit EmulatedOps(policy::Policy policy);
   const policy::Policy& policy() const { return policy_; }
+
+  // Phases (forward, backward, ...) timed into `recorder` from now on; null: none.
+  void record_phases(profile::PhaseRecorder* recorder) { recorder_ = recorder; }
+  // A phase of the step, timed while the returned value lives (nothing without a recorder).
+  std::optional<profile::ScopedPhase> phase(const char* name) {
+    if (recorder_ == nullptr) return std::nullopt;
+    return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, name);
+  }
 
   // Data and master weights, binary32 values.
   Tensor constant(std::span<const double> values) const;
@@ -143,6 +153,7 @@ class EmulatedOps {
   policy::Policy policy_;
   backends::cpu::Events events_;
   numeric::EventCounts cast_events_;
+  profile::PhaseRecorder* recorder_ = nullptr;
 };
 
 // The reference: every op in multiprecision (reference/mp/ops.hpp) at the calling thread's working
@@ -152,6 +163,13 @@ class ReferenceOps {
   using Tensor = std::vector<reference::Real>;
   using Scalar = reference::Real;
   using Master = reference::Real;
+
+  // The reference is not profiled. (A user-provided destructor, so that a NoPhase held only for
+  // its scope is not an unused variable.)
+  struct NoPhase {
+    ~NoPhase() {}
+  };
+  NoPhase phase(const char*) const { return {}; }
 
   Tensor constant(std::span<const double> values) const;
   Tensor parameter(std::span<const Master> values) const { return {values.begin(), values.end()}; }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "harness/numeric/rounding.hpp"
+#include "harness/profile/attribution.hpp"
 #include "harness/train/clip.hpp"
 #include "harness/train/models.hpp"
 #include "harness/train/ops.hpp"
@@ -103,15 +104,23 @@ void policy_step(const Model& model, Run<EmulatedOps>& run, const std::vector<Ba
   record.loss = compute_gradients(model, run, micro, static_cast<double>(d_loss));
   std::vector<std::span<float>> spans(run.grads.begin(), run.grads.end());
   if (run.scaler) {
+    const auto phase = run.ops.phase("unscale");
     record.scale = static_cast<double>(scale);
     run.scaler->unscale(spans);
   }
   run.unscaled.clear();
   for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
-  if (config.clip_norm > 0) clip_grad_norm(spans, config.clip_norm);
-  const auto optimizer_step = [&] { run.optimizer.step(run.weights, run.grads); };
+  if (config.clip_norm > 0) {
+    const auto phase = run.ops.phase("clip");
+    clip_grad_norm(spans, config.clip_norm);
+  }
+  const auto optimizer_step = [&] {
+    const auto phase = run.ops.phase("optimizer");
+    run.optimizer.step(run.weights, run.grads);
+  };
   if (run.scaler) {
     record.skipped = !run.scaler->step(spans, optimizer_step);
+    const auto phase = run.ops.phase("update");
     run.scaler->update();
     record.growth_tracker = run.scaler->growth_tracker();
   } else {
@@ -217,6 +226,64 @@ bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format) {
   return gradient_format.emin > numeric::formats::fp32.emin;
 }
 
+Run<EmulatedOps> policy_run(const policy::Policy& p, const TrainConfig& config,
+                            const std::vector<std::vector<double>>& initial) {
+  Run<EmulatedOps> run{EmulatedOps(p),
+                       to_master<float>(initial),
+                       Optimizer<float>(config.optimizer),
+                       std::nullopt,
+                       {},
+                       {},
+                       {}};
+  run.result.policy = p.name;
+  run.result.gradient_format = run.ops.gradient_format().name;
+  if (wants_scaler(config.scaler, run.ops.gradient_format())) {
+    run.scaler.emplace(config.scaler_options);
+    run.result.scaler = true;
+  }
+  return run;
+}
+
+std::vector<Batch> micro_batches(const TrainConfig& config, const Dataset& train_set,
+                                 std::size_t step) {
+  std::vector<Batch> micro;
+  for (std::size_t k = 0; k < config.accumulate; ++k) {
+    micro.push_back(gather(train_set, batch_indices(train_set.samples(), config.batch,
+                                                    step * config.accumulate + k, config.seed)));
+  }
+  return micro;
+}
+
+// Every policy alone, timed phase by phase after `warmup` untimed steps.
+template <class Model>
+ProfileResult run_profile(const Model& model, const TrainConfig& config, const Dataset& train_set,
+                          std::size_t warmup) {
+  const auto initial = initial_parameters(model.parameters(), config.seed);
+  ProfileResult result;
+  result.config = config;
+  result.warmup = warmup;
+  for (const auto& p : config.policies) {
+    Run<EmulatedOps> run = policy_run(p, config, initial);
+    profile::PhaseRecorder recorder;
+    for (std::size_t step = 0; step < warmup + config.steps; ++step) {
+      if (step == warmup) run.ops.record_phases(&recorder);
+      const auto micro = micro_batches(config, train_set, step);
+      StepRecord record;
+      const auto timed = run.ops.phase("step");
+      policy_step(model, run, micro, config, record);
+    }
+    PolicyProfile profiled;
+    profiled.policy = p.name;
+    profiled.trace = recorder.trace();
+    for (const auto& phase : recorder.phases()) {
+      if (phase.name == "step") profiled.step_ns.push_back(phase.end_ns - phase.start_ns);
+    }
+    profiled.attribution = profile::attribute(profiled.trace);
+    result.policies.push_back(std::move(profiled));
+  }
+  return result;
+}
+
 template <class Model>
 TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
                          const Dataset& eval_set,
@@ -238,29 +305,10 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   reference.result.policy = "reference";
   reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
   std::vector<Run<EmulatedOps>> runs;
-  for (const auto& p : config.policies) {
-    Run<EmulatedOps> run{EmulatedOps(p),
-                         to_master<float>(initial),
-                         Optimizer<float>(config.optimizer),
-                         std::nullopt,
-                         {},
-                         {},
-                         {}};
-    run.result.policy = p.name;
-    run.result.gradient_format = run.ops.gradient_format().name;
-    if (wants_scaler(config.scaler, run.ops.gradient_format())) {
-      run.scaler.emplace(config.scaler_options);
-      run.result.scaler = true;
-    }
-    runs.push_back(std::move(run));
-  }
+  for (const auto& p : config.policies) runs.push_back(policy_run(p, config, initial));
 
   for (std::size_t step = 0; step < config.steps; ++step) {
-    std::vector<Batch> micro;
-    for (std::size_t k = 0; k < config.accumulate; ++k) {
-      micro.push_back(gather(train_set, batch_indices(train_set.samples(), config.batch,
-                                                      step * config.accumulate + k, config.seed)));
-    }
+    const std::vector<Batch> micro = micro_batches(config, train_set, step);
     // The reference on a second core while the policies run on this one.
     StepRecord ref_record;
     ref_record.step = step;
@@ -384,8 +432,12 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed) {
       fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
 }
 
-TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
-                  const std::function<void(std::size_t)>& progress) {
+namespace {
+
+// Calls `run(model)` with the model the configuration names, shaped for the data, or throws
+// std::invalid_argument when the data does not fit it.
+template <class Run>
+auto with_model(const TrainConfig& config, const Dataset& train_set, Run run) {
   if (config.batch == 0 || config.accumulate == 0) {
     throw std::invalid_argument("the batch and the number of micro-batches must be positive");
   }
@@ -403,22 +455,38 @@ TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dat
   if (config.model == "mlp") {
     fits(train_set.targets_per_sample == 1, "feature vectors with one target each");
     const Mlp model(MlpShape{train_set.sample_size(), 256, train_set.classes});
-    return run_training(model, config, train_set, eval_set, progress);
+    return run(model);
   }
   if (config.model == "cnn") {
     fits(shape.size() == 3 && shape[1] == shape[2] && train_set.targets_per_sample == 1,
          "square images (channels x size x size) with one target each");
     const Cnn model(CnnShape{shape[0], shape[1], train_set.classes, 6, 8});
-    return run_training(model, config, train_set, eval_set, progress);
+    return run(model);
   }
   if (config.model == "transformer") {
     fits(shape.size() == 2 && train_set.targets_per_sample == shape[0],
          "sequences (length x features) with one target per token");
     const Transformer model(TransformerShape{shape[0], shape[1], 16, 32, train_set.classes});
-    return run_training(model, config, train_set, eval_set, progress);
+    return run(model);
   }
   throw std::invalid_argument(
       fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", config.model));
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
+                  const std::function<void(std::size_t)>& progress) {
+  return with_model(config, train_set, [&](const auto& model) {
+    return run_training(model, config, train_set, eval_set, progress);
+  });
+}
+
+ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,
+                            std::size_t warmup) {
+  return with_model(config, train_set, [&](const auto& model) {
+    return run_profile(model, config, train_set, warmup);
+  });
 }
 
 nlohmann::json to_json(const TrainResult& result) {

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "harness/policy/policy.hpp"
+#include "harness/profile/attribution.hpp"
+#include "harness/profile/events.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
@@ -103,6 +105,24 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed);
 // know or data that does not fit the model.
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t step)>& progress = {});
+
+// Profiling on the CPU backend: each policy alone (no reference), `warmup` untimed steps, then
+// config.steps steps timed phase by phase with host timers: "step", and inside it "forward",
+// "backward", "unscale", "clip", "optimizer", "update" (harness/profile/host_timer.hpp). What it
+// times is the CPU emulator, not a GPU: the ratios between policies say what emulating them costs.
+struct PolicyProfile {
+  std::string policy;
+  std::vector<std::uint64_t> step_ns;  // each timed step's wall time
+  profile::Trace trace;                // its phases
+  profile::Attribution attribution;    // of `trace`
+};
+struct ProfileResult {
+  TrainConfig config;
+  std::size_t warmup = 0;
+  std::vector<PolicyProfile> policies;
+};
+ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,
+                            std::size_t warmup);
 
 // The record "ampbench.train/1" (docs/training.md).
 nlohmann::json to_json(const TrainResult& result);

@@ -1,0 +1,93 @@
+// End-to-end tests of `ampbench profile` on the CPU backend: the table, the record, the Chrome
+// trace, and every way the command line can be wrong.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+using ampbench::cli::test::slurp;
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/ampbench-profile-" + std::to_string(getpid()) + "-" + name;
+}
+
+TEST(ProfileCli, TimesEveryPhaseOfEveryPolicy) {
+  const std::string json = temp_path("run.json");
+  const std::string trace = temp_path("trace.json");
+  const Outcome run =
+      ampbench("profile --steps 2 --warmup 1 --batch 8 --json " + json + " --trace " + trace);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("1 warm-up and 2 timed steps of 8 samples"), std::string::npos) << run.out;
+  for (const char* policy : {"\nfp32 ", "\namp-fp16 ", "\namp-bf16 "}) {
+    EXPECT_NE(run.out.find(policy), std::string::npos) << policy << run.out;
+  }
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["schema"], "ampbench.profile-run/1");
+  EXPECT_EQ(record["backend"], "cpu");
+  ASSERT_EQ(record["runs"].size(), 3u);
+  EXPECT_EQ(record["runs"][0]["vs_fp32"], 1.0);
+  for (const auto& r : record["runs"]) {
+    EXPECT_GT(r["step_ms"]["median"].get<double>(), 0.0);
+    EXPECT_LE(r["step_ms"]["min"].get<double>(), r["step_ms"]["median"].get<double>());
+    // Forward and backward are most of a step; every phase is there.
+    EXPECT_GT(
+        r["phase_share"]["forward"].get<double>() + r["phase_share"]["backward"].get<double>(),
+        0.5);
+    EXPECT_EQ(r["phase_share"].size(), 6u);
+    EXPECT_EQ(r["attribution"]["schema"], "ampbench.profile/1");
+  }
+  // The trace: a named range per policy, and two "step" ranges in each.
+  const auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];
+  std::remove(trace.c_str());
+  std::set<std::string> policies;
+  std::size_t steps = 0;
+  for (const auto& e : events) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    if (name.starts_with("policy ")) policies.insert(name);
+    steps += name == "step";
+  }
+  EXPECT_EQ(policies, (std::set<std::string>{"policy fp32", "policy amp-fp16", "policy amp-bf16"}));
+  EXPECT_EQ(steps, 6u);
+}
+
+struct BadInput {
+  const char* args;
+  const char* message;
+};
+
+TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
+  const BadInput cases[] = {
+      {"profile --backend cuda",
+       "ampbench profile: --backend cuda: profiling on the GPU (CUPTI and NVTX) is not "
+       "implemented yet"},
+      {"profile --backend tpu", "ampbench profile: --backend: unknown backend 'tpu'"},
+      {"profile --model resnet", "ampbench profile: --model: unknown model 'resnet'"},
+      {"profile --policy fp12", "ampbench profile: --policy: "},
+      {"profile --steps 0", "ampbench profile: --steps and --batch must be positive"},
+      {"profile --json /nonexistent-ampbench-dir/p.json",
+       "ampbench profile: --json /nonexistent-ampbench-dir/p.json: directory "
+       "/nonexistent-ampbench-dir does not exist"},
+      {"profile --trace /nonexistent-ampbench-dir/t.json",
+       "ampbench profile: --trace /nonexistent-ampbench-dir/t.json: directory "
+       "/nonexistent-ampbench-dir does not exist"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+}
+
+}  // namespace
