@@ -174,7 +174,7 @@ double mean(const std::vector<StepRecord>& steps, double StepRecord::*field) {
 // the scaler and amp-bf16 without it track the reference within the verdict's budgets.
 TEST(Training, Fp32AndAmpTrackTheReference) {
   const Split data = split(small_clusters(640), 128, 1);
-  const TrainResult r = train(config({"fp32", "amp-fp16", "amp-bf16"}, 30), data.train, data.eval);
+  const TrainResult r = train(config({"fp32", "amp-fp16", "amp-bf16"}, 20), data.train, data.eval);
   ASSERT_EQ(r.runs.size(), 3u);
   for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
   for (const auto& run : r.runs) {
