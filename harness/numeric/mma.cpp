@@ -18,9 +18,13 @@
 //              bits; Hopper/Ada FP8 13 bits, e8m13 output.
 #include "harness/numeric/mma.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string_view>
 
 namespace ampbench::numeric {
@@ -122,7 +126,271 @@ constexpr std::array kPresets = {
            formats::e5m2, 32, 32, 25, H, kBlackwell),
 };
 
+// The batched mma_dot of MmaMatrixProduct. An aligned term of mma_fused_sum is
+// trunc(sig * 2^(F + e - emax - frac)), and sig * 2^(e - frac) is the operand's value (a product's
+// is the product of the operands' values, c's is c), so a term is trunc(x * 2^(F - emax)) for the
+// term's value x. Where the product of two operands and 2^(F - emax) are normal binary64 numbers,
+// both exact (at most 2 * 24 significant bits), binary64 gives that term with two exact
+// multiplications and a conversion that truncates toward zero; emax still comes from the split
+// exponents (a subnormal's is emin, a zero's -126), which are kept as integers. Operands lie in
+// [2^(emin - frac), 2^(emax + 1)), so products in [2^(2 (emin - frac)), 2^(2 emax + 2)), and emax
+// of a step between -126 (or the accumulator's emin) and 2 emax of the input (or c's exponent, at
+// most the accumulator's emax): true for every preset.
+bool binary64_terms(const MmaModel& m) {
+  return 2 * (m.input.emin - m.input.fraction_bits()) >= -1022 && 2 * m.input.emax + 2 < 1000;
+}
+
+// 2^e for the exponents that occur here (normal binary64 numbers), built from the bits so that the
+// loops vectorise.
+inline double pow2(std::int32_t e) {
+  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
+}
+
+// An operand as mma_fused_sum reads it (after mma_operand): its value after mma_split (the value
+// itself for a value of the format) and its split exponent. Returns false, with a zero, for what
+// the lanes leave to mma_dot: a NaN, an infinity, or a finite value beyond the format's range.
+bool split_value(const Format& f, double x, double& value, std::int32_t& exponent) {
+  std::uint64_t sig = 0;
+  int e = 0;
+  if (std::isfinite(x)) detail::mma_split(f, x, sig, e);
+  if (!std::isfinite(x) || e > f.emax) {
+    value = 0.0;
+    exponent = -126;
+    return false;
+  }
+  exponent = e;
+  const double magnitude = static_cast<double>(sig) * pow2(e - f.fraction_bits());
+  value = std::signbit(x) ? -magnitude : magnitude;
+  return true;
+}
+
+// Rows of A and columns of B per block of outputs: the block's B values come from L2 once for
+// four rows, its lanes stay in L1.
+constexpr std::size_t kRows = 4;
+constexpr std::size_t kColumns = 128;
+
+// The state of a block of outputs between fused steps, one lane per output (lane r kColumns + j
+// for row r and column j of the block), structure of arrays:
+// c (its value and split exponent), the step's emax, 2^(F - emax) and exact sum S, and whether the
+// output must be computed by mma_dot instead (32 bits like the others, so that the loops
+// vectorise). A lane marked for mma_dot carries c = 0 from then on, so that its values stay finite.
+struct Lanes {
+  static constexpr std::size_t kSize = kRows * kColumns;
+  Lanes() : value(kSize), exponent(kSize), emax(kSize), scale(kSize), sum(kSize), scalar(kSize) {}
+  std::vector<double> value;
+  std::vector<std::int32_t> exponent;
+  std::vector<std::int32_t> emax;
+  std::vector<double> scale;
+  std::vector<std::int64_t> sum;
+  std::vector<std::uint32_t> scalar;
+};
+
+// The operands of A in a fused step: values and split exponents of a_rl, l < n, r < rows, at
+// offsets r * stride + l.
+struct RowsStep {
+  const double* value;
+  const std::int32_t* exponent;
+  std::size_t stride;
+  std::size_t rows;
+  int n;
+};
+
+// The fixed parameters of the model's fused step.
+struct StepShape {
+  int fraction_bits;  // F
+  MmaOutput output;
+  int acc_emin, acc_emax;  // the accumulator format's normal range
+};
+
+// The result of a fused step for w lanes, from emax and the exact sum S: |S| 2^(emax - F) has its
+// leading bit at 2^e; truncated (or rounded to nearest even) to the accumulator's significand as
+// round_window does in the accumulator's normal range, it becomes the next step's c. A result
+// outside that range marks its lane for mma_dot.
+template <MmaOutput Output>
+[[gnu::always_inline]] inline void normalise_lanes(const StepShape& shape, std::size_t first,
+                                                   std::size_t w, Lanes& lanes) {
+  double* __restrict c_value = lanes.value.data() + first;
+  std::int32_t* __restrict c_exp = lanes.exponent.data() + first;
+  const std::int32_t* __restrict emax = lanes.emax.data() + first;
+  const std::int64_t* __restrict sum = lanes.sum.data() + first;
+  std::uint32_t* __restrict scalar = lanes.scalar.data() + first;
+  constexpr int kKept = Output == MmaOutput::e8m13_truncate  ? 13
+                        : Output == MmaOutput::fp32_truncate ? 23
+                                                             : 10;
+  const std::int32_t f = shape.fraction_bits, emin = shape.acc_emin, emax_acc = shape.acc_emax;
+  for (std::size_t j = 0; j < w; ++j) {
+    const std::int64_t s = sum[j];
+    const auto magnitude = static_cast<std::uint64_t>(s < 0 ? -s : s);
+    // The bit width, as a count of leading zeros that vectorises (a zero sum is handled apart).
+    const auto width = static_cast<std::int32_t>(64 - std::countl_zero(magnitude | 1));
+    std::int32_t e = emax[j] - f + width - 1;
+    const std::int32_t drop = width - kKept - 1;  // bits below the kept significand
+    std::uint64_t sig = drop > 0 ? magnitude >> (drop & 63) : magnitude << (-drop & 63);
+    if constexpr (Output == MmaOutput::fp16_nearest_even) {
+      // Round half to even on the dropped bits; a carry out moves up a binade.
+      const std::uint64_t half = drop > 0 ? std::uint64_t{1} << ((drop - 1) & 63) : 0;
+      const std::uint64_t rest = drop > 0 ? magnitude & ((half << 1) - 1) : 0;
+      sig += static_cast<std::uint64_t>((rest > half) | ((rest == half) & (half != 0) & (sig & 1)));
+      const auto carry = static_cast<std::int32_t>(sig >> (kKept + 1));
+      sig >>= carry;
+      e += carry;
+    }
+    const bool out = (e < emin) | (e > emax_acc);
+    const bool zero = (magnitude == 0) | out;
+    scalar[j] |= (magnitude != 0) & out;
+    // MMA-Sim: an exact zero sum is +0, split with exponent -126.
+    // sig < 2^25 is converted as a signed integer, selected by a mask, and the sign is set in the
+    // bits: written so, the loop vectorises.
+    const auto kept = static_cast<std::int64_t>(sig & (std::uint64_t{0} - !zero));
+    const std::uint64_t sign = zero ? 0 : static_cast<std::uint64_t>(s) & (std::uint64_t{1} << 63);
+    const double value = static_cast<double>(kept) * pow2(zero ? 0 : e - kKept);
+    c_value[j] = std::bit_cast<double>(std::bit_cast<std::uint64_t>(value) | sign);
+    c_exp[j] = zero ? -126 : e;
+  }
+}
+
+// Steps 1-4 of one fused step (see mma.hpp) for a.rows x w lanes: the lanes' c and the products
+// a_rl b_lj with b_lj = b_value/b_exponent[l * stride + j], then normalise_lanes. The same integer
+// terms as mma_fused_sum (see binary64_terms), added in another order (exactly).
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), gnu::flatten]] void
+fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* __restrict b_value,
+                 const std::int32_t* __restrict b_exponent, std::size_t stride, std::size_t w,
+                 Lanes& lanes) {
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    const std::int32_t* __restrict c_exp = lanes.exponent.data() + r * kColumns;
+    std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+    for (std::size_t j = 0; j < w; ++j) emax[j] = c_exp[j];
+  }
+  for (int l = 0; l < a.n; ++l) {
+    const std::int32_t* __restrict eb = b_exponent + static_cast<std::size_t>(l) * stride;
+    for (std::size_t r = 0; r < a.rows; ++r) {
+      const std::int32_t ea = a.exponent[r * a.stride + static_cast<std::size_t>(l)];
+      std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+      for (std::size_t j = 0; j < w; ++j) emax[j] = std::max(emax[j], ea + eb[j]);
+    }
+  }
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    const double* __restrict c_value = lanes.value.data() + r * kColumns;
+    const std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+    double* __restrict scale = lanes.scale.data() + r * kColumns;
+    std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
+    for (std::size_t j = 0; j < w; ++j) {
+      scale[j] = pow2(shape.fraction_bits - emax[j]);
+      sum[j] = static_cast<std::int64_t>(c_value[j] * scale[j]);
+    }
+  }
+  for (int l = 0; l < a.n; ++l) {
+    const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride;
+    for (std::size_t r = 0; r < a.rows; ++r) {
+      const double xa = a.value[r * a.stride + static_cast<std::size_t>(l)];
+      const double* __restrict scale = lanes.scale.data() + r * kColumns;
+      std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
+      for (std::size_t j = 0; j < w; ++j) {
+        sum[j] += static_cast<std::int64_t>(xa * xb[j] * scale[j]);
+      }
+    }
+  }
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    switch (shape.output) {
+      case MmaOutput::fp32_truncate:
+        normalise_lanes<MmaOutput::fp32_truncate>(shape, r * kColumns, w, lanes);
+        break;
+      case MmaOutput::e8m13_truncate:
+        normalise_lanes<MmaOutput::e8m13_truncate>(shape, r * kColumns, w, lanes);
+        break;
+      case MmaOutput::fp16_nearest_even:
+        normalise_lanes<MmaOutput::fp16_nearest_even>(shape, r * kColumns, w, lanes);
+        break;
+    }
+  }
+}
+
 }  // namespace
+
+MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, std::size_t k, std::size_t cols,
+                                   std::span<const double> b)
+    : model_(model),
+      k_(k),
+      cols_(cols),
+      b_(b),
+      b_value_(b.size()),
+      b_exponent_(b.size()),
+      b_special_(cols) {
+  if (b.size() != k * cols) {
+    throw std::invalid_argument("MmaMatrixProduct: B does not hold k x cols values");
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (!split_value(model.input, detail::mma_operand(model, b[i]), b_value_[i], b_exponent_[i])) {
+      b_special_[i % cols] = 1;
+    }
+  }
+}
+
+void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const double> c,
+                                std::span<double> d) const {
+  if (cols_ == 0) return;
+  const std::size_t rows = d.size() / cols_;
+  if (d.size() != rows * cols_ || a.size() != rows * k_ || (!c.empty() && c.size() != d.size())) {
+    throw std::invalid_argument("MmaMatrixProduct::multiply: A, C and D do not match B");
+  }
+  const Format acc = model_.accumulator_format();
+  const int step =
+      model_.fused_k > 0 && model_.fused_k < kMaxFusedProducts ? model_.fused_k : kMaxFusedProducts;
+  const StepShape shape{model_.fraction_bits, model_.output, acc.emin, acc.emax};
+  const auto c_of = [&](std::size_t i, std::size_t j) {
+    return c.empty() ? 0.0 : c[i * cols_ + j];
+  };
+  const auto by_mma_dot = [&](std::size_t i, std::size_t j) {
+    d[i * cols_ + j] = mma_dot(model_, c_of(i, j), a.data() + i * k_, 1, b_.data() + j,
+                               static_cast<std::ptrdiff_t>(cols_), static_cast<int>(k_));
+  };
+  if (k_ == 0 || !binary64_terms(model_)) {
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < cols_; ++j) by_mma_dot(i, j);
+    }
+    return;
+  }
+  std::vector<double> a_value(a.size());
+  std::vector<std::int32_t> a_exponent(a.size());
+  std::vector<std::uint8_t> a_special(rows);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!split_value(model_.input, detail::mma_operand(model_, a[i]), a_value[i], a_exponent[i])) {
+      a_special[i / k_] = 1;
+    }
+  }
+  Lanes lanes;
+  for (std::size_t j0 = 0; j0 < cols_; j0 += kColumns) {
+    const std::size_t w = std::min(kColumns, cols_ - j0);
+    for (std::size_t i0 = 0; i0 < rows; i0 += kRows) {
+      const std::size_t block_rows = std::min(kRows, rows - i0);
+      for (std::size_t r = 0; r < block_rows; ++r) {
+        for (std::size_t j = 0; j < w; ++j) {
+          const std::size_t lane = r * kColumns + j;
+          const bool c_ok =
+              split_value(acc, c_of(i0 + r, j0 + j), lanes.value[lane], lanes.exponent[lane]);
+          lanes.scalar[lane] = !c_ok || a_special[i0 + r] != 0 || b_special_[j0 + j] != 0;
+        }
+      }
+      for (std::size_t l0 = 0; l0 < k_; l0 += static_cast<std::size_t>(step)) {
+        const RowsStep block{
+            a_value.data() + i0 * k_ + l0, a_exponent.data() + i0 * k_ + l0, k_, block_rows,
+            static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(step), k_ - l0))};
+        fused_step_lanes(shape, block, b_value_.data() + l0 * cols_ + j0,
+                         b_exponent_.data() + l0 * cols_ + j0, cols_, w, lanes);
+      }
+      for (std::size_t r = 0; r < block_rows; ++r) {
+        for (std::size_t j = 0; j < w; ++j) {
+          const std::size_t lane = r * kColumns + j;
+          if (lanes.scalar[lane] != 0) {
+            by_mma_dot(i0 + r, j0 + j);
+          } else {
+            d[(i0 + r) * cols_ + j0 + j] = lanes.value[lane];
+          }
+        }
+      }
+    }
+  }
+}
 
 std::span<const MmaModel> mma_presets() {
   return kPresets;

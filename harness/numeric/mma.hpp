@@ -39,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/host_device.hpp"
@@ -340,5 +341,32 @@ AMPBENCH_HD inline double mma_dot(const MmaModel& m, double c, const double* a, 
                                   int k) {
   return mma_dot(m, c, a, 1, b, 1, k);
 }
+
+// mma_dot for every element of a matrix product on the host: D = C + A B (row-major; A rows x k,
+// B k x cols, C and D rows x cols), d_ij = mma_dot(model, c_ij, a_i., 1, b_.j, cols, k), bit for
+// bit. Every operand is split once (not once per output), and the fused steps of a block of 4 x 128
+// outputs run side by side, vectorised, with each aligned term formed exactly in binary64 (see
+// mma.cpp). Outputs whose row, column or c holds a NaN, an infinity or a value beyond its format,
+// or whose fused steps leave the accumulator's normal range (overflow, subnormal results), are
+// computed by mma_dot itself, and so are all outputs of a model whose input products can leave
+// binary64's normal range (no preset).
+class MmaMatrixProduct {
+ public:
+  // b: k x cols values of the model's input format (see mma_quantize_input). It must outlive this
+  // object. The model must pass mma_model_error.
+  MmaMatrixProduct(const MmaModel& model, std::size_t k, std::size_t cols,
+                   std::span<const double> b);
+  // d = c + a b for a (rows x k, values of the input format) and c (rows x cols, values of the
+  // accumulator format; empty for zeros), into d (rows x cols). Safe to call from several threads.
+  void multiply(std::span<const double> a, std::span<const double> c, std::span<double> d) const;
+
+ private:
+  MmaModel model_;
+  std::size_t k_, cols_;
+  std::span<const double> b_;
+  std::vector<double> b_value_;           // k x cols: as mma_fused_sum reads it (see mma.cpp)
+  std::vector<std::int32_t> b_exponent_;  // k x cols: its split exponent
+  std::vector<std::uint8_t> b_special_;   // per column: a NaN or an infinity
+};
 
 }  // namespace ampbench::numeric

@@ -61,9 +61,11 @@ struct StepRecord {
   // bias, whose gradient is zero because softmax ignores a shift common to a row)
   std::vector<std::optional<double>> gradient_error;
   std::optional<double> global_gradient_error;  // the same over all parameters together
-  double underflow_unscaled = 0;  // fraction of the reference's nonzero gradient entries
-  double underflow_scaled = 0;    // ... that are zero in the gradient format (times the scale)
-  std::optional<double> scale;    // the scale used; none without a scaler
+  // The fraction of the reference's nonzero gradient entries (of the parameters whose gradient
+  // does not vanish) that are zero in the gradient format, unscaled and times the scale.
+  double underflow_unscaled = 0;
+  double underflow_scaled = 0;
+  std::optional<double> scale;  // the scale used; none without a scaler
   std::optional<int> growth_tracker;
   bool skipped = false;
 };

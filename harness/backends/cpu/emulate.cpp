@@ -136,6 +136,96 @@ using Counts = std::array<std::uint64_t, numeric::kRoundingEventCount>;
   counts[static_cast<int>(RoundingEvent::nan)] += nan;
 }
 
+// Whether no product or running sum of a binary32 gemm over a (m x k) and b (k x n) can be tiny,
+// overflow or be NaN, so that each of its roundings is exact or inexact and nothing else. True
+// when every operand is finite, every product of nonzero operands is at least 2^-100 in magnitude
+// (min |a| min |b| over the nonzero ones, exact in binary64), and k max |a| max |b| is below half
+// of binary32's largest finite value: a rounded product is at most (1 + u) max |a| max |b|, and a
+// running sum of l of them at most (1 + u)^l times the sum of their magnitudes, which for
+// k < 2^22 stays below 1.3 k max |a| max |b| (u = 2^-24), so neither reaches the overflow
+// threshold.
+bool binary32_ordinary(std::span<const double> a, std::span<const double> b, std::size_t k) {
+  if (k >= (std::size_t{1} << 22)) return false;
+  double extremes[2][2] = {};  // [operand][0: smallest nonzero magnitude, 1: largest]
+  int operand = 0;
+  for (const auto x : {a, b}) {
+    double smallest = std::numeric_limits<double>::infinity(), largest = 0;
+    for (const double v : x) {
+      const double magnitude = std::fabs(v);
+      if (!(magnitude <= std::numeric_limits<float>::max())) return false;  // inf or NaN
+      largest = std::max(largest, magnitude);
+      if (magnitude != 0) smallest = std::min(smallest, magnitude);
+    }
+    if (largest == 0) return true;  // every product is an exact zero
+    extremes[operand][0] = smallest;
+    extremes[operand][1] = largest;
+    ++operand;
+  }
+  return extremes[0][0] * extremes[1][0] >= 0x1p-100 &&
+         2.0 * static_cast<double>(k) * extremes[0][1] * extremes[1][1] <=
+             static_cast<double>(std::numeric_limits<float>::max());
+}
+
+// Four rows of C over k for inputs where binary32_ordinary holds: s_r[j] = fl(s_r[j] + fl(a_r
+// b[j])) for a_r = a4[4 l + r], b[j] = b[l * b_stride + j], l = 0..k-1 (the first product is the
+// sum), with the same binary32 arithmetic as binary32_step, and the number of inexact roundings
+// among them; every other one is exact. There the exactness tests are cheaper than the general
+// ones:
+//   product p = fl(a b): exact iff fma(a, b, -p) == 0. The error a b - p of a nonzero product is a
+//   multiple of ulp(a) ulp(b) > |a b| 2^-48 >= 2^-148, so the fused result is zero only when the
+//   error is, and a zero product (a zero operand) has no error;
+//   sum t = fl(s + p): exact iff t - s == p and t - p == s. The difference of t and the operand of
+//   larger magnitude is computed exactly (Dekker's Fast2Sum lemma, round to nearest, no overflow),
+//   so it returns the other operand iff t is the exact sum.
+// Rows beyond the gemm's are passed with a_r = 0: their products and sums are exact, counted as
+// nothing. Vectorised across j as binary32_step is; the clones are the x86-64 levels with FMA (the
+// baseline clone calls the C library's fma, correct but slow: gemm takes this path only where the
+// CPU has x86-64-v3 and so one of the FMA clones).
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), gnu::flatten]] std::uint64_t
+binary32_ordinary_rows(float* __restrict s0, float* __restrict s1, float* __restrict s2,
+                       float* __restrict s3, const float* __restrict a4, const float* __restrict b,
+                       std::size_t b_stride, std::size_t n, std::size_t k) {
+  std::uint64_t inexact = 0;
+  {
+    std::uint32_t count = 0;
+    const auto first = [&](float* __restrict s, float a, float x, std::size_t j) {
+      const float p = a * x;
+      count += std::fma(a, x, -p) != 0;
+      s[j] = p;
+    };
+    for (std::size_t j = 0; j < n; ++j) {
+      const float x = b[j];
+      first(s0, a4[0], x, j);
+      first(s1, a4[1], x, j);
+      first(s2, a4[2], x, j);
+      first(s3, a4[3], x, j);
+    }
+    inexact += count;
+  }
+  for (std::size_t l = 1; l < k; ++l) {
+    const float* __restrict row = b + l * b_stride;
+    const float* __restrict a = a4 + 4 * l;
+    std::uint32_t count = 0;  // at most 8 n: one product and one sum per output
+    const auto step = [&](float* __restrict s, float a_r, float x, std::size_t j) {
+      const float p = a_r * x;
+      const float s_old = s[j];
+      const float t = s_old + p;
+      count += static_cast<std::uint32_t>(std::fma(a_r, x, -p) != 0) +
+               static_cast<std::uint32_t>((t - s_old != p) | (t - p != s_old));
+      s[j] = t;
+    };
+    for (std::size_t j = 0; j < n; ++j) {
+      const float x = row[j];
+      step(s0, a[0], x, j);
+      step(s1, a[1], x, j);
+      step(s2, a[2], x, j);
+      step(s3, a[3], x, j);
+    }
+    inexact += count;
+  }
+  return inexact;
+}
+
 }  // namespace
 
 std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
@@ -151,6 +241,56 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
   const bool binary32 = path == GemmPath::automatic && summation == Summation::sequential &&
                         is_binary32_nearest(arithmetic) && k > 0 && all_binary32(a) &&
                         all_binary32(b);
+  // The sums are binary32 values: to a binary32 output, a finite one rounds to itself, exactly
+  // (the count is added in one go; infinities and NaN take the rounder).
+  const bool binary32_output = numeric::same_format(arithmetic.output, numeric::formats::fp32);
+  const auto finish_row = [&](Rounders& round, Events& e, std::size_t i, const float* row) {
+    std::uint64_t exact = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      double s = row[j];
+      if (!c_in.empty()) s = round.accumulate.sum(s, c_in[i * n + j]);
+      if (!bias.empty()) s = round.accumulate.sum(s, bias[j]);
+      if (binary32_output && std::isfinite(s)) {
+        c[i * n + j] = s;
+        ++exact;
+      } else {
+        c[i * n + j] = round.output(s);
+      }
+    }
+    e.output.count[static_cast<int>(numeric::RoundingEvent::exact)] += exact;
+  };
+  if (binary32 && __builtin_cpu_supports("x86-64-v3") && binary32_ordinary(a, b, k)) {
+    // Four rows of C at a time share each row of B (from L2), in column blocks whose four rows of
+    // sums stay in L1.
+    constexpr std::size_t kColumns = 512;
+    const std::vector<float> bf(b.begin(), b.end());
+    events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
+      std::vector<float> rows(4 * n), a4(4 * k);
+      std::uint64_t inexact = 0;
+      for (std::size_t i0 = first; i0 < end; i0 += 4) {
+        const std::size_t count = std::min<std::size_t>(4, end - i0);
+        std::fill(a4.begin(), a4.end(), 0.0f);
+        for (std::size_t r = 0; r < count; ++r) {
+          for (std::size_t l = 0; l < k; ++l)
+            a4[4 * l + r] = static_cast<float>(a[(i0 + r) * k + l]);
+        }
+        for (std::size_t j0 = 0; j0 < n; j0 += kColumns) {
+          float* s = rows.data() + j0;
+          inexact += binary32_ordinary_rows(s, s + n, s + 2 * n, s + 3 * n, a4.data(),
+                                            bf.data() + j0, n, std::min(kColumns, n - j0), k);
+        }
+        for (std::size_t r = 0; r < count; ++r) {
+          Rounders round(arithmetic, e, i0 + r);
+          finish_row(round, e, i0 + r, rows.data() + r * n);
+        }
+      }
+      using numeric::RoundingEvent;
+      e.intermediate.count[static_cast<int>(RoundingEvent::inexact)] += inexact;
+      e.intermediate.count[static_cast<int>(RoundingEvent::exact)] +=
+          (end - first) * n * (2 * k - 1) - inexact;
+    });
+    return c;
+  }
   if (binary32) {
     const std::vector<float> bf(b.begin(), b.end());
     events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
@@ -163,12 +303,7 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
           binary32_step(row.data(), bf.data() + l * n, b.data() + l * n, static_cast<float>(ad), ad,
                         n, l == 0, counts);
         }
-        for (std::size_t j = 0; j < n; ++j) {
-          double s = row[j];
-          if (!c_in.empty()) s = round.accumulate.sum(s, c_in[i * n + j]);
-          if (!bias.empty()) s = round.accumulate.sum(s, bias[j]);
-          c[i * n + j] = round.output(s);
-        }
+        finish_row(round, e, i, row.data());
       }
       for (int event = 0; event < numeric::kRoundingEventCount; ++event) {
         e.intermediate.count[event] += counts[event];
@@ -208,16 +343,15 @@ std::vector<double> gemm_mma(const numeric::MmaModel& model, const Format& outpu
   for (std::size_t i = 0; i < a.size(); ++i) qa[i] = numeric::mma_quantize_input(model, a[i]);
   for (std::size_t i = 0; i < b.size(); ++i) qb[i] = numeric::mma_quantize_input(model, b[i]);
   std::vector<double> c(m * n);
+  const numeric::MmaMatrixProduct product(model, k, n, qb);
   const Arithmetic rounding{output, output, output, mode};
   events += for_rows(m, [&](std::size_t first, std::size_t end, Events& e) {
+    const std::span<double> d(c.data() + first * n, (end - first) * n);
+    product.multiply(std::span<const double>(qa).subspan(first * k, (end - first) * k),
+                     c_in.empty() ? c_in : c_in.subspan(first * n, (end - first) * n), d);
     for (std::size_t i = first; i < end; ++i) {
       Rounders round(rounding, e, i);
-      for (std::size_t j = 0; j < n; ++j) {
-        const double initial = c_in.empty() ? 0.0 : c_in[i * n + j];
-        const double d = numeric::mma_dot(model, initial, qa.data() + i * k, 1, qb.data() + j,
-                                          static_cast<std::ptrdiff_t>(n), static_cast<int>(k));
-        c[i * n + j] = round.output(d);
-      }
+      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = round.output(c[i * n + j]);
     }
   });
   return c;

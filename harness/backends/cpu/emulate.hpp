@@ -65,9 +65,10 @@ enum class Summation {
 // rounded to `output`. C_in and bias (empty when absent) are added last, in `accumulate`.
 //
 // When products and sums are both binary32 rounded to nearest (the fp32, tf32 and AMP policies),
-// the sequential sum runs on the CPU's own binary32 arithmetic, a whole row of C at a time, and
-// classifies each rounding from the exact product (binary64) and the exact error of each addition
-// (TwoSum): the same values and the same event counts as the general path, which `path` can force.
+// the sequential sum runs on the CPU's own binary32 arithmetic, rows of C at a time, and classifies
+// each rounding exactly (from the exact product and the exact error of each addition; when a
+// range check shows that no product or sum can be tiny, overflow or be NaN, by cheaper exact
+// tests): the same values and the same event counts as the general path, which `path` can force.
 enum class GemmPath { automatic, general };
 std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std::size_t m,
                          std::size_t n, std::size_t k, std::span<const double> a,

@@ -18,6 +18,7 @@
 #include <mpfr.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -791,6 +792,156 @@ TEST_P(MmaSimReference, AgreesOnRandomInputs) {
 INSTANTIATE_TEST_SUITE_P(Presets, MmaSimReference,
                          ::testing::ValuesIn(presets_where([](const MmaModel&) { return true; })),
                          ParamName);
+
+// --- The matrix product: mma_dot for every output, bit for bit ---------------------------------
+
+// Each output of MmaMatrixProduct against mma_dot on its row and column.
+void expect_matrix_product_is_mma_dot(const MmaModel& m, std::size_t rows, std::size_t cols,
+                                      std::size_t k, const std::vector<double>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      const std::string& what) {
+  SCOPED_TRACE(std::string(m.name) + ", " + what + ", " + std::to_string(rows) + "x" +
+               std::to_string(cols) + "x" + std::to_string(k));
+  std::vector<double> d(rows * cols);
+  const MmaMatrixProduct product(m, k, cols, b);
+  product.multiply(a, c, d);
+  int mismatches = 0;
+  for (std::size_t i = 0; i < rows && mismatches < 5; ++i) {
+    for (std::size_t j = 0; j < cols && mismatches < 5; ++j) {
+      const double want =
+          mma_dot(m, c.empty() ? 0.0 : c[i * cols + j], a.data() + i * k, 1, b.data() + j,
+                  static_cast<std::ptrdiff_t>(cols), static_cast<int>(k));
+      if (!same(d[i * cols + j], want)) {
+        ++mismatches;
+        ADD_FAILURE() << "d[" << i << "][" << j << "] = " << describe(d[i * cols + j])
+                      << ", mma_dot " << describe(want);
+      }
+    }
+  }
+}
+
+// Random operands as in MmaSimReference (zeros, subnormals, few significant bits, overlapping
+// terms); operands that cancel (pairs of products of opposite signs, in two equal rows); specials
+// and values beyond the formats' ranges in one row, in columns and in c; c at the accumulator's
+// largest value with large products (overflow to an infinity mid-product); tiny operands whose sums
+// are subnormal; over shapes with one and several column blocks of lanes, k = 0, 1, a short last
+// fused step, and no C.
+void check_matrix_product(const MmaModel& m, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Format acc = m.accumulator_format();
+  const int center = std::min(m.input.emax / 2, 3);
+  const int step = m.fused_k > 0 ? m.fused_k : 8;
+  const std::size_t k_tail = static_cast<std::size_t>(2 * step + step / 2 + 1);
+  for (const auto& [rows, cols, k] : std::initializer_list<std::array<std::size_t, 3>>{
+           {6, 5, k_tail}, {2, 300, k_tail}, {4, 7, 1}, {2, 3, 0}, {1, 130, 3 * k_tail}}) {
+    const int spread = 1 + static_cast<int>(rng() % 8);
+    std::vector<double> a(rows * k), b(k * cols), c(rows * cols);
+    for (auto& x : a) x = random_value(rng, m.input, center, spread);
+    for (auto& x : b) x = random_value(rng, m.input, center - static_cast<int>(rng() % 3), spread);
+    for (auto& x : c) x = random_value(rng, acc, 2 * center, spread);
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, c, "random");
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, {}, "random, no c");
+    if (k < 2 || rows < 2) continue;
+
+    std::vector<double> cancel_a = a, cancel_b = b;
+    for (std::size_t l = 0; l + 1 < k; l += 2) {
+      cancel_a[l + 1] = cancel_a[l];
+      for (std::size_t j = 0; j < cols; ++j) cancel_b[(l + 1) * cols + j] = -cancel_b[l * cols + j];
+    }
+    std::copy_n(cancel_a.begin(), k, cancel_a.begin() + static_cast<std::ptrdiff_t>(k));
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, cancel_a, cancel_b, c, "cancellation");
+
+    std::vector<double> special_a = a, special_b = b, special_c = c;
+    const double inf = INFINITY;
+    special_a[k + 1] = m.input.has_infinity() ? -inf : std::nan("");
+    special_a[(rows - 1) * k] = std::nan("");
+    special_b[(k - 1) * cols + cols / 2] = std::nan("");
+    special_b[1] = m.input.has_infinity() ? inf : 0.0;
+    special_c[cols - 1] = -inf;
+    special_c[0] = std::nan("");
+    // Not values of the formats at all: beyond every format's range (mma_dot's contract allows
+    // them; its split truncates what it can).
+    special_b[2] = 1e300;
+    special_c[1] = -1e300;
+    special_a[k] = special_b[2 + cols] = -1e300;  // and their product beyond binary64's
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, special_a, special_b, special_c, "specials");
+
+    std::vector<double> big_a(a.size()), big_b(b.size()), big_c(c.size());
+    const double big =
+        round_to(m.input, Rounding::toward_zero, std::ldexp(1.0, m.input.emax)).value;
+    const double acc_max = round_to(acc, Rounding::toward_zero, INFINITY).value;
+    for (auto& x : big_a) x = (rng() & 3) == 0 ? -big : big;
+    for (auto& x : big_b) x = random_value(rng, m.input, m.input.emax - 2, 2);
+    for (auto& x : big_c) x = (rng() & 1) != 0 ? acc_max : -acc_max;
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, big_a, big_b, big_c, "overflow");
+
+    std::vector<double> tiny_a(a.size()), tiny_b(b.size()), tiny_c(c.size());
+    for (auto& x : tiny_a) x = random_value(rng, m.input, m.input.emin + 2, 3);
+    for (auto& x : tiny_b) x = random_value(rng, m.input, 0, 2);
+    for (auto& x : tiny_c) x = random_value(rng, acc, acc.emin, 4);
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, tiny_a, tiny_b, tiny_c, "subnormal sums");
+  }
+}
+
+class MatrixProduct : public ::testing::TestWithParam<MmaModel> {};
+
+TEST_P(MatrixProduct, EqualsMmaDotForEveryOutput) {
+  check_matrix_product(GetParam(), std::hash<std::string>{}(GetParam().name));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, MatrixProduct,
+                         ::testing::ValuesIn(presets_where([](const MmaModel&) { return true; })),
+                         ParamName);
+
+// A fused step that sums to zero leaves c = +0 with exponent -126 (MMA-Sim's constant), which sets
+// emax for a next step whose products all lie below 2^-126 (bf16, tf32): its terms near 2^-136 are
+// truncated against 2^-126, while its result, dominated by products near 2^-125, stays normal.
+TEST(MatrixProductZeroStep, ZeroAccumulatorExponentAlignsTheNextStep) {
+  for (const MmaModel& m : presets_where([](const MmaModel& x) { return x.input.emin <= -126; })) {
+    std::mt19937_64 rng(std::hash<std::string>{}(m.name));
+    const auto value = [&](int e) {
+      const double x = std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 12), -52), e);
+      return mma_quantize_input(m, (rng() & 1) != 0 ? -x : x);
+    };
+    const std::size_t step = static_cast<std::size_t>(m.fused_k), k = 2 * step, rows = 2, cols = 9;
+    std::vector<double> a(rows * k), b(k * cols);
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t l = 0; l < step; l += 2) a[i * k + l] = a[i * k + l + 1] = value(3);
+      for (std::size_t l = step; l < k; ++l) a[i * k + l] = value(-64);
+    }
+    for (std::size_t j = 0; j < cols; ++j) {
+      for (std::size_t l = 0; l < step; l += 2) {
+        b[l * cols + j] = value(-2);
+        b[(l + 1) * cols + j] = -b[l * cols + j];
+      }
+      for (std::size_t l = step; l < k; ++l) b[l * cols + j] = value(l % 3 == 0 ? -72 : -63);
+    }
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, {}, "zero step, then tiny products");
+  }
+}
+
+// The switches and parameters that no preset sets: flushed subnormal inputs and outputs, a
+// non-canonical NaN, the whole k in one fused step, F = 40 (terms of up to 42 bits).
+TEST(MatrixProductUserModels, EqualsMmaDotForEveryOutput) {
+  std::uint64_t seed = 1;
+  for (const char* name : {"ampere-fp16", "hopper-bf16", "ada-e4m3-acc16", "hopper-tf32"}) {
+    const MmaModel preset = *mma_model_named(name);
+    MmaModel flush = preset;
+    flush.subnormal_inputs = false;
+    flush.subnormal_outputs = false;
+    flush.canonical_nan = false;
+    check_matrix_product(flush, ++seed);
+    MmaModel whole = preset;
+    whole.fused_k = 0;
+    whole.fraction_bits = kMaxFractionBits;
+    check_matrix_product(whole, ++seed);
+  }
+  // An input format whose products can leave binary64's normal range: every output by mma_dot.
+  MmaModel wide = *mma_model_named("hopper-bf16");
+  wide.input = user_format(8, -600, 600);
+  ASSERT_EQ(mma_model_error(wide), nullptr);
+  check_matrix_product(wide, ++seed);
+}
 
 // --- Against the exact dot product --------------------------------------------------------------
 

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace ampbench::backends::cpu {
@@ -95,6 +98,100 @@ TEST(EmulateGemm, Binary32FastPathEqualsTheGeneralPathInValuesAndEvents) {
   }
 }
 
+// Fast path against general path: values bit for bit (zeros with their sign) and every event count.
+void expect_fast_equals_general(const Arithmetic& arithmetic, std::size_t m, std::size_t n,
+                                std::size_t k, const std::vector<double>& a,
+                                const std::vector<double>& b, const std::vector<double>& c,
+                                const std::vector<double>& bias, const std::string& what) {
+  SCOPED_TRACE(what);
+  Events fast, general;
+  const auto x = gemm(arithmetic, Summation::sequential, m, n, k, a, b, c, bias, fast);
+  const auto y =
+      gemm(arithmetic, Summation::sequential, m, n, k, a, b, c, bias, general, GemmPath::general);
+  ASSERT_EQ(x.size(), y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+    ASSERT_EQ(x[i], y[i]) << i;
+    ASSERT_EQ(std::signbit(x[i]), std::signbit(y[i])) << i;
+  }
+  for (int e = 0; e < numeric::kRoundingEventCount; ++e) {
+    EXPECT_EQ(fast.intermediate.count[e], general.intermediate.count[e])
+        << numeric::event_name(static_cast<RoundingEvent>(e));
+    EXPECT_EQ(fast.output.count[e], general.output.count[e])
+        << numeric::event_name(static_cast<RoundingEvent>(e));
+  }
+}
+
+// Inputs whose products and sums can be neither tiny nor overflow take a cheaper classification
+// (four rows of C at a time, column blocks of 512): the same values and events as the general path,
+// for row counts that leave 1, 2 or 3 rows over, columns over two blocks with a tail, k = 1, exact
+// zero products of both signs, with C and bias, and at the edges of that range: products of nonzero
+// operands down to 2^-100 (their errors are near binary32's subnormal spacing) and sums up to just
+// below the overflow bound; beyond each edge the general classification takes over.
+TEST(EmulateGemm, OrdinaryRangeFastPathEqualsTheGeneralPath) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  const auto fill = [&](std::size_t size, double zeros) {
+    std::vector<double> v(size);
+    std::bernoulli_distribution zero(zeros);
+    for (auto& x : v) {
+      x = zero(rng) ? (rng() & 1 ? 0.0 : -0.0) : static_cast<double>(u(rng));
+    }
+    return v;
+  };
+  const Arithmetic fp32{formats::fp32, formats::fp32, formats::fp32};
+  const Arithmetic amp{formats::fp32, formats::fp32, formats::fp16};
+  for (const auto& [m, n, k] : std::initializer_list<std::array<std::size_t, 3>>{
+           {1, 1, 1}, {5, 1100, 37}, {6, 17, 1}, {7, 33, 300}, {4, 512, 64}, {3, 0, 5}}) {
+    const auto a = fill(m * k, 0.1), b = fill(k * n, 0.1);
+    const auto c = fill(m * n, 0.0), bias = fill(n, 0.0);
+    const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    expect_fast_equals_general(fp32, m, n, k, a, b, {}, {}, shape);
+    expect_fast_equals_general(amp, m, n, k, a, b, c, bias, shape + " with c and bias");
+  }
+
+  // Products near 2^-100: operands 2^-50 (1 + random 23-bit fraction), so that most products are
+  // inexact with errors of about 2^-147, and one pair at exactly the 2^-100 bound; then products
+  // below it: 2^-101, near 2^-120 (normal, but their errors lie below binary32's subnormal spacing)
+  // and subnormal ones.
+  const std::size_t m = 5, n = 21, k = 40;
+  std::uniform_int_distribution<std::uint32_t> fraction(0, (1u << 23) - 1);
+  for (const int exponent : {-50, -60}) {
+    std::vector<double> a(m * k), b(k * n);
+    for (auto* v : {&a, &b}) {
+      for (auto& x : *v) {
+        x = std::ldexp(1.0 + std::ldexp(static_cast<double>(fraction(rng)), -23), exponent) *
+            (rng() & 1 ? 1 : -1);
+      }
+    }
+    const std::string near = "products near 2^" + std::to_string(2 * exponent);
+    expect_fast_equals_general(fp32, m, n, k, a, b, {}, {}, near);
+    if (exponent != -50) continue;
+    a[7] = 0x1p-50;
+    b[3] = -0x1p-50;
+    expect_fast_equals_general(fp32, m, n, k, a, b, {}, {}, near + ", one at 2^-100");
+    a[7] = 0x1p-51;
+    expect_fast_equals_general(fp32, m, n, k, a, b, {}, {}, near + ", one at 2^-101");
+    a[7] = 0x1p-100;
+    b[3] = 0x1p-49;
+    expect_fast_equals_general(fp32, m, n, k, a, b, {}, {}, near + ", subnormal ones");
+  }
+
+  // Sums near the overflow bound: k max|a| max|b| just below, then above, half of binary32's
+  // largest value; above it, with every product at the maximum, the sums overflow.
+  const std::size_t big_k = 16;
+  const double top = std::ldexp(1.0, 63);  // top^2 = 2^126; 16 * 2^126 = 2^130 > 2^127
+  for (const double scale : {0x1p-4, 0x1p-3, 1.0}) {
+    std::vector<double> x(2 * big_k), y(big_k * 3);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = top * (i % 3 == 0 ? 1.0 : 0.75);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      y[i] = top * scale * (i % 5 == 0 ? -1.0 : 1.0 - 0x1p-20 * static_cast<double>(i));
+    }
+    expect_fast_equals_general(fp32, 2, 3, big_k, x, y, {}, {},
+                               "sums at 2^126 times " + std::to_string(scale));
+  }
+}
+
 TEST(EmulateGemm, Fp64IsBinary64Arithmetic) {
   const std::size_t m = 3, n = 4, k = 50;
   const auto a = random_floats(m * k, 4), b = random_floats(k * n, 5);
@@ -143,6 +240,61 @@ TEST(EmulateGemm, OverflowAndUnderflowAreCounted) {
   EXPECT_EQ(gemm(amp, Summation::sequential, 1, 1, 1, tiny, tiny, {}, {}, amp_events).front(), 0.0);
   EXPECT_EQ(amp_events.intermediate[RoundingEvent::flush_to_zero], 0u);
   EXPECT_EQ(amp_events.output[RoundingEvent::flush_to_zero], 1u);
+}
+
+// gemm_mma against its definition: each output is mma_dot of its quantized row and column with
+// C_in, rounded to the output format; the output events are those roundings' and there are no
+// others. Operands that are not values of the input format (quantized first), specials in A, B and
+// C_in, shapes with several blocks of outputs and rows left over, k = 1 and k = 0.
+TEST(EmulateGemmMma, EachOutputIsMmaDotOfItsRowAndColumnRounded) {
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> normal(0.0, 2.0);
+  for (const char* name : {"hopper-fp16", "ampere-tf32", "ada-e4m3-acc16", "volta-fp16"}) {
+    const numeric::MmaModel model = *numeric::mma_model_named(name);
+    const numeric::Format acc = model.accumulator_format();
+    for (const auto& [m, n, k] :
+         std::initializer_list<std::array<std::size_t, 3>>{{6, 131, 37}, {3, 7, 1}, {2, 3, 0}}) {
+      std::vector<double> a(m * k), b(k * n), c(m * n);
+      for (auto& x : a) x = normal(rng);
+      for (auto& x : b) x = normal(rng);
+      for (auto& x : c)
+        x = numeric::round_to(acc, numeric::Rounding::nearest_even, normal(rng)).value;
+      if (k > 1) {
+        a[k + 1] = std::numeric_limits<double>::quiet_NaN();
+        b[(k - 1) * n + 2] = -std::numeric_limits<double>::infinity();
+      }
+      c[n - 1] = std::numeric_limits<double>::infinity();
+      std::vector<double> qa(a.size()), qb(b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) qa[i] = numeric::mma_quantize_input(model, a[i]);
+      for (std::size_t i = 0; i < b.size(); ++i) qb[i] = numeric::mma_quantize_input(model, b[i]);
+      for (const auto& output : {formats::fp16, formats::bf16, formats::fp32}) {
+        SCOPED_TRACE(std::string(name) + " " + output.name + " " + std::to_string(m) + "x" +
+                     std::to_string(n) + "x" + std::to_string(k));
+        Events events;
+        const auto got =
+            gemm_mma(model, output, numeric::Rounding::nearest_even, m, n, k, a, b, c, events);
+        numeric::EventCounts expected_events;
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t j = 0; j < n; ++j) {
+            const double d =
+                numeric::mma_dot(model, c[i * n + j], qa.data() + i * k, 1, qb.data() + j,
+                                 static_cast<std::ptrdiff_t>(n), static_cast<int>(k));
+            const numeric::Rounded r =
+                numeric::round_to(output, numeric::Rounding::nearest_even, d);
+            expected_events.add(r.event);
+            ASSERT_EQ(std::bit_cast<std::uint64_t>(got[i * n + j]),
+                      std::bit_cast<std::uint64_t>(r.value))
+                << i << "," << j;
+          }
+        }
+        for (int e = 0; e < numeric::kRoundingEventCount; ++e) {
+          EXPECT_EQ(events.output.count[e], expected_events.count[e])
+              << numeric::event_name(static_cast<RoundingEvent>(e));
+        }
+        EXPECT_EQ(events.intermediate.total(), 0u);
+      }
+    }
+  }
 }
 
 TEST(EmulateNorms, Fp32LayerNormAndRmsNormAreBinary32HardwareArithmetic) {
