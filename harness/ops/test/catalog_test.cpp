@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -434,6 +435,21 @@ TEST(Catalog, ElementwiseAndConvolutionResultsStayWithinTheirBounds) {
       EXPECT_GT(*summary.bound_ratio, 0.0);
     }
   }
+}
+
+// Infinite inputs (log-uniform and near-overflow distributions reach them) make a term inf * 0:
+// no bound applies to the inf or NaN output, and the bound says so with +inf rather than NaN.
+TEST(Catalog, BoundsOfNonFiniteInputsAreInfinite) {
+  const auto& gemm = *find_op("gemm");
+  const Shape shape = parse_shape(gemm, "1x1x2");
+  Inputs in;
+  in.values = {{std::numeric_limits<double>::infinity(), 1.0}, {0.0, 2.0}, {}};
+  in.indices = {{}, {}, {}};
+  const std::vector<std::size_t> positions{0};
+  const auto bounds =
+      error_bounds(gemm, shape, all(formats::fp32), Summation::sequential, in, positions);
+  ASSERT_EQ(bounds.size(), 1u);
+  EXPECT_EQ(bounds[0], std::numeric_limits<double>::infinity());
 }
 
 TEST(Catalog, SoftmaxUnderPureFp16LosesAccuracyThatFp32ComputeKeeps) {
