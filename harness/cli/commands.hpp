@@ -117,4 +117,21 @@ struct ProfileArgs {
 };
 int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err);
 
+// Runs a suite (docs/results.md): one record per case in DIR/result.json, rewritten after each.
+struct RunArgs {
+  std::string suite;          // suites/NAME.toml
+  std::string shard = "0/1";  // I/N: the cases whose index % N == I
+  std::string out;            // empty: results/<suite name>
+};
+int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err);
+
+// Compares two result files case by case; exit 1 on a regression, a new failure or a missing case.
+struct CompareArgs {
+  std::string base;
+  std::string current;
+  double tolerance = 0.1;  // relative change for the worse that is still not a regression
+  double floor = 1e-12;    // absolute change that never is one
+};
+int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

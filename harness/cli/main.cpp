@@ -221,6 +221,30 @@ int main(int argc, char** argv) {
                       "Chrome trace JSON for Perfetto or chrome://tracing");
   profile->add_option("--json", profile_args.json, "Write the record to this file");
 
+  ampbench::cli::RunArgs run_args;
+  auto* run = app.add_subcommand(
+      "run",
+      "Run a suite of audit cases and training runs; one record per case in DIR/result.json "
+      "(exit 1 when a case fails)");
+  run->add_option("suite", run_args.suite, "The suite file, e.g. suites/quick.toml")->required();
+  run->add_option("--shard", run_args.shard, "I/N: only the cases whose index % N == I")
+      ->capture_default_str();
+  run->add_option("--out", run_args.out, "Directory of result.json (default: results/<suite>)");
+
+  ampbench::cli::CompareArgs compare_args;
+  auto* compare = app.add_subcommand(
+      "compare",
+      "Compare two result files case by case: regressions, improvements, new failures, added and "
+      "missing cases (exit 1 on a regression, a new failure or a missing case)");
+  compare->add_option("base", compare_args.base, "The baseline result.json")->required();
+  compare->add_option("new", compare_args.current, "The result.json to judge")->required();
+  compare
+      ->add_option("--tolerance", compare_args.tolerance,
+                   "Relative change for the worse that is not a regression")
+      ->capture_default_str();
+  compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
+      ->capture_default_str();
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -258,6 +282,8 @@ int main(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
+  if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
+  if (*compare) return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
   if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;

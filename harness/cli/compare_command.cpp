@@ -1,0 +1,69 @@
+// ampbench compare: two result records (ampbench.result/1) case by case, with the rule of
+// harness/results/compare.hpp. Exit 1 on a regression, a new failure or a missing case.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "harness/cli/commands.hpp"
+#include "harness/results/compare.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench compare";
+
+std::string number(const std::optional<double>& v) {
+  return v ? fmt::format("{:.6g}", *v) : std::string("-");
+}
+
+}  // namespace
+
+int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
+  if (!(args.tolerance >= 0) || !std::isfinite(args.tolerance)) {
+    err << fmt::format("{}: --tolerance: {} is not a finite value >= 0\n", kCommand,
+                       args.tolerance);
+    return kExitUsage;
+  }
+  if (!(args.floor >= 0) || !std::isfinite(args.floor)) {
+    err << fmt::format("{}: --floor: {} is not a finite value >= 0\n", kCommand, args.floor);
+    return kExitUsage;
+  }
+  results::ResultFile base;
+  results::ResultFile current;
+  try {
+    base = results::load_result(args.base);
+    current = results::load_result(args.current);
+  } catch (const results::ResultError& e) {
+    err << fmt::format("{}: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  const results::Comparison comparison =
+      results::compare(base, current, {args.tolerance, args.floor});
+
+  out << fmt::format("base {} (suite {}), new {} (suite {}); tolerance {:g}, floor {:g}\n",
+                     args.base, base.suite, args.current, current.suite, args.tolerance,
+                     args.floor);
+  if (!comparison.changes.empty()) {
+    out << fmt::format("\n{:<13}{:<28}{:>14}{:>14}  {}\n", "change", "metric", "base", "new",
+                       "case");
+    for (const auto& c : comparison.changes) {
+      out << fmt::format("{:<13}{:<28}{:>14}{:>14}  {}\n", results::to_string(c.kind),
+                         c.metric.empty() ? "-" : c.metric, number(c.base), number(c.current),
+                         c.key);
+    }
+  }
+  using results::ChangeKind;
+  out << fmt::format(
+      "\n{} case(s) matched: {} regression(s), {} new failure(s), {} missing, {} improvement(s), "
+      "{} fixed, {} added. {}\n",
+      comparison.matched, comparison.count(ChangeKind::regression),
+      comparison.count(ChangeKind::new_failure), comparison.count(ChangeKind::missing),
+      comparison.count(ChangeKind::improvement), comparison.count(ChangeKind::fixed),
+      comparison.count(ChangeKind::added), comparison.gate_fails() ? "FAIL" : "PASS");
+  return comparison.gate_fails() ? kExitFail : kExitOk;
+}
+
+}  // namespace ampbench::cli

@@ -1,0 +1,127 @@
+// ampbench run: a suite's cases one after the other, a line per case as it finishes, and the
+// result record DIR/result.json rewritten (atomically) after every case, so that a run that stops
+// leaves the finished cases readable. The suite, the shard and the output directory are checked
+// before any case runs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <system_error>
+
+#include "harness/cli/build_info.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/cli/json_file.hpp"
+#include "harness/results/record.hpp"
+#include "harness/results/suite.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench run";
+
+// The number a reader looks at first: an audit case's normwise error and largest ulp error, a
+// training run's largest eval-loss error of its policies.
+std::string key_metric(const results::Record& r) {
+  const auto get = [&](const std::string& name, const char* format) -> std::string {
+    const auto it = r.metrics.find(name);
+    return it == r.metrics.end() ? "-" : fmt::format(fmt::runtime(format), it->second);
+  };
+  if (r.kind == "audit") {
+    return fmt::format("normwise {}  max_ulp {}", get("normwise_rel_error", "{:.3g}"),
+                       get("max_ulp", "{:.0f}"));
+  }
+  double worst = 0;
+  for (const auto& [name, value] : r.metrics) {
+    if (name.ends_with(".eval_loss_error")) worst = std::max(worst, value);
+  }
+  return fmt::format("worst eval_loss_error {:.3g}", worst);
+}
+
+}  // namespace
+
+int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
+  // ---- everything is checked before any work starts -----------------------------------------
+  results::Suite suite;
+  try {
+    suite = results::load_suite(args.suite);
+  } catch (const std::exception& e) {
+    err << fmt::format("{}: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  results::Shard shard;
+  try {
+    shard = results::parse_shard(args.shard);
+  } catch (const std::invalid_argument& e) {
+    err << fmt::format("{}: --shard {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  const std::filesystem::path directory = args.out.empty()
+                                              ? std::filesystem::path("results") / suite.name
+                                              : std::filesystem::path(args.out);
+  // An explicit --out must name a directory in an existing one (a typo in its path should not
+  // create a tree elsewhere); the default results/<suite> is created with its parent.
+  const auto parent = directory.parent_path();
+  if (!args.out.empty() && !parent.empty() && !std::filesystem::is_directory(parent)) {
+    err << fmt::format("{}: --out {}: directory {} does not exist\n", kCommand, directory.string(),
+                       parent.string());
+    return kExitUsage;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec || !std::filesystem::is_directory(directory)) {
+    err << fmt::format("{}: --out {}: cannot create the directory ({})\n", kCommand,
+                       directory.string(), ec ? ec.message() : "a file of that name exists");
+    return kExitUsage;
+  }
+  const std::string result_path = (directory / "result.json").string();
+
+  // ---- the cases ------------------------------------------------------------------------------
+  const auto cases = results::select_shard(suite.cases, shard);
+  results::Environment environment = results::host_environment();
+  environment.ampbench_version = build_info::kVersion;
+  environment.git_revision = build_info::kGitRevision;
+  environment.compiler = fmt::format("{} {}", build_info::kCompiler, build_info::kCompilerVersion);
+  environment.build_type = build_info::kBuildType;
+  environment.cuda = build_info::kCuda;
+  environment.started = results::utc_now();
+  out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",
+                     suite.name, cases.size(), suite.cases.size(), results::to_string(shard),
+                     suite.budgets_path.empty() ? "built-in only" : suite.budgets_path,
+                     result_path);
+  out.flush();
+  nlohmann::json records = nlohmann::json::array();
+  // Written before the first case too, so that a shard without cases still leaves a record.
+  const auto write_result = [&]() {
+    environment.finished = results::utc_now();
+    if (auto problem = write_json_file(
+            result_path, results::result_document(suite.name, shard, environment, records))) {
+      err << fmt::format("{}: {}: {}\n", kCommand, result_path, *problem);
+      return false;
+    }
+    return true;
+  };
+  if (!write_result()) return kExitUsage;
+  std::size_t failed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const results::Record record = results::run_case(cases[i], suite.budgets);
+    failed += record.pass ? 0 : 1;
+    out << fmt::format("[{}/{}] {}  {}  {}  ({:.1f} s)\n", i + 1, cases.size(), record.key,
+                       record.pass ? "PASS" : "FAIL", key_metric(record), record.seconds);
+    for (const auto& breach : record.breaches) out << fmt::format("  {}\n", breach);
+    out.flush();
+    records.push_back(results::to_json(record));
+    if (!write_result()) return kExitUsage;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << fmt::format("\n{} case(s) in {:.1f} s, {} failed. Record: {}\n", cases.size(), seconds,
+                     failed, result_path);
+  return failed == 0 ? kExitOk : kExitFail;
+}
+
+}  // namespace ampbench::cli

@@ -1,0 +1,192 @@
+// End-to-end tests of `ampbench run` and `ampbench compare`: a tiny suite run whole and by shards,
+// its record, a failing case, comparisons of results, and every way the input can be wrong (exit
+// 2, a message naming the input, nothing run).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+using ampbench::cli::test::slurp;
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ampbench-run-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
+
+constexpr const char* kTiny = R"(name = "tiny"
+seed = 3
+[[audit]]
+ops = ["dot", "sum"]
+shapes = ["16"]
+policies = ["fp32"]
+[[train]]
+model = "mlp"
+policies = ["fp32"]
+steps = 2
+batch = 8
+)";
+
+TEST_F(RunCli, RunsEveryCaseAndWritesTheResultRecord) {
+  const std::string suite = write("tiny.toml", kTiny);
+  const Outcome run = ampbench("run " + suite + " --out " + path("out"));
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("[1/3] audit/dot/16/fp32/normal/seed=3  PASS  normwise"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("[3/3] train/mlp/steps=2/seed=3/batch=8  PASS  worst eval_loss_error"),
+            std::string::npos)
+      << run.out;
+  const auto result = nlohmann::json::parse(slurp(path("out/result.json")));
+  EXPECT_EQ(result["schema"], "ampbench.result/1");
+  EXPECT_EQ(result["suite"], "tiny");
+  EXPECT_EQ(result["shard"], "0/1");
+  const auto& environment = result["environment"];
+  for (const char* field : {"ampbench_version", "git_revision", "compiler", "build_type", "cuda",
+                            "cpu", "hostname", "started", "finished"}) {
+    EXPECT_TRUE(environment[field].is_string() && !environment[field].get<std::string>().empty())
+        << field;
+  }
+  EXPECT_GE(environment["cores"].get<int>(), 1);
+  ASSERT_EQ(result["records"].size(), 3u);
+  const auto& dot = result["records"][0];
+  EXPECT_EQ(dot["key"], "audit/dot/16/fp32/normal/seed=3");
+  EXPECT_EQ(dot["kind"], "audit");
+  EXPECT_EQ(dot["status"], "pass");
+  EXPECT_TRUE(dot["metrics"]["normwise_rel_error"].is_number());
+  EXPECT_EQ(dot["detail"]["op"], "dot");
+  const auto& training = result["records"][2];
+  EXPECT_EQ(training["kind"], "train");
+  EXPECT_EQ(training["detail"]["schema"], "ampbench.train/1");
+  EXPECT_TRUE(training["metrics"]["fp32.eval_loss_error"].is_number());
+  EXPECT_FALSE(std::filesystem::exists(path("out/result.json.tmp")));
+}
+
+TEST_F(RunCli, AShardRunsEveryNthCase) {
+  const std::string suite = write("tiny.toml", kTiny);
+  const Outcome run = ampbench("run " + suite + " --shard 1/2 --out " + path("shard"));
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto result = nlohmann::json::parse(slurp(path("shard/result.json")));
+  EXPECT_EQ(result["shard"], "1/2");
+  ASSERT_EQ(result["records"].size(), 1u);
+  EXPECT_EQ(result["records"][0]["key"], "audit/sum/16/fp32/normal/seed=3");
+  // A shard beyond the last case runs nothing and still leaves a record.
+  ASSERT_EQ(ampbench("run " + suite + " --shard 5/10 --out " + path("empty")).status, 0);
+  const auto empty = nlohmann::json::parse(slurp(path("empty/result.json")));
+  EXPECT_EQ(empty["shard"], "5/10");
+  EXPECT_TRUE(empty["records"].empty());
+}
+
+TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {
+  write("strict.toml",
+        "[[budget]]\nop = \"dot\"\npolicy = \"*\"\nmetric = \"fraction_correctly_rounded\"\n"
+        "limit = 2\nsource = \"impossible\"\n");
+  const std::string suite = write("strict-suite.toml",
+                                  "name = \"strict\"\nbudgets = \"strict.toml\"\n[[audit]]\n"
+                                  "ops = [\"dot\"]\nshapes = [\"16\"]\npolicies = [\"fp16\"]\n");
+  const Outcome run = ampbench("run " + suite + " --out " + path("strict"));
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("FAIL"), std::string::npos) << run.out;
+  const auto result = nlohmann::json::parse(slurp(path("strict/result.json")));
+  EXPECT_EQ(result["records"][0]["status"], "fail");
+  EXPECT_EQ(result["records"][0]["breaches"].size(), 1u);
+}
+
+TEST_F(RunCli, CompareFindsRegressionsAndMissingCases) {
+  const std::string suite =
+      write("a.toml",
+            "name = \"a\"\n[[audit]]\nops = [\"dot\", \"sum\"]\nshapes = [\"64\"]\n"
+            "policies = [\"fp16\"]\n");
+  ASSERT_EQ(ampbench("run " + suite + " --out " + path("base")).status, 0);
+  const std::string base = path("base/result.json");
+
+  const Outcome same = ampbench("compare " + base + " " + base);
+  EXPECT_EQ(same.status, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("2 case(s) matched: 0 regression(s), 0 new failure(s), 0 missing"),
+            std::string::npos)
+      << same.out;
+
+  auto worse = nlohmann::json::parse(slurp(base));
+  worse["records"][0]["metrics"]["normwise_rel_error"] =
+      worse["records"][0]["metrics"]["normwise_rel_error"].get<double>() * 1.5;
+  const std::string worse_path = write("worse.json", worse.dump());
+  const Outcome regression = ampbench("compare " + base + " " + worse_path);
+  EXPECT_EQ(regression.status, 1) << regression.out << regression.err;
+  EXPECT_NE(regression.out.find("regression"), std::string::npos);
+  EXPECT_NE(regression.out.find("audit/dot/64/fp16/normal/seed=1"), std::string::npos);
+  EXPECT_EQ(ampbench("compare " + base + " " + worse_path + " --tolerance 0.6").status, 0);
+  // The other way round it is an improvement.
+  EXPECT_EQ(ampbench("compare " + worse_path + " " + base).status, 0);
+
+  auto fewer = nlohmann::json::parse(slurp(base));
+  fewer["records"].erase(1);
+  const std::string fewer_path = write("fewer.json", fewer.dump());
+  const Outcome missing = ampbench("compare " + base + " " + fewer_path);
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.out.find("missing"), std::string::npos) << missing.out;
+  const Outcome added = ampbench("compare " + fewer_path + " " + base);
+  EXPECT_EQ(added.status, 0) << added.out;
+  EXPECT_NE(added.out.find("1 added"), std::string::npos) << added.out;
+}
+
+struct BadInput {
+  std::string args;
+  std::string message;
+};
+
+TEST_F(RunCli, EveryBadInputIsNamedBeforeAnyWork) {
+  const std::string good = write("good.toml", kTiny);
+  const std::string typo =
+      write("typo.toml", "name = \"t\"\n[[audit]]\nops = [\"gemmm\"]\npolicies = [\"fp32\"]\n");
+  const std::string audit_record = write("audit.json", R"({"schema": "ampbench.audit/1"})");
+  const std::string not_json = write("text.json", "hello");
+  const BadInput cases[] = {
+      {"run " + path("absent.toml"), "ampbench run: " + path("absent.toml") + ": cannot read"},
+      {"run " + typo, "ampbench run: " + typo + ":3: [[audit]] ops: unknown op 'gemmm'"},
+      {"run " + good + " --shard 2/2", "ampbench run: --shard '2/2'"},
+      {"run " + good + " --shard x", "ampbench run: --shard 'x' is not I/N"},
+      {"run " + good + " --out " + path("no/such/dir"), "ampbench run: --out " +
+                                                            path("no/such/dir") + ": directory " +
+                                                            path("no/such") + " does not exist"},
+      {"run " + good + " --out " + typo, "ampbench run: --out " + typo + ": cannot create"},
+      {"compare " + audit_record + " " + audit_record,
+       "ampbench compare: " + audit_record + ": not an ampbench.result/1 record: schema is"},
+      {"compare " + not_json + " " + audit_record, "ampbench compare: " + not_json + ": not JSON"},
+      {"compare " + path("absent.json") + " " + audit_record,
+       "ampbench compare: " + path("absent.json") + ": cannot read"},
+      {"compare a b --tolerance -1", "ampbench compare: --tolerance: -1 is not"},
+      {"run", "ampbench: suite is required"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(c.args);
+    EXPECT_EQ(run.status, 2) << c.args << "\n" << run.out << run.err;
+    EXPECT_TRUE(run.err.starts_with(c.message)) << c.args << "\ngot: " << run.err;
+    EXPECT_TRUE(run.out.empty()) << c.args << "\n" << run.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("no")));
+}
+
+}  // namespace

@@ -1,0 +1,153 @@
+#include "harness/results/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+namespace ampbench::results {
+namespace {
+
+std::string_view last_part(std::string_view metric) {
+  const auto dot = metric.rfind('.');
+  return dot == std::string_view::npos ? metric : metric.substr(dot + 1);
+}
+
+const ResultRecord* find(const ResultFile& file, const std::string& key) {
+  for (const auto& r : file.records) {
+    if (r.key == key) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ResultFile parse_result(const nlohmann::json& document, std::string_view source) {
+  const auto bad = [&](const std::string& what) {
+    return ResultError(fmt::format("{}: not an {} record: {}", source, "ampbench.result/1", what));
+  };
+  if (!document.is_object()) throw bad("the document is not a JSON object");
+  if (!document.contains("schema") || document["schema"] != "ampbench.result/1") {
+    throw bad(document.contains("schema") ? fmt::format("schema is {}", document["schema"].dump())
+                                          : "no schema member");
+  }
+  if (!document.contains("records") || !document["records"].is_array()) {
+    throw bad("records is not an array");
+  }
+  ResultFile file;
+  if (document.contains("suite") && document["suite"].is_string())
+    file.suite = document["suite"].get<std::string>();
+  std::set<std::string> keys;
+  const auto& records = document["records"];
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    const auto member = [&](const char* name) { return fmt::format("records[{}].{}", i, name); };
+    if (!r.is_object() || !r.contains("key") || !r["key"].is_string()) {
+      throw bad(member("key") + " is not a string");
+    }
+    ResultRecord record;
+    record.key = r["key"].get<std::string>();
+    if (!keys.insert(record.key).second) throw bad(member("key") + " repeats " + record.key);
+    if (!r.contains("status") || (r["status"] != "pass" && r["status"] != "fail")) {
+      throw bad(member("status") + " is not \"pass\" or \"fail\"");
+    }
+    record.pass = r["status"] == "pass";
+    if (!r.contains("metrics") || !r["metrics"].is_object()) {
+      throw bad(member("metrics") + " is not an object");
+    }
+    for (const auto& [name, value] : r["metrics"].items()) {
+      if (!value.is_number())
+        throw bad(fmt::format("{}.{} is not a number", member("metrics"), name));
+      record.metrics[name] = value.get<double>();
+    }
+    file.records.push_back(std::move(record));
+  }
+  return file;
+}
+
+ResultFile load_result(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw ResultError(fmt::format("{}: cannot read the file", path));
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ResultError(fmt::format("{}: not JSON ({})", path, e.what()));
+  }
+  return parse_result(document, path);
+}
+
+Direction direction_of(std::string_view metric) {
+  const std::string_view name = last_part(metric);
+  if (name == "fraction_correctly_rounded" || name == "eval_accuracy") {
+    return Direction::higher_is_better;
+  }
+  if (name.ends_with("_ulp") || name.ends_with("_error") || name == "bound_ratio" ||
+      name == "mismatches" || name == "weight_divergence" || name == "skipped_steps") {
+    return Direction::lower_is_better;
+  }
+  return Direction::unjudged;
+}
+
+std::string_view to_string(ChangeKind kind) {
+  switch (kind) {
+    case ChangeKind::regression: return "regression";
+    case ChangeKind::improvement: return "improvement";
+    case ChangeKind::new_failure: return "new failure";
+    case ChangeKind::fixed: return "fixed";
+    case ChangeKind::added: return "added";
+    case ChangeKind::missing: return "missing";
+  }
+  return "?";
+}
+
+std::size_t Comparison::count(ChangeKind kind) const {
+  return static_cast<std::size_t>(std::count_if(changes.begin(), changes.end(),
+                                                [&](const Change& c) { return c.kind == kind; }));
+}
+
+bool Comparison::gate_fails() const {
+  return count(ChangeKind::regression) + count(ChangeKind::new_failure) +
+             count(ChangeKind::missing) >
+         0;
+}
+
+Comparison compare(const ResultFile& base, const ResultFile& current,
+                   const CompareOptions& options) {
+  Comparison result;
+  for (const auto& b : base.records) {
+    const ResultRecord* n = find(current, b.key);
+    if (n == nullptr) {
+      result.changes.push_back({ChangeKind::missing, b.key, "", std::nullopt, std::nullopt});
+      continue;
+    }
+    ++result.matched;
+    if (b.pass != n->pass) {
+      result.changes.push_back({b.pass ? ChangeKind::new_failure : ChangeKind::fixed, b.key, "",
+                                std::nullopt, std::nullopt});
+    }
+    for (const auto& [metric, base_value] : b.metrics) {
+      const auto it = n->metrics.find(metric);
+      const Direction direction = direction_of(metric);
+      if (it == n->metrics.end() || direction == Direction::unjudged) continue;
+      const double worse_by = direction == Direction::lower_is_better ? it->second - base_value
+                                                                      : base_value - it->second;
+      const double threshold = std::max(options.tolerance * std::abs(base_value), options.floor);
+      if (worse_by > threshold) {
+        result.changes.push_back({ChangeKind::regression, b.key, metric, base_value, it->second});
+      } else if (-worse_by > threshold) {
+        result.changes.push_back({ChangeKind::improvement, b.key, metric, base_value, it->second});
+      }
+    }
+  }
+  for (const auto& n : current.records) {
+    if (find(base, n.key) == nullptr) {
+      result.changes.push_back({ChangeKind::added, n.key, "", std::nullopt, std::nullopt});
+    }
+  }
+  return result;
+}
+
+}  // namespace ampbench::results

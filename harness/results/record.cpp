@@ -1,0 +1,173 @@
+#include "harness/results/record.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace ampbench::results {
+namespace {
+
+void put(std::map<std::string, double>& metrics, const std::string& name, double value) {
+  if (std::isfinite(value)) metrics[name] = value;
+}
+
+Record run_audit_case(const audit::Case& c, const std::vector<audit::Budget>& budgets) {
+  const audit::CaseResult result = audit::run_case(c, budgets);
+  Record record;
+  record.kind = "audit";
+  record.pass = result.pass();
+  for (const auto& b : result.breaches) record.breaches.push_back(b.message);
+  record.detail = audit::to_json(result);
+  record.metrics = audit_metrics(record.detail);
+  return record;
+}
+
+Record run_training(const train::TrainConfig& config) {
+  const train::Dataset data = train::default_dataset(config.model, config.seed);
+  const train::Split split = train::split(data, 512, config.seed);
+  const train::TrainResult result = train::train(config, split.train, split.eval);
+  Record record;
+  record.kind = "train";
+  record.pass = true;
+  for (const auto& run : result.runs) {
+    record.pass = record.pass && run.pass;
+    if (!run.pass) record.breaches.push_back(fmt::format("{}: {}", run.policy, run.verdict));
+  }
+  record.metrics = train_metrics(result);
+  record.detail = train::to_json(result);
+  return record;
+}
+
+}  // namespace
+
+Environment host_environment() {
+  Environment environment;
+  std::ifstream file("/proc/cpuinfo");
+  std::stringstream cpuinfo;
+  cpuinfo << file.rdbuf();
+  environment.cpu = cpu_model(cpuinfo.str());
+  environment.cores = std::thread::hardware_concurrency();
+  char host[256] = {};
+  environment.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  return environment;
+}
+
+std::string cpu_model(std::string_view cpuinfo) {
+  std::istringstream lines{std::string(cpuinfo)};
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("model name")) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto first = line.find_first_not_of(" \t", colon + 1);
+    if (first != std::string::npos) return line.substr(first);
+  }
+  return "unknown";
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+nlohmann::json to_json(const Environment& e) {
+  return {{"ampbench_version", e.ampbench_version},
+          {"git_revision", e.git_revision},
+          {"compiler", e.compiler},
+          {"build_type", e.build_type},
+          {"cuda", e.cuda},
+          {"cpu", e.cpu},
+          {"cores", e.cores},
+          {"hostname", e.hostname},
+          {"started", e.started},
+          {"finished", e.finished}};
+}
+
+Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets) {
+  const auto start = std::chrono::steady_clock::now();
+  Record record;
+  try {
+    if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
+      record = run_audit_case(*audit_case, budgets);
+    } else {
+      record = run_training(std::get<train::TrainConfig>(c.work));
+    }
+  } catch (const std::exception& e) {
+    record = Record{};
+    record.kind = c.is_audit() ? "audit" : "train";
+    record.pass = false;
+    record.breaches.push_back(fmt::format("error: {}", e.what()));
+    record.detail = nullptr;
+  }
+  record.key = c.key;
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return record;
+}
+
+std::map<std::string, double> audit_metrics(const nlohmann::json& audit_case) {
+  std::map<std::string, double> metrics;
+  for (const char* name : {"max_ulp", "mean_ulp", "normwise_rel_error", "componentwise_rel_error",
+                           "bound_ratio", "fraction_correctly_rounded"}) {
+    const auto& value = audit_case[name];
+    if (value.is_number()) put(metrics, name, value.get<double>());
+  }
+  // NaN/Inf disagreements and values outside the format; agreements (both NaN, both Inf) are not.
+  double mismatches = 0;
+  for (const char* name : {"nan_vs_number", "number_vs_nan", "inf_vs_finite", "finite_vs_inf",
+                           "opposite_inf", "not_in_format"}) {
+    mismatches += audit_case["mismatches"][name].get<double>();
+  }
+  metrics["mismatches"] = mismatches;
+  return metrics;
+}
+
+std::map<std::string, double> train_metrics(const train::TrainResult& result) {
+  std::map<std::string, double> metrics;
+  const double reference_loss = result.reference.eval_loss;
+  put(metrics, "reference.eval_loss", reference_loss);
+  put(metrics, "reference.eval_accuracy", result.reference.eval_accuracy);
+  for (const auto& run : result.runs) {
+    const std::string& p = run.policy;
+    put(metrics, p + ".eval_loss", run.eval_loss);
+    put(metrics, p + ".eval_accuracy", run.eval_accuracy);
+    put(metrics, p + ".eval_loss_error",
+        std::abs(run.eval_loss - reference_loss) / std::abs(reference_loss));
+    double max_loss_error = 0;
+    for (const auto& step : run.steps) {
+      if (step.loss_error) max_loss_error = std::max(max_loss_error, *step.loss_error);
+    }
+    put(metrics, p + ".max_loss_error", max_loss_error);
+    double divergence = 0;
+    for (const double d : run.weight_divergence) divergence = std::max(divergence, d);
+    put(metrics, p + ".weight_divergence", divergence);
+    metrics[p + ".skipped_steps"] = static_cast<double>(run.skipped_steps.size());
+  }
+  return metrics;
+}
+
+nlohmann::json to_json(const Record& r) {
+  return {{"key", r.key},           {"kind", r.kind},       {"status", r.pass ? "pass" : "fail"},
+          {"breaches", r.breaches}, {"metrics", r.metrics}, {"seconds", r.seconds},
+          {"detail", r.detail}};
+}
+
+nlohmann::json result_document(std::string_view suite, const Shard& shard,
+                               const Environment& environment, const nlohmann::json& records) {
+  return {{"schema", std::string(kResultSchema)},
+          {"suite", std::string(suite)},
+          {"shard", to_string(shard)},
+          {"environment", to_json(environment)},
+          {"records", records}};
+}
+
+}  // namespace ampbench::results

@@ -1,0 +1,65 @@
+// The result record "ampbench.result/1" (docs/results.md): the environment of a run and one record
+// per case, with its status, the breaches that failed it, the numbers `ampbench compare` judges,
+// and the case's full audit or training record.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/audit/budgets.hpp"
+#include "harness/results/suite.hpp"
+
+namespace ampbench::results {
+
+inline constexpr std::string_view kResultSchema = "ampbench.result/1";
+
+struct Environment {
+  std::string ampbench_version;
+  std::string git_revision;
+  std::string compiler;
+  std::string build_type;
+  std::string cuda;
+  std::string cpu;  // the model name of /proc/cpuinfo
+  unsigned cores = 0;
+  std::string hostname;
+  std::string started;  // UTC, ISO 8601
+  std::string finished;
+};
+// The machine's side of the environment: cpu, cores, hostname.
+Environment host_environment();
+// The first "model name" of a /proc/cpuinfo text; "unknown" when there is none.
+std::string cpu_model(std::string_view cpuinfo);
+std::string utc_now();  // "2026-11-29T14:47:22Z"
+nlohmann::json to_json(const Environment& environment);
+
+struct Record {
+  std::string key;
+  std::string kind;  // "audit" or "train"
+  bool pass = false;
+  std::vector<std::string> breaches;
+  std::map<std::string, double> metrics;  // finite numbers only
+  double seconds = 0;
+  nlohmann::json detail;  // the case's ampbench.audit/1 case or ampbench.train/1 record
+};
+
+// Runs one case: an audit case against the budgets; a training run on the model's default data
+// set with 512 samples held out, as `ampbench train` does. A case that throws is a failed record
+// whose breach says why.
+Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets);
+
+// The metrics of a record. Audit: max_ulp, mean_ulp, normwise_rel_error, componentwise_rel_error,
+// bound_ratio, fraction_correctly_rounded, mismatches. Training, per policy P: P.eval_loss,
+// P.eval_accuracy, P.eval_loss_error (relative to the reference's), P.max_loss_error (over the
+// steps), P.weight_divergence (the largest parameter's), P.skipped_steps; reference.eval_loss and
+// reference.eval_accuracy.
+std::map<std::string, double> audit_metrics(const nlohmann::json& audit_case);
+std::map<std::string, double> train_metrics(const train::TrainResult& result);
+
+nlohmann::json to_json(const Record& record);
+nlohmann::json result_document(std::string_view suite, const Shard& shard,
+                               const Environment& environment, const nlohmann::json& records);
+
+}  // namespace ampbench::results

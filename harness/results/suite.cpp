@@ -1,0 +1,347 @@
+#include "harness/results/suite.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "harness/inputs/distributions.hpp"
+
+namespace ampbench::results {
+namespace {
+
+// Messages name the file, the line, the table and the key: "suites/x.toml:7: [[audit]] ops: ...".
+class Reader {
+ public:
+  explicit Reader(std::string_view source) : source_(source) {}
+
+  [[noreturn]] void fail(const toml::node& node, std::string_view where,
+                         const std::string& message) const {
+    throw SuiteError(fmt::format("{}:{}: {}{}", source_, node.source().begin.line, where,
+                                 where.empty() ? message : ": " + message));
+  }
+
+  // Every key of `table` must be one of `known`: a misspelt key is an error, not a default.
+  void check_keys(const toml::table& table, std::string_view table_name,
+                  const std::vector<std::string_view>& known) const {
+    for (const auto& [key, node] : table) {
+      if (std::find(known.begin(), known.end(), key.str()) == known.end()) {
+        const std::string where = table_name.empty() ? std::string(key.str())
+                                                     : fmt::format("{} {}", table_name, key.str());
+        fail(node, where, fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
+      }
+    }
+  }
+
+  std::string string(const toml::node& node, std::string_view where) const {
+    const auto* s = node.as_string();
+    if (s == nullptr) fail(node, where, "must be a string");
+    return s->get();
+  }
+
+  std::uint64_t natural(const toml::node& node, std::string_view where, std::int64_t least) const {
+    const auto* i = node.as_integer();
+    if (i == nullptr || i->get() < least) {
+      fail(node, where, fmt::format("must be an integer >= {}", least));
+    }
+    return static_cast<std::uint64_t>(i->get());
+  }
+
+  // A non-empty array of strings, each with its node for messages.
+  std::vector<std::pair<std::string, const toml::node*>> strings(const toml::node& node,
+                                                                 std::string_view where) const {
+    const auto* array = node.as_array();
+    if (array == nullptr || array->empty())
+      fail(node, where, "must be a non-empty array of strings");
+    std::vector<std::pair<std::string, const toml::node*>> items;
+    for (const auto& item : *array) items.emplace_back(string(item, where), &item);
+    return items;
+  }
+
+ private:
+  std::string source_;
+};
+
+std::string audit_key(const audit::Case& c, std::string_view mma_name) {
+  std::string key = fmt::format("audit/{}/{}/{}/{}/seed={}", c.op->name, ops::to_string(c.shape),
+                                c.policy.name, c.distribution, c.seed);
+  if (!mma_name.empty()) key += fmt::format("/mma={}", mma_name);
+  if (c.samples != 0) key += fmt::format("/samples={}", c.samples);
+  return key;
+}
+
+std::string train_key(const train::TrainConfig& config) {
+  std::string key =
+      fmt::format("train/{}/steps={}/seed={}", config.model, config.steps, config.seed);
+  if (config.batch != train::TrainConfig{}.batch) key += fmt::format("/batch={}", config.batch);
+  return key;
+}
+
+// A policy as --policy takes it; a relative policy file is found next to the suite.
+policy::Policy suite_policy(const std::string& name, const std::filesystem::path& directory) {
+  const bool is_file = name.ends_with(".toml") || name.find('/') != std::string::npos;
+  if (is_file && std::filesystem::path(name).is_relative()) {
+    return policy::policy_by_name_or_file((directory / name).string());
+  }
+  return policy::policy_by_name_or_file(name);
+}
+
+std::vector<policy::Policy> read_policies(const Reader& reader, const toml::node& node,
+                                          std::string_view where,
+                                          const std::filesystem::path& directory) {
+  std::vector<policy::Policy> policies;
+  for (const auto& [name, item] : reader.strings(node, where)) {
+    try {
+      policies.push_back(suite_policy(name, directory));
+    } catch (const policy::PolicyError& e) {
+      reader.fail(*item, where, e.what());
+    }
+  }
+  return policies;
+}
+
+const toml::node& required(const Reader& reader, const toml::table& table, std::string_view key,
+                           std::string_view table_name) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) reader.fail(table, table_name, fmt::format("missing key '{}'", key));
+  return *node;
+}
+
+void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t seed,
+                  const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[audit]]";
+  reader.check_keys(table, kTable, {"ops", "shapes", "policies", "dists", "mma", "samples"});
+  std::vector<const ops::OpInfo*> op_list;
+  for (const auto& [name, item] :
+       reader.strings(required(reader, table, "ops", kTable), "[[audit]] ops")) {
+    const ops::OpInfo* op = ops::find_op(name);
+    if (op == nullptr) {
+      reader.fail(*item, "[[audit]] ops",
+                  fmt::format("unknown op '{}' (known: {})", name, ops::op_names()));
+    }
+    op_list.push_back(op);
+  }
+  std::vector<std::pair<std::string, const toml::node*>> shape_texts;
+  if (const toml::node* shapes = table.get("shapes")) {
+    shape_texts = reader.strings(*shapes, "[[audit]] shapes");
+  }
+  const auto policies = read_policies(reader, required(reader, table, "policies", kTable),
+                                      "[[audit]] policies", directory);
+  std::vector<std::string> dists{"normal"};
+  if (const toml::node* node = table.get("dists")) {
+    dists.clear();
+    for (const auto& [dist, item] : reader.strings(*node, "[[audit]] dists")) {
+      try {
+        inputs::parse_spec(dist);
+      } catch (const inputs::SpecError& e) {
+        reader.fail(*item, "[[audit]] dists", e.what());
+      }
+      dists.push_back(dist);
+    }
+  }
+  std::string mma_name;
+  std::vector<std::optional<numeric::MmaModel>> models(policies.size());
+  if (const toml::node* node = table.get("mma")) {
+    mma_name = reader.string(*node, "[[audit]] mma");
+    for (std::size_t j = 0; j < policies.size(); ++j) {
+      try {
+        models[j] = audit::mma_for(mma_name, policies[j]);
+      } catch (const std::invalid_argument& e) {
+        reader.fail(*node, "[[audit]] mma", e.what());
+      }
+    }
+  }
+  std::size_t samples = 0;
+  if (const toml::node* node = table.get("samples")) {
+    samples = reader.natural(*node, "[[audit]] samples", 0);
+  }
+
+  for (const auto* op : op_list) {
+    std::vector<ops::Shape> shapes;
+    if (shape_texts.empty()) shapes.push_back(ops::parse_shape(*op, op->default_shape));
+    for (const auto& [text, item] : shape_texts) {
+      try {
+        shapes.push_back(ops::parse_shape(*op, text));
+      } catch (const ops::OpError& e) {
+        reader.fail(*item, "[[audit]] shapes", fmt::format("{}: {}", op->name, e.what()));
+      }
+    }
+    for (std::size_t j = 0; j < policies.size(); ++j) {
+      if (const auto problem = audit::why_not_runnable(*op, policies[j], models[j].has_value())) {
+        reader.fail(required(reader, table, "policies", kTable), "[[audit]] policies", *problem);
+      }
+    }
+    for (const auto& shape : shapes) {
+      for (std::size_t j = 0; j < policies.size(); ++j) {
+        for (const auto& dist : dists) {
+          audit::Case c{op,
+                        shape,
+                        policies[j],
+                        dist,
+                        seed,
+                        samples,
+                        backends::cpu::Summation::sequential,
+                        models[j]};
+          cases.push_back(SuiteCase{audit_key(c, mma_name), std::move(c)});
+        }
+      }
+    }
+  }
+}
+
+void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
+                  const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[train]]";
+  reader.check_keys(table, kTable, {"model", "policies", "steps", "batch"});
+  train::TrainConfig config;
+  const toml::node& model = required(reader, table, "model", kTable);
+  config.model = reader.string(model, "[[train]] model");
+  const auto models = train::model_names();
+  if (std::find(models.begin(), models.end(), config.model) == models.end()) {
+    reader.fail(
+        model, "[[train]] model",
+        fmt::format("unknown model '{}' (available: {})", config.model, fmt::join(models, ", ")));
+  }
+  config.policies = read_policies(reader, required(reader, table, "policies", kTable),
+                                  "[[train]] policies", directory);
+  config.steps = train::default_steps(config.model);
+  if (const toml::node* node = table.get("steps")) {
+    config.steps = reader.natural(*node, "[[train]] steps", 1);
+  }
+  if (const toml::node* node = table.get("batch")) {
+    config.batch = reader.natural(*node, "[[train]] batch", 1);
+  }
+  config.seed = seed;
+  // As `ampbench train` runs: PyTorch's scaler defaults with the collapse warnings.
+  config.scaler_options.collapse = train::CollapseDetection{};
+  cases.push_back(SuiteCase{train_key(config), std::move(config)});
+}
+
+// The array of tables `name`, or nothing when the suite has none.
+std::vector<const toml::table*> tables(const Reader& reader, const toml::table& root,
+                                       std::string_view name) {
+  std::vector<const toml::table*> list;
+  const toml::node* node = root.get(name);
+  if (node == nullptr) return list;
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    reader.fail(*node, name, fmt::format("must be an array of tables ([[{}]])", name));
+  }
+  for (const auto& item : *array) {
+    const auto* table = item.as_table();
+    if (table == nullptr)
+      reader.fail(item, name, fmt::format("must be an array of tables ([[{}]])", name));
+    list.push_back(table);
+  }
+  return list;
+}
+
+}  // namespace
+
+Suite parse_suite(std::string_view text, std::string_view source_name,
+                  const std::filesystem::path& directory) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    throw SuiteError(fmt::format("{}:{}: {}", source_name, e.source().begin.line, e.description()));
+  }
+  const Reader reader(source_name);
+  reader.check_keys(root, "", {"name", "description", "seed", "budgets", "audit", "train"});
+  Suite suite;
+  const toml::node* name = root.get("name");
+  if (name == nullptr) {
+    throw SuiteError(fmt::format("{}:1: name: missing (every suite has a name)", source_name));
+  }
+  suite.name = reader.string(*name, "name");
+  if (suite.name.empty() || suite.name.find_first_of("/\\ ") != std::string::npos) {
+    reader.fail(*name, "name", "must be a non-empty name without '/', '\\' or blanks");
+  }
+  if (const toml::node* node = root.get("description")) {
+    suite.description = reader.string(*node, "description");
+  }
+  if (const toml::node* node = root.get("seed")) suite.seed = reader.natural(*node, "seed", 0);
+
+  if (const toml::node* node = root.get("budgets")) {
+    const std::string path = reader.string(*node, "budgets");
+    suite.budgets_path =
+        std::filesystem::path(path).is_relative() ? (directory / path).string() : path;
+    if (!std::filesystem::exists(suite.budgets_path)) {
+      reader.fail(*node, "budgets", fmt::format("{} does not exist", suite.budgets_path));
+    }
+  } else if (std::filesystem::exists(directory / "budgets.toml")) {
+    suite.budgets_path = (directory / "budgets.toml").string();
+  }
+  if (!suite.budgets_path.empty()) {
+    try {
+      suite.budgets = audit::load_budgets(suite.budgets_path);
+    } catch (const audit::BudgetError& e) {
+      throw SuiteError(fmt::format("{}: budgets: {}", source_name, e.what()));
+    }
+  }
+
+  for (const auto* table : tables(reader, root, "audit")) {
+    expand_audit(reader, *table, suite.seed, directory, suite.cases);
+  }
+  for (const auto* table : tables(reader, root, "train")) {
+    expand_train(reader, *table, suite.seed, directory, suite.cases);
+  }
+  if (suite.cases.empty()) {
+    throw SuiteError(
+        fmt::format("{}:1: the suite has no [[audit]] or [[train]] entries", source_name));
+  }
+  // Keys are what compare matches records by: two cases with one key would be confused.
+  std::map<std::string_view, std::size_t> seen;
+  for (std::size_t i = 0; i < suite.cases.size(); ++i) {
+    if (!seen.emplace(suite.cases[i].key, i).second) {
+      throw SuiteError(
+          fmt::format("{}: the case {} appears twice", source_name, suite.cases[i].key));
+    }
+  }
+  return suite;
+}
+
+Suite load_suite(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw SuiteError(fmt::format("{}: cannot read the suite file", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_suite(text.str(), path, std::filesystem::path(path).parent_path());
+}
+
+Shard parse_shard(std::string_view text) {
+  const auto slash = text.find('/');
+  Shard shard;
+  const auto read = [](std::string_view digits, std::size_t& value) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return !digits.empty() && error == std::errc{} && end == digits.data() + digits.size();
+  };
+  if (slash == std::string_view::npos || !read(text.substr(0, slash), shard.index) ||
+      !read(text.substr(slash + 1), shard.count)) {
+    throw std::invalid_argument(fmt::format("'{}' is not I/N (for example 0/4)", text));
+  }
+  if (shard.count == 0 || shard.index >= shard.count) {
+    throw std::invalid_argument(fmt::format(
+        "'{}': the shard index must be below the count, and the count at least 1", text));
+  }
+  return shard;
+}
+
+std::string to_string(const Shard& shard) {
+  return fmt::format("{}/{}", shard.index, shard.count);
+}
+
+std::vector<SuiteCase> select_shard(const std::vector<SuiteCase>& cases, const Shard& shard) {
+  std::vector<SuiteCase> selected;
+  for (std::size_t i = shard.index; i < cases.size(); i += shard.count)
+    selected.push_back(cases[i]);
+  return selected;
+}
+
+}  // namespace ampbench::results

@@ -1,0 +1,60 @@
+// Declarative suites (suites/*.toml, docs/results.md): a named list of audit cases and training
+// runs. Everything a suite names is checked when it is read, so that a typo stops the run before
+// any case starts; the suite then expands to cases with stable keys, in a deterministic order that
+// shards split.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "harness/audit/audit.hpp"
+#include "harness/audit/budgets.hpp"
+#include "harness/train/trainer.hpp"
+
+namespace ampbench::results {
+
+// A suite that cannot be read: what() is "FILE:LINE: [[table]] key: what is wrong".
+class SuiteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One case of a suite: an audit case, or a training run holding all its policies.
+struct SuiteCase {
+  std::string key;  // "audit/gemm/128x128x128/amp-fp16/normal/seed=1", "train/mlp/steps=20/seed=1"
+  std::variant<audit::Case, train::TrainConfig> work;
+  bool is_audit() const { return std::holds_alternative<audit::Case>(work); }
+};
+
+struct Suite {
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  std::string budgets_path;  // empty: no budgets file (the built-in rules only)
+  std::vector<audit::Budget> budgets;
+  std::vector<SuiteCase> cases;  // audit entries in file order, then training entries
+};
+
+// Reads a suite. `source_name` names it in messages; relative policy files and the budgets file
+// are found in `directory` (the suite file's), where budgets.toml is the default budgets file.
+Suite parse_suite(std::string_view text, std::string_view source_name,
+                  const std::filesystem::path& directory);
+Suite load_suite(const std::string& path);
+
+// Which cases a run takes: those whose index in the suite's order is index % count == index.
+struct Shard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+};
+// "I/N" with N >= 1 and I < N; std::invalid_argument says what is wrong.
+Shard parse_shard(std::string_view text);
+std::string to_string(const Shard& shard);
+std::vector<SuiteCase> select_shard(const std::vector<SuiteCase>& cases, const Shard& shard);
+
+}  // namespace ampbench::results

@@ -1,0 +1,141 @@
+// Comparing result records: regressions and improvements against the tolerance and the floor,
+// status changes, added and missing cases, and documents that are not result records.
+#include "harness/results/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ampbench::results {
+namespace {
+
+ResultFile result(const std::string& records) {
+  return parse_result(nlohmann::json::parse(R"({"schema": "ampbench.result/1", "suite": "t",
+                                                "records": )" +
+                                            records + "}"),
+                      "test.json");
+}
+
+TEST(Compare, DirectionsComeFromTheMetricsName) {
+  EXPECT_EQ(direction_of("normwise_rel_error"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("max_ulp"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("mean_ulp"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("bound_ratio"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("amp-fp16.eval_loss_error"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("fp16.weight_divergence"), Direction::lower_is_better);
+  EXPECT_EQ(direction_of("fraction_correctly_rounded"), Direction::higher_is_better);
+  EXPECT_EQ(direction_of("amp-bf16.eval_accuracy"), Direction::higher_is_better);
+  EXPECT_EQ(direction_of("fp32.eval_loss"), Direction::unjudged);
+}
+
+TEST(Compare, AChangeForTheWorseBeyondTheToleranceIsARegression) {
+  const auto base = result(R"([{"key": "a", "status": "pass",
+      "metrics": {"normwise_rel_error": 1e-7, "fraction_correctly_rounded": 0.9, "max_ulp": 2}}])");
+  const auto current = result(R"([{"key": "a", "status": "pass",
+      "metrics": {"normwise_rel_error": 1.2e-7, "fraction_correctly_rounded": 0.7, "max_ulp": 1}}])");
+  const Comparison c = compare(base, current);
+  EXPECT_EQ(c.matched, 1u);
+  ASSERT_EQ(c.changes.size(), 3u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::regression);
+  EXPECT_EQ(c.changes[0].metric, "fraction_correctly_rounded");
+  EXPECT_EQ(c.changes[1].kind, ChangeKind::improvement);
+  EXPECT_EQ(c.changes[1].metric, "max_ulp");
+  EXPECT_EQ(c.changes[2].kind, ChangeKind::regression);
+  EXPECT_EQ(c.changes[2].metric, "normwise_rel_error");
+  EXPECT_EQ(*c.changes[2].base, 1e-7);
+  EXPECT_EQ(*c.changes[2].current, 1.2e-7);
+  EXPECT_TRUE(c.gate_fails());
+  // Swapped, the same changes are improvements.
+  const Comparison back = compare(current, base);
+  EXPECT_EQ(back.count(ChangeKind::improvement), 2u);
+  EXPECT_EQ(back.count(ChangeKind::regression), 1u);
+}
+
+TEST(Compare, TheToleranceIsRelativeAndItsEdgeIsNotARegression) {
+  const auto base = result(R"([{"key": "a", "status": "pass", "metrics": {"mean_ulp": 1.0}}])");
+  const auto at_edge = result(R"([{"key": "a", "status": "pass", "metrics": {"mean_ulp": 1.25}}])");
+  EXPECT_TRUE(compare(base, at_edge, {0.25, 1e-12}).changes.empty());
+  const auto beyond =
+      result(R"([{"key": "a", "status": "pass", "metrics": {"mean_ulp": 1.2500001}}])");
+  EXPECT_EQ(compare(base, beyond, {0.25, 1e-12}).count(ChangeKind::regression), 1u);
+  EXPECT_EQ(compare(base, beyond).count(ChangeKind::regression), 1u);  // default 10%
+  EXPECT_TRUE(compare(base, beyond, {0.3, 1e-12}).changes.empty());
+}
+
+TEST(Compare, TheAbsoluteFloorKeepsTinyChangesFromZeroFromCounting) {
+  const auto zero =
+      result(R"([{"key": "a", "status": "pass", "metrics": {"normwise_rel_error": 0}}])");
+  const auto tiny =
+      result(R"([{"key": "a", "status": "pass", "metrics": {"normwise_rel_error": 1e-30}}])");
+  const auto real =
+      result(R"([{"key": "a", "status": "pass", "metrics": {"normwise_rel_error": 1e-9}}])");
+  EXPECT_FALSE(compare(zero, tiny).gate_fails());
+  EXPECT_TRUE(compare(zero, tiny).changes.empty());
+  EXPECT_TRUE(compare(zero, real).gate_fails());
+  EXPECT_FALSE(compare(zero, real, {0.1, 1e-8}).gate_fails());
+}
+
+TEST(Compare, StatusChangesAddedAndMissingCases) {
+  const auto base = result(R"([{"key": "a", "status": "pass", "metrics": {}},
+                              {"key": "b", "status": "fail", "metrics": {}},
+                              {"key": "gone", "status": "pass", "metrics": {}}])");
+  const auto current = result(R"([{"key": "a", "status": "fail", "metrics": {}},
+                                 {"key": "b", "status": "pass", "metrics": {}},
+                                 {"key": "new", "status": "pass", "metrics": {}}])");
+  const Comparison c = compare(base, current);
+  EXPECT_EQ(c.matched, 2u);
+  EXPECT_EQ(c.count(ChangeKind::new_failure), 1u);
+  EXPECT_EQ(c.count(ChangeKind::fixed), 1u);
+  EXPECT_EQ(c.count(ChangeKind::missing), 1u);
+  EXPECT_EQ(c.count(ChangeKind::added), 1u);
+  EXPECT_TRUE(c.gate_fails());
+  // Only an added case and a fixed one: the gate passes.
+  const Comparison mild =
+      compare(result(R"([{"key": "b", "status": "fail", "metrics": {}}])"), current);
+  EXPECT_EQ(mild.count(ChangeKind::fixed), 1u);
+  EXPECT_EQ(mild.count(ChangeKind::added), 2u);
+  EXPECT_FALSE(mild.gate_fails());
+}
+
+TEST(Compare, UnjudgedAndOneSidedMetricsAreNotRegressions) {
+  const auto base = result(R"([{"key": "t", "status": "pass",
+      "metrics": {"fp32.eval_loss": 0.3, "bound_ratio": 0.5}}])");
+  const auto current =
+      result(R"([{"key": "t", "status": "pass", "metrics": {"fp32.eval_loss": 0.9}}])");
+  EXPECT_TRUE(compare(base, current).changes.empty());
+}
+
+TEST(Compare, ADocumentThatIsNotAResultRecordIsNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"[1]", "bad.json: not an ampbench.result/1 record: the document is not a JSON object"},
+      {R"({"schema": "ampbench.audit/1", "cases": []})",
+       "bad.json: not an ampbench.result/1 record: schema is \"ampbench.audit/1\""},
+      {R"({"records": []})", "bad.json: not an ampbench.result/1 record: no schema member"},
+      {R"({"schema": "ampbench.result/1"})",
+       "bad.json: not an ampbench.result/1 record: records is not an array"},
+      {R"({"schema": "ampbench.result/1", "records": [{"status": "pass", "metrics": {}}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].key is not a string"},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "ok", "metrics": {}}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].status is not \"pass\" or \"fail\""},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass"}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].metrics is not an object"},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass",
+          "metrics": {"max_ulp": "3"}}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].metrics.max_ulp is not a number"},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass", "metrics": {}},
+          {"key": "a", "status": "pass", "metrics": {}}]})",
+       "bad.json: not an ampbench.result/1 record: records[1].key repeats a"},
+  };
+  for (const auto& [text, message] : cases) {
+    try {
+      parse_result(nlohmann::json::parse(text), "bad.json");
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const ResultError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  EXPECT_THROW(load_result("/nonexistent/result.json"), ResultError);
+}
+
+}  // namespace
+}  // namespace ampbench::results

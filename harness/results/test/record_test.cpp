@@ -1,0 +1,84 @@
+// The result record: an audit case and a failing case as records, their metrics, the environment.
+#include "harness/results/record.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ampbench::results {
+namespace {
+
+TEST(Record, AnAuditCaseBecomesARecordWithItsMetricsAndDetail) {
+  const Suite suite = parse_suite(R"(name = "r"
+[[audit]]
+ops = ["dot"]
+shapes = ["64"]
+policies = ["fp16"]
+)",
+                                  "r.toml", "/nonexistent");
+  const Record record = run_case(suite.cases[0], suite.budgets);
+  EXPECT_EQ(record.key, "audit/dot/64/fp16/normal/seed=1");
+  EXPECT_EQ(record.kind, "audit");
+  EXPECT_TRUE(record.pass);
+  EXPECT_EQ(record.detail["op"], "dot");
+  EXPECT_EQ(record.metrics.at("max_ulp"), record.detail["max_ulp"].get<double>());
+  EXPECT_EQ(record.metrics.at("mismatches"), 0);
+  EXPECT_TRUE(record.metrics.contains("normwise_rel_error"));
+  const auto j = to_json(record);
+  EXPECT_EQ(j["status"], "pass");
+  EXPECT_EQ(j["metrics"]["max_ulp"], record.metrics.at("max_ulp"));
+  const auto document =
+      result_document("r", Shard{1, 3}, Environment{}, nlohmann::json::array({j}));
+  EXPECT_EQ(document["schema"], "ampbench.result/1");
+  EXPECT_EQ(document["shard"], "1/3");
+  EXPECT_EQ(document["records"][0]["key"], record.key);
+}
+
+TEST(Record, ABudgetBreachFailsTheRecordAndIsListed) {
+  const Suite suite = parse_suite(
+      "name = \"r\"\n[[audit]]\nops = [\"dot\"]\nshapes = [\"64\"]\n"
+      "policies = [\"fp16\"]\n",
+      "r.toml", "/nonexistent");
+  const std::vector<audit::Budget> impossible{
+      {"dot", "*", audit::Metric::fraction_correctly_rounded, 2.0, "impossible", "test:1"}};
+  const Record record = run_case(suite.cases[0], impossible);
+  EXPECT_FALSE(record.pass);
+  ASSERT_EQ(record.breaches.size(), 1u);
+  EXPECT_NE(record.breaches[0].find("fraction_correctly_rounded"), std::string::npos);
+}
+
+TEST(Record, TrainingMetricsArePerPolicyAndRelativeToTheReference) {
+  train::TrainResult result;
+  result.reference.eval_loss = 0.5;
+  result.reference.eval_accuracy = 0.8;
+  train::RunResult run;
+  run.policy = "amp-fp16";
+  run.eval_loss = 0.55;
+  run.eval_accuracy = 0.75;
+  run.weight_divergence = {1e-4, 3e-4};
+  run.skipped_steps = {0};
+  train::StepRecord step;
+  step.loss_error = 0.02;
+  run.steps = {step, step};
+  run.steps[1].loss_error = 0.04;
+  result.runs.push_back(run);
+  const auto m = train_metrics(result);
+  EXPECT_NEAR(m.at("amp-fp16.eval_loss_error"), 0.1, 1e-15);
+  EXPECT_EQ(m.at("amp-fp16.max_loss_error"), 0.04);
+  EXPECT_EQ(m.at("amp-fp16.weight_divergence"), 3e-4);
+  EXPECT_EQ(m.at("amp-fp16.skipped_steps"), 1);
+  EXPECT_EQ(m.at("amp-fp16.eval_accuracy"), 0.75);
+  EXPECT_EQ(m.at("reference.eval_loss"), 0.5);
+}
+
+TEST(Environment, TheCpuIsTheFirstModelNameOfProcCpuinfo) {
+  EXPECT_EQ(cpu_model("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) "
+                      "CPU @ 2.20GHz\nmodel name\t: other\n"),
+            "Intel(R) Xeon(R) CPU @ 2.20GHz");
+  EXPECT_EQ(cpu_model("processor : 0\n"), "unknown");
+  EXPECT_EQ(utc_now().size(), 20u);
+  EXPECT_EQ(to_json(Environment{})["cores"], 0);
+}
+
+}  // namespace
+}  // namespace ampbench::results

@@ -1,0 +1,208 @@
+// Suites: a valid one and its expansion, every error with its file, line and key, and shards.
+#include "harness/results/suite.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace ampbench::results {
+namespace {
+
+Suite parse(const std::string& text) {
+  return parse_suite(text, "suites/x.toml", "/nonexistent");
+}
+
+std::vector<std::string> keys(const std::vector<SuiteCase>& cases) {
+  std::vector<std::string> k;
+  for (const auto& c : cases) k.push_back(c.key);
+  return k;
+}
+
+constexpr const char* kValid = R"(name = "tiny"
+description = "two ops, two policies, one training run"
+seed = 7
+[[audit]]
+ops = ["dot", "sum"]
+shapes = ["16"]
+policies = ["fp32"]
+[[audit]]
+ops = ["gemm"]
+shapes = ["8x8x8", "4x4x4"]
+policies = ["amp-fp16", "amp-bf16"]
+dists = ["normal", "uniform"]
+mma = "hopper"
+samples = 3
+[[train]]
+model = "mlp"
+policies = ["fp32", "amp-bf16"]
+steps = 5
+batch = 8
+)";
+
+TEST(Suite, ExpandsTheCrossProductInFileOrderWithStableKeys) {
+  const Suite suite = parse(kValid);
+  EXPECT_EQ(suite.name, "tiny");
+  EXPECT_EQ(suite.seed, 7u);
+  EXPECT_TRUE(suite.budgets_path.empty());
+  const std::vector<std::string> expected{
+      "audit/dot/16/fp32/normal/seed=7",
+      "audit/sum/16/fp32/normal/seed=7",
+      "audit/gemm/8x8x8/amp-fp16/normal/seed=7/mma=hopper/samples=3",
+      "audit/gemm/8x8x8/amp-fp16/uniform/seed=7/mma=hopper/samples=3",
+      "audit/gemm/8x8x8/amp-bf16/normal/seed=7/mma=hopper/samples=3",
+      "audit/gemm/8x8x8/amp-bf16/uniform/seed=7/mma=hopper/samples=3",
+      "audit/gemm/4x4x4/amp-fp16/normal/seed=7/mma=hopper/samples=3",
+      "audit/gemm/4x4x4/amp-fp16/uniform/seed=7/mma=hopper/samples=3",
+      "audit/gemm/4x4x4/amp-bf16/normal/seed=7/mma=hopper/samples=3",
+      "audit/gemm/4x4x4/amp-bf16/uniform/seed=7/mma=hopper/samples=3",
+      "train/mlp/steps=5/seed=7/batch=8",
+  };
+  EXPECT_EQ(keys(suite.cases), expected);
+  const auto& gemm = std::get<audit::Case>(suite.cases[2].work);
+  EXPECT_TRUE(gemm.mma.has_value());
+  EXPECT_EQ(gemm.samples, 3u);
+  const auto& run = std::get<train::TrainConfig>(suite.cases.back().work);
+  EXPECT_EQ(run.policies.size(), 2u);
+  EXPECT_EQ(run.steps, 5u);
+  EXPECT_EQ(run.batch, 8u);
+  EXPECT_EQ(run.seed, 7u);
+}
+
+TEST(Suite, DefaultsAreEachOpsShapeNormalInputsSeedOneAndTheModelsSteps) {
+  const Suite suite = parse(R"(name = "d"
+[[audit]]
+ops = ["softmax"]
+policies = ["bf16"]
+[[train]]
+model = "cnn"
+policies = ["fp32"]
+)");
+  EXPECT_EQ(keys(suite.cases),
+            (std::vector<std::string>{"audit/softmax/" +
+                                          std::string(ops::find_op("softmax")->default_shape) +
+                                          "/bf16/normal/seed=1",
+                                      "train/cnn/steps=100/seed=1"}));
+}
+
+TEST(Suite, ThePoliciesFilesAndTheBudgetsOfASuiteAreFoundNextToIt) {
+  const Suite suite = parse_suite(R"(name = "p"
+[[audit]]
+ops = ["dot"]
+policies = ["policies/example.toml"]
+)",
+                                  "suites/p.toml", AMPBENCH_SUITES_DIR);
+  EXPECT_EQ(suite.budgets_path, std::string(AMPBENCH_SUITES_DIR) + "/budgets.toml");
+  EXPECT_FALSE(suite.budgets.empty());
+  ASSERT_EQ(suite.cases.size(), 1u);
+  EXPECT_EQ(suite.cases[0].key, "audit/dot/4096/amp-bf16-fp32-attention/normal/seed=1");
+}
+
+// The shipped suites must keep parsing as ops, policies and models change.
+TEST(Suite, TheShippedSuitesParse) {
+  const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
+  EXPECT_EQ(quick.name, "quick");
+  EXPECT_EQ(quick.cases.size(), 18u);
+  EXPECT_EQ(quick.cases.back().key, "train/mlp/steps=20/seed=1");
+  const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
+  EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3);
+  EXPECT_EQ(nightly.cases.back().key, "train/transformer/steps=100/seed=1");
+}
+
+struct BadSuite {
+  const char* text;
+  const char* message;
+};
+
+TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
+  const BadSuite cases[] = {
+      {"name = \"x\"\n[[audit]]\nops = [\"gemmm\"]\npolicies = [\"fp32\"]\n",
+       "suites/x.toml:3: [[audit]] ops: unknown op 'gemmm' (known: gemm"},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\nshapes = [\"8x8\"]\npolicies = [\"fp32\"]\n",
+       "suites/x.toml:4: [[audit]] shapes: gemm: "},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp17\"]\n",
+       "suites/x.toml:4: [[audit]] policies: "},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\ndists = [\"gauss\"]\n",
+       "suites/x.toml:5: [[audit]] dists: "},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\nmma = \"pascal\"\n",
+       "suites/x.toml:5: [[audit]] mma: "},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\nsamples = -1\n",
+       "suites/x.toml:5: [[audit]] samples: must be an integer >= 0"},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicy = [\"fp32\"]\n",
+       "suites/x.toml:4: [[audit]] policy: unknown key (known: ops, shapes, policies"},
+      {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\n",
+       "suites/x.toml:2: [[audit]]: missing key 'policies'"},
+      {"name = \"x\"\n[[audit]]\nops = []\npolicies = [\"fp32\"]\n",
+       "suites/x.toml:3: [[audit]] ops: must be a non-empty array of strings"},
+      {"name = \"x\"\n[[train]]\nmodel = \"rnn\"\npolicies = [\"fp32\"]\n",
+       "suites/x.toml:3: [[train]] model: unknown model 'rnn'"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nsteps = 0\n",
+       "suites/x.toml:5: [[train]] steps: must be an integer >= 1"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nlr = 0.1\n",
+       "suites/x.toml:5: [[train]] lr: unknown key"},
+      {"name = \"x\"\nseeds = 3\n", "suites/x.toml:2: seeds: unknown key"},
+      {"name = \"x\"\nseed = \"one\"\n", "suites/x.toml:2: seed: must be an integer >= 0"},
+      {"description = \"no name\"\n", "suites/x.toml:1: name: missing"},
+      {"name = \"a/b\"\n", "suites/x.toml:1: name: must be a non-empty name"},
+      {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2: budgets: "},
+      {"name = \"x\"\n", "suites/x.toml:1: the suite has no [[audit]] or [[train]] entries"},
+      {"name = \"x\"\naudit = 3\n", "suites/x.toml:2: audit: must be an array of tables"},
+      {"name = \"x\"\n[[audit]\n", "suites/x.toml:2: "},
+      {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\", \"fp32\"]\n",
+       "suites/x.toml: the case audit/dot/"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse(c.text);
+      ADD_FAILURE() << "no error for:\n" << c.text;
+    } catch (const SuiteError& e) {
+      EXPECT_TRUE(std::string(e.what()).starts_with(c.message))
+          << "got:      " << e.what() << "\nexpected: " << c.message;
+    }
+  }
+}
+
+TEST(Suite, AMissingFileIsNamed) {
+  try {
+    load_suite("/nonexistent/suite.toml");
+    FAIL();
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/suite.toml: cannot read the suite file");
+  }
+}
+
+TEST(Shard, ParsesIOverNAndRejectsTheRest) {
+  EXPECT_EQ(parse_shard("2/5").index, 2u);
+  EXPECT_EQ(parse_shard("2/5").count, 5u);
+  EXPECT_EQ(to_string(parse_shard("0/1")), "0/1");
+  for (const char* bad : {"", "1", "1/", "/2", "2/2", "0/0", "a/b", "-1/2", "1/2/3", " 0/1"}) {
+    EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(Shard, TheShardsAreDisjointAndTogetherTheWholeSuite) {
+  const Suite suite = parse(R"(name = "s"
+[[audit]]
+ops = ["dot", "sum", "mean", "l2_norm"]
+shapes = ["8"]
+policies = ["fp32", "fp16", "bf16"]
+)");
+  ASSERT_EQ(suite.cases.size(), 12u);
+  for (std::size_t count = 1; count <= 13; ++count) {
+    std::multiset<std::string> all;
+    for (std::size_t index = 0; index < count; ++index) {
+      const auto part = select_shard(suite.cases, Shard{index, count});
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        // Deterministic: the shard takes the cases at index, index + count, ...
+        EXPECT_EQ(part[i].key, suite.cases[index + i * count].key);
+        all.insert(part[i].key);
+      }
+    }
+    const auto whole = keys(suite.cases);
+    EXPECT_EQ(all, std::multiset<std::string>(whole.begin(), whole.end())) << count;
+  }
+}
+
+}  // namespace
+}  // namespace ampbench::results
