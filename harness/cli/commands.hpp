@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ampbench::cli {
 
@@ -133,5 +134,12 @@ struct CompareArgs {
   double floor = 1e-12;    // absolute change that never is one
 };
 int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
+
+struct ReportArgs {
+  std::vector<std::string> results;  // ampbench.result/1 files
+  std::string markdown;              // --md FILE; with neither output, Markdown to stdout
+  std::string junit;                 // --junit FILE
+};
+int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ampbench::cli

@@ -16,18 +16,22 @@ std::optional<std::string> json_path_problem(const std::string& path) {
   return std::nullopt;
 }
 
-std::optional<std::string> write_json_file(const std::string& path,
-                                           const nlohmann::json& document) {
+std::optional<std::string> write_text_file(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << document.dump(2) << '\n';
+    file << text;
     if (!file) return fmt::format("cannot write {}", temporary);
   }
   std::error_code ec;
   std::filesystem::rename(temporary, path, ec);
   if (ec) return fmt::format("cannot rename {} to it ({})", temporary, ec.message());
   return std::nullopt;
+}
+
+std::optional<std::string> write_json_file(const std::string& path,
+                                           const nlohmann::json& document) {
+  return write_text_file(path, document.dump(2) + "\n");
 }
 
 }  // namespace ampbench::cli

@@ -1,4 +1,4 @@
-// Result files of the commands: JSON documents that are always complete on disk.
+// Result files of the commands: JSON documents and reports that are always complete on disk.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,8 +11,10 @@ namespace ampbench::cli {
 // check before any work starts.
 std::optional<std::string> json_path_problem(const std::string& path);
 
-// Writes `document` to `path` through a temporary file and a rename, so that the file is always a
-// complete document (the previous one, or the new one); the error message, or nothing.
+// Writes `text` to `path` through a temporary file and a rename, so that the file is always
+// complete (the previous one, or the new one); the error message, or nothing.
+std::optional<std::string> write_text_file(const std::string& path, const std::string& text);
+// The same for a JSON document, indented.
 std::optional<std::string> write_json_file(const std::string& path, const nlohmann::json& document);
 
 }  // namespace ampbench::cli

@@ -245,6 +245,14 @@ int main(int argc, char** argv) {
   compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
       ->capture_default_str();
 
+  ampbench::cli::ReportArgs report_args;
+  auto* report = app.add_subcommand(
+      "report", "Result records as Markdown tables and JUnit XML (one test case per record)");
+  report->add_option("results", report_args.results, "Result files (results/SUITE/result.json)");
+  report->add_option("--md", report_args.markdown,
+                     "Write the Markdown here (default, with no --junit: standard output)");
+  report->add_option("--junit", report_args.junit, "Write JUnit XML here");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -284,6 +292,7 @@ int main(int argc, char** argv) {
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
   if (*compare) return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
+  if (*report) return ampbench::cli::run_report(report_args, std::cout, std::cerr);
   if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;

@@ -39,6 +39,11 @@ inline Outcome ampbench(const std::string& args, const std::string& input = "") 
   return run;
 }
 
+// A path under /tmp unique to this test process: /tmp/ampbench-test-PID-NAME.
+inline std::string temp_path(const std::string& name) {
+  return "/tmp/ampbench-test-" + std::to_string(getpid()) + "-" + name;
+}
+
 // The fields of each line of tab-separated text; lines starting with '#' left out when asked.
 inline std::vector<std::vector<std::string>> tsv_rows(const std::string& tsv,
                                                       bool skip_comments = false) {

@@ -15,10 +15,7 @@ namespace {
 using ampbench::cli::test::ampbench;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
-
-std::string temp_path(const std::string& name) {
-  return "/tmp/ampbench-train-" + std::to_string(getpid()) + "-" + name;
-}
+using ampbench::cli::test::temp_path;
 
 TEST(TrainCli, ShortRunReportsEveryPolicyAndWritesItsRecord) {
   const std::string json = temp_path("run.json");

@@ -1,0 +1,56 @@
+// ampbench report: result records (ampbench.result/1) as Markdown tables and JUnit XML.
+#include <fmt/format.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.hpp"
+#include "harness/cli/json_file.hpp"
+#include "harness/results/compare.hpp"
+#include "harness/results/report.hpp"
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench report";
+
+}  // namespace
+
+int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.results.empty()) {
+    err << fmt::format("{}: give at least one result file (results/SUITE/result.json)\n", kCommand);
+    return kExitUsage;
+  }
+  for (const auto& [flag, path] : {std::pair{"md", &args.markdown}, {"junit", &args.junit}}) {
+    if (path->empty()) continue;
+    if (auto problem = json_path_problem(*path)) {
+      err << fmt::format("{}: --{} {}: {}\n", kCommand, flag, *path, *problem);
+      return kExitUsage;
+    }
+  }
+  std::vector<results::ResultDocument> documents;
+  for (const auto& path : args.results) {
+    try {
+      documents.push_back(results::load_result_document(path));
+    } catch (const results::ResultError& e) {
+      err << fmt::format("{}: {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+  }
+  const std::string markdown = results::markdown_report(documents);
+  if (args.markdown.empty() && args.junit.empty()) out << markdown;
+  for (const auto& [flag, path, text] :
+       {std::tuple{"md", &args.markdown, markdown},
+        std::tuple{"junit", &args.junit,
+                   args.junit.empty() ? std::string() : results::junit_report(documents)}}) {
+    if (path->empty()) continue;
+    if (auto problem = write_text_file(*path, text)) {
+      err << fmt::format("{}: --{} {}: {}\n", kCommand, flag, *path, *problem);
+      return kExitUsage;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ampbench::cli

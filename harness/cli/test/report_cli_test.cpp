@@ -1,0 +1,81 @@
+// End-to-end tests of `ampbench report`: Markdown on standard output or in a file, JUnit XML, and
+// every way the command line can be wrong.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+using ampbench::cli::test::slurp;
+using ampbench::cli::test::temp_path;
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* const kResult = R"({"schema": "ampbench.result/1", "suite": "s", "shard": "0/1",
+  "environment": {}, "records": [
+    {"key": "audit/add/4x4/fp16/normal/seed=1", "kind": "audit", "status": "pass", "seconds": 0.5,
+     "breaches": [], "metrics": {"normwise_rel_error": 0.0001}},
+    {"key": "audit/mul/4x4/fp16/normal/seed=1", "kind": "audit", "status": "fail", "seconds": 0.25,
+     "breaches": ["mul fp16: normwise_rel_error 0.1 > 0.01"], "metrics": {}}]})";
+
+TEST(ReportCli, MarkdownOnStandardOutputAndJunitInAFile) {
+  const std::string result = write("result.json", kResult);
+  const Outcome md = ampbench("report " + result);
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_NE(md.out.find("| audit/mul/4x4/fp16/normal/seed=1 | audit | **FAIL** |  | mul fp16: "
+                        "normwise_rel_error 0.1 > 0.01 |"),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("2 case(s), 1 failed."), std::string::npos);
+  const std::string junit = temp_path("junit.xml");
+  const std::string markdown = temp_path("report.md");
+  const Outcome files = ampbench("report " + result + " --junit " + junit + " --md " + markdown);
+  ASSERT_EQ(files.status, 0) << files.err;
+  EXPECT_EQ(files.out, "");
+  EXPECT_EQ(slurp(markdown), md.out);
+  const std::string xml = slurp(junit);
+  EXPECT_NE(xml.find("<testsuite name=\"s\" tests=\"2\" failures=\"1\" time=\"0.750\">"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message=\"mul fp16: normwise_rel_error 0.1 &gt; 0.01\">"),
+            std::string::npos);
+  for (const auto& path : {result, junit, markdown}) std::remove(path.c_str());
+}
+
+TEST(ReportCli, EveryBadInputIsNamed) {
+  const std::string not_result = write("audit.json", R"({"schema": "ampbench.audit/1"})");
+  const std::string result = write("ok.json", kResult);
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"report", "ampbench report: give at least one result file"},
+      {"report /nonexistent-ampbench.json",
+       "ampbench report: /nonexistent-ampbench.json: cannot open the file"},
+      {"report " + not_result, "ampbench report: " + not_result},
+      {"report " + result + " --junit /nonexistent-ampbench-dir/j.xml",
+       "ampbench report: --junit /nonexistent-ampbench-dir/j.xml: directory "
+       "/nonexistent-ampbench-dir does not exist"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+  std::remove(not_result.c_str());
+  std::remove(result.c_str());
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+#include "harness/results/report.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "harness/results/compare.hpp"
+
+namespace ampbench::results {
+namespace {
+
+std::string text_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("-");
+}
+
+std::vector<std::string> breaches_of(const nlohmann::json& record) {
+  std::vector<std::string> breaches;
+  if (record.contains("breaches") && record["breaches"].is_array()) {
+    for (const auto& b : record["breaches"]) {
+      if (b.is_string()) breaches.push_back(b.get<std::string>());
+    }
+  }
+  return breaches;
+}
+
+double seconds_of(const nlohmann::json& record) {
+  return record.contains("seconds") && record["seconds"].is_number()
+             ? record["seconds"].get<double>()
+             : 0.0;
+}
+
+// The metrics a reader looks at first: an audit's normwise error, largest ulp error and fraction
+// correctly rounded; a training run's eval-loss error and accuracy per policy.
+std::string main_metrics(const nlohmann::json& record) {
+  if (!record.contains("metrics") || !record["metrics"].is_object()) return "";
+  const auto& m = record["metrics"];
+  std::string text;
+  const auto add = [&](const std::string& name, const std::string& value) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", name, value);
+  };
+  if (text_of(record, "kind") == "audit") {
+    if (m.contains("normwise_rel_error"))
+      add("normwise", fmt::format("{:.3g}", m["normwise_rel_error"].get<double>()));
+    if (m.contains("max_ulp")) add("max ulp", fmt::format("{:g}", m["max_ulp"].get<double>()));
+    if (m.contains("fraction_correctly_rounded")) {
+      add("CR", fmt::format("{:.1f}%", 100 * m["fraction_correctly_rounded"].get<double>()));
+    }
+    return text;
+  }
+  for (const auto& [name, value] : m.items()) {
+    const auto dot = name.rfind('.');
+    if (dot == std::string::npos || !value.is_number()) continue;
+    const std::string metric = name.substr(dot + 1);
+    if (metric == "eval_loss_error") add(name, fmt::format("{:.3g}", value.get<double>()));
+    if (metric == "eval_accuracy") add(name, fmt::format("{:.3f}", value.get<double>()));
+  }
+  return text;
+}
+
+// Markdown table cells: a '|' would end the cell.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string xml(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+const nlohmann::json& records_of(const ResultDocument& r) {
+  return r.document.at("records");
+}
+
+std::size_t failures_of(const ResultDocument& r) {
+  std::size_t failed = 0;
+  for (const auto& record : records_of(r)) failed += text_of(record, "status") != "pass";
+  return failed;
+}
+
+}  // namespace
+
+ResultDocument load_result_document(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw ResultError(fmt::format("{}: cannot open the file", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  ResultDocument r{path, nlohmann::json::parse(text.str(), nullptr, false)};
+  if (r.document.is_discarded()) throw ResultError(fmt::format("{}: not JSON", path));
+  parse_result(r.document, path);  // the schema and the members, named in its message
+  return r;
+}
+
+std::string markdown_report(std::span<const ResultDocument> results) {
+  std::string out;
+  for (const auto& r : results) {
+    const auto& env =
+        r.document.contains("environment") ? r.document["environment"] : nlohmann::json::object();
+    out += fmt::format("## Suite {} (shard {}) — {}\n\n", text_of(r.document, "suite"),
+                       text_of(r.document, "shard"), r.source);
+    out += fmt::format("ampbench {} ({}), {}, {}; {} to {}\n\n", text_of(env, "ampbench_version"),
+                       text_of(env, "git_revision"), text_of(env, "compiler"), text_of(env, "cpu"),
+                       text_of(env, "started"), text_of(env, "finished"));
+    out += "| case | kind | status | main metrics | breaches |\n|---|---|---|---|---|\n";
+    for (const auto& record : records_of(r)) {
+      std::string breaches;
+      for (const auto& b : breaches_of(record)) breaches += (breaches.empty() ? "" : "; ") + b;
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", cell(text_of(record, "key")),
+                         text_of(record, "kind"),
+                         text_of(record, "status") == "pass" ? "PASS" : "**FAIL**",
+                         cell(main_metrics(record)), cell(breaches));
+    }
+    out += fmt::format("\n{} case(s), {} failed.\n\n", records_of(r).size(), failures_of(r));
+  }
+  return out;
+}
+
+std::string junit_report(std::span<const ResultDocument> results) {
+  std::size_t tests = 0, failures = 0;
+  for (const auto& r : results) {
+    tests += records_of(r).size();
+    failures += failures_of(r);
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", tests, failures);
+  for (const auto& r : results) {
+    double time = 0;
+    for (const auto& record : records_of(r)) time += seconds_of(record);
+    out +=
+        fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                    xml(text_of(r.document, "suite")), records_of(r).size(), failures_of(r), time);
+    for (const auto& record : records_of(r)) {
+      out += fmt::format("    <testcase classname=\"ampbench.{}\" name=\"{}\" time=\"{:.3f}\"",
+                         xml(text_of(record, "kind")), xml(text_of(record, "key")),
+                         seconds_of(record));
+      if (text_of(record, "status") == "pass") {
+        out += "/>\n";
+        continue;
+      }
+      std::string breaches;
+      for (const auto& b : breaches_of(record)) breaches += (breaches.empty() ? "" : "\n") + b;
+      out += fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                         xml(breaches_of(record).empty() ? "failed" : breaches_of(record).front()),
+                         xml(breaches));
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+}  // namespace ampbench::results
