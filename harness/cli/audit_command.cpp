@@ -17,6 +17,7 @@
 #include "harness/audit/audit.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/json_file.hpp"
+#include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/inputs/distributions.hpp"
 
@@ -109,19 +110,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  std::vector<policy::Policy> policies;
-  const std::vector<std::string> policy_names =
+  const auto read = read_policies(
+      kCommand,
       args.all && args.policies.empty()
           ? std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}
-          : split_list(args.policies.empty() ? "fp32" : args.policies);
-  for (const auto& name : policy_names) {
-    try {
-      policies.push_back(policy::policy_by_name_or_file(name));
-    } catch (const policy::PolicyError& e) {
-      err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
-      return kExitUsage;
-    }
-  }
+          : split_list(args.policies.empty() ? "fp32" : args.policies),
+      err);
+  if (!read) return kExitUsage;
+  const std::vector<policy::Policy>& policies = *read;
   // The Tensor Core model of each policy (audit::mma_for).
   std::vector<std::optional<numeric::MmaModel>> models(policies.size());
   if (!args.mma.empty()) {

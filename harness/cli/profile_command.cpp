@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
@@ -8,6 +7,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/cli/json_file.hpp"
+#include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
 #include "harness/train/trainer.hpp"
@@ -58,21 +58,11 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   train::TrainConfig config;
-  const auto models = train::model_names();
-  if (std::find(models.begin(), models.end(), args.model) == models.end()) {
-    err << fmt::format("{}: --model: unknown model '{}' (available: {})\n", kCommand, args.model,
-                       fmt::join(models, ", "));
-    return kExitUsage;
-  }
+  if (!known_model(kCommand, args.model, err)) return kExitUsage;
   config.model = args.model;
-  for (const auto& name : split_list(args.policies)) {
-    try {
-      config.policies.push_back(policy::policy_by_name_or_file(name));
-    } catch (const policy::PolicyError& e) {
-      err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
-      return kExitUsage;
-    }
-  }
+  auto policies = read_policies(kCommand, split_list(args.policies), err);
+  if (!policies) return kExitUsage;
+  config.policies = std::move(*policies);
   if (args.steps == 0 || args.batch == 0) {
     err << fmt::format("{}: --steps and --batch must be positive\n", kCommand);
     return kExitUsage;

@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/cli/json_file.hpp"
+#include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/train/trainer.hpp"
 
@@ -49,21 +49,11 @@ std::string scaler_flag(const std::string& option) {
 int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   // ---- everything is checked before any work starts -----------------------------------------
   train::TrainConfig config;
-  const auto models = train::model_names();
-  if (std::find(models.begin(), models.end(), args.model) == models.end()) {
-    err << fmt::format("{}: --model: unknown model '{}' (available: {})\n", kCommand, args.model,
-                       fmt::join(models, ", "));
-    return kExitUsage;
-  }
+  if (!known_model(kCommand, args.model, err)) return kExitUsage;
   config.model = args.model;
-  for (const auto& name : split_list(args.policies)) {
-    try {
-      config.policies.push_back(policy::policy_by_name_or_file(name));
-    } catch (const policy::PolicyError& e) {
-      err << fmt::format("{}: --policy: {}\n", kCommand, e.what());
-      return kExitUsage;
-    }
-  }
+  auto policies = read_policies(kCommand, split_list(args.policies), err);
+  if (!policies) return kExitUsage;
+  config.policies = std::move(*policies);
   if (args.reference_bits < 64 || args.reference_bits > 4096) {
     err << fmt::format("{}: --reference-bits: {} is outside [64, 4096]\n", kCommand,
                        args.reference_bits);

@@ -143,6 +143,33 @@ bool is_attention_backward(const OpInfo& op) {
          op.op == Op::attention_backward_v;
 }
 
+// The activation of an activation op or of its backward, in the CPU backend's and in the
+// reference's terms.
+backends::cpu::Activation cpu_activation(const OpInfo& op) {
+  using A = backends::cpu::Activation;
+  switch (op.op) {
+    case Op::relu:
+    case Op::relu_backward: return A::relu;
+    case Op::gelu:
+    case Op::gelu_backward: return A::gelu;
+    case Op::gelu_tanh:
+    case Op::gelu_tanh_backward: return A::gelu_tanh;
+    case Op::silu:
+    case Op::silu_backward: return A::silu;
+    default: throw OpError(fmt::format("{} is not an activation", op.name));
+  }
+}
+reference::ops::Activation reference_activation(const OpInfo& op) {
+  using A = reference::ops::Activation;
+  switch (cpu_activation(op)) {
+    case backends::cpu::Activation::relu: return A::relu;
+    case backends::cpu::Activation::gelu: return A::gelu;
+    case backends::cpu::Activation::gelu_tanh: return A::gelu_tanh;
+    case backends::cpu::Activation::silu: return A::silu;
+  }
+  return A::silu;
+}
+
 bool is_gemm_backward(const OpInfo& op) {
   return op.op == Op::gemm_backward_a || op.op == Op::gemm_backward_b;
 }
@@ -453,11 +480,7 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
                      rx, rdy, 1, cols, reference::to_real(kLayerNormEps), to_reals(in.values.at(2)))
               .dx;
         default: {
-          const auto f = op.op == Op::relu_backward        ? reference::ops::Activation::relu
-                         : op.op == Op::gelu_backward      ? reference::ops::Activation::gelu
-                         : op.op == Op::gelu_tanh_backward ? reference::ops::Activation::gelu_tanh
-                                                           : reference::ops::Activation::silu;
-          return reference::ops::elementwise_backward<Real>(f, rx, rdy);
+          return reference::ops::elementwise_backward<Real>(reference_activation(op), rx, rdy);
         }
       }
     });
@@ -904,11 +927,8 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
     case Op::gelu:
     case Op::gelu_tanh:
     case Op::silu: {
-      const cpu::Activation a = op.op == Op::relu   ? cpu::Activation::relu
-                                : op.op == Op::gelu ? cpu::Activation::gelu
-                                : op.op == Op::silu ? cpu::Activation::silu
-                                                    : cpu::Activation::gelu_tanh;
-      run.output = cpu::bias_activation(arithmetic, a, values(in, 0), s[0], s[1], values(in, 1), e);
+      run.output = cpu::bias_activation(arithmetic, cpu_activation(op), values(in, 0), s[0], s[1],
+                                        values(in, 1), e);
       break;
     }
     case Op::cross_entropy:
@@ -965,11 +985,8 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
     case Op::gelu_backward:
     case Op::gelu_tanh_backward:
     case Op::silu_backward: {
-      const cpu::Activation a = op.op == Op::relu_backward        ? cpu::Activation::relu
-                                : op.op == Op::gelu_backward      ? cpu::Activation::gelu
-                                : op.op == Op::gelu_tanh_backward ? cpu::Activation::gelu_tanh
-                                                                  : cpu::Activation::silu;
-      run.output = cpu::activation_backward(arithmetic, a, values(in, 0), values(in, 1), e);
+      run.output =
+          cpu::activation_backward(arithmetic, cpu_activation(op), values(in, 0), values(in, 1), e);
       break;
     }
     case Op::layer_norm_backward:
@@ -1431,10 +1448,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
         }
         default: {
           const auto bias = to_reals(values(in, 1));
-          const auto f = op.op == Op::relu   ? reference::ops::Activation::relu
-                         : op.op == Op::gelu ? reference::ops::Activation::gelu
-                         : op.op == Op::silu ? reference::ops::Activation::silu
-                                             : reference::ops::Activation::gelu_tanh;
+          const auto f = reference_activation(op);
           std::vector<Real> y;
           y.reserve(cols);
           for (std::size_t c = 0; c < cols; ++c) {
