@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <span>
 #include <stdexcept>
 
 #include "harness/inputs/distributions.hpp"
@@ -92,6 +93,34 @@ std::optional<std::string> why_not_runnable(const ops::OpInfo& op, const policy:
   return std::nullopt;
 }
 
+namespace {
+
+// The record of a case whose output (at the reference's positions) has been computed.
+CaseResult judge(const Case& c, const policy::OpPrecision& precision, Generated generated,
+                 const ops::Reference& ref, std::span<const double> computed,
+                 std::vector<double> bounds, const backends::cpu::Events& events,
+                 std::string backend, const std::vector<Budget>& budgets) {
+  CaseResult r;
+  r.op = std::string(c.op->name);
+  r.policy = c.policy.name;
+  r.backend = std::move(backend);
+  r.shape = ops::to_string(c.shape);
+  r.distribution = c.distribution;
+  r.seed = c.seed;
+  r.precision = precision;
+  r.operands = std::move(generated.records);
+  r.outputs = ops::element_count(ops::output_shape(*c.op, c.shape));
+  r.references = ref.positions.size();
+  r.summary = metrics::summarize(precision.output, computed, ref.rounded, ref.nearest,
+                                 metrics::ElementBounds{std::move(bounds), std::nullopt});
+  r.summary.output_events = events.output;
+  r.summary.intermediate_events = events.intermediate;
+  r.breaches = check(budgets, r.op, r.policy, r.summary);
+  return r;
+}
+
+}  // namespace
+
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
   const policy::OpPrecision precision = precision_of(c.policy, *c.op);
   const backends::cpu::Arithmetic arithmetic = arithmetic_of(precision);
@@ -120,28 +149,39 @@ CaseResult run_case(const Case& c, const std::vector<Budget>& budgets) {
   }
   // The recursive-summation bound does not describe a Tensor Core's truncating alignment, and no
   // block-FMA bound covering it is implemented (docs/metrics.md): an MMA case reports none.
-  const std::vector<double> bounds =
-      on_mma ? std::vector<double>{}
-             : ops::error_bounds(*c.op, c.shape, arithmetic, c.summation, generated.inputs,
-                                 ref.positions);
-
-  CaseResult r;
-  r.op = std::string(c.op->name);
-  r.policy = c.policy.name;
-  r.shape = ops::to_string(c.shape);
-  r.distribution = c.distribution;
-  r.seed = c.seed;
-  r.precision = precision;
+  std::vector<double> bounds = on_mma ? std::vector<double>{}
+                                      : ops::error_bounds(*c.op, c.shape, arithmetic, c.summation,
+                                                          generated.inputs, ref.positions);
+  CaseResult r = judge(c, precision, std::move(generated), ref, computed, std::move(bounds),
+                       run.events, "cpu", budgets);
   if (on_mma) r.mma = c.mma->name;
-  r.operands = std::move(generated.records);
-  r.outputs = outputs;
-  r.references = ref.positions.size();
-  r.summary = metrics::summarize(precision.output, computed, ref.rounded, ref.nearest,
-                                 metrics::ElementBounds{bounds, std::nullopt});
-  r.summary.output_events = run.events.output;
-  r.summary.intermediate_events = run.events.intermediate;
-  r.breaches = check(budgets, r.op, r.policy, r.summary);
   return r;
+}
+
+CaseResult run_kernel_case(const Case& c, const Kernel& kernel, std::string backend,
+                           const std::vector<Budget>& budgets) {
+  const policy::OpPrecision precision = precision_of(c.policy, *c.op);
+  Generated generated = generate_operands(c, precision);
+  const std::size_t outputs = ops::element_count(ops::output_shape(*c.op, c.shape));
+  const std::vector<double> output = kernel(generated.inputs);
+  if (output.size() != outputs) {
+    throw std::invalid_argument(
+        fmt::format("{} {} ({}): the kernel gave {} output values, the op "
+                    "has {}",
+                    c.op->name, ops::to_string(c.shape), backend, output.size(), outputs));
+  }
+  const ops::Reference ref = ops::reference(*c.op, c.shape, generated.inputs, precision.output,
+                                            precision.mode, c.samples, c.seed);
+  std::vector<double> computed;
+  computed.reserve(ref.positions.size());
+  for (const std::size_t position : ref.positions) computed.push_back(output[position]);
+  // Sequential summation's bound holds for any order of the additions (Higham, eq. (4.3) and
+  // Lemma 3.1): the kernel's order is unknown, its formats are the policy's.
+  std::vector<double> bounds =
+      ops::error_bounds(*c.op, c.shape, arithmetic_of(precision),
+                        backends::cpu::Summation::sequential, generated.inputs, ref.positions);
+  return judge(c, precision, std::move(generated), ref, computed, std::move(bounds), {},
+               std::move(backend), budgets);
 }
 
 numeric::MmaModel mma_for(const std::string& name, const policy::Policy& p) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -81,6 +82,20 @@ std::optional<std::string> why_not_runnable(const ops::OpInfo& op, const policy:
                                             bool on_mma);
 
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets);
+
+// A kernel audited from outside the CPU backend (a user's kernel, a GPU op): the case's operands
+// in (ops::operands order, values of the policy's input format in binary64 containers), the
+// output at every position out (row-major over ops::output_shape), values of the policy's output
+// format for the op.
+using Kernel = std::function<std::vector<double>(const ops::Inputs& inputs)>;
+
+// Runs `kernel` on the case's operands and judges its output as run_case judges the CPU
+// backend's: against the correctly rounded reference (at the case's sample of positions), the
+// a-priori bound for the policy's formats where the op has one (sequential summation's, which
+// holds for any order of the additions), and the budgets. No rounding events are counted; the
+// record's backend is `backend`. std::invalid_argument when the output has the wrong length.
+CaseResult run_kernel_case(const Case& c, const Kernel& kernel, std::string backend,
+                           const std::vector<Budget>& budgets);
 
 // The Tensor Core model `--mma NAME` means under a policy: the preset of that name, or the
 // architecture's preset for the input format the policy gives gemm. std::invalid_argument says

@@ -135,6 +135,14 @@ struct CompareArgs {
 };
 int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
+// Joins the result files of a suite's shards into one, in the suite's order.
+struct MergeArgs {
+  std::vector<std::string> shards;  // ampbench.result/1 files, one per shard
+  std::string out;                  // the merged result file
+  bool partial = false;             // merge even when shards are missing
+};
+int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err);
+
 struct ReportArgs {
   std::vector<std::string> results;  // ampbench.result/1 files
   std::string markdown;              // --md FILE; with neither output, Markdown to stdout

@@ -245,6 +245,14 @@ int main(int argc, char** argv) {
   compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
       ->capture_default_str();
 
+  ampbench::cli::MergeArgs merge_args;
+  auto* merge = app.add_subcommand(
+      "merge", "Join the result files of a suite's shards into one, in the suite's order");
+  merge->add_option("shards", merge_args.shards, "The shards' result files");
+  merge->add_option("--out", merge_args.out, "The merged result file")->required();
+  merge->add_flag("--partial", merge_args.partial,
+                  "Merge even when shards are missing (compare reports their cases missing)");
+
   ampbench::cli::ReportArgs report_args;
   auto* report = app.add_subcommand(
       "report", "Result records as Markdown tables and JUnit XML (one test case per record)");
@@ -292,6 +300,7 @@ int main(int argc, char** argv) {
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
   if (*compare) return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
+  if (*merge) return ampbench::cli::run_merge(merge_args, std::cout, std::cerr);
   if (*report) return ampbench::cli::run_report(report_args, std::cout, std::cerr);
   if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
   if (*train) {

@@ -75,3 +75,57 @@ TEST(Samples, ASampledCaseUsesThatManyReferencePositions) {
 
 }  // namespace
 }  // namespace ampbench::audit
+
+namespace ampbench::audit {
+namespace {
+
+// A kernel from outside (here the CPU backend itself, called as a user's kernel would be): judged
+// exactly as run_case judges the backend, whether the reference is full or sampled.
+TEST(KernelCases, TheBackendAsAKernelGetsTheBackendsVerdict) {
+  for (const std::size_t samples : {std::size_t{0}, std::size_t{40}}) {
+    Case c = make("gemm", "16x16x256", "fp32", 4);
+    c.samples = samples;
+    const CaseResult backend = run_case(c, {});
+    const auto kernel = [&](const ops::Inputs& inputs) {
+      return ops::run_cpu(*c.op, c.shape, arithmetic_of(precision_of(c.policy, *c.op)),
+                          backends::cpu::Summation::sequential, inputs)
+          .output;
+    };
+    const CaseResult judged = run_kernel_case(c, kernel, "mine", {});
+    EXPECT_EQ(judged.backend, "mine");
+    EXPECT_EQ(judged.references, backend.references);
+    EXPECT_EQ(judged.summary.max_ulp, backend.summary.max_ulp);
+    EXPECT_EQ(judged.summary.normwise_rel_error, backend.summary.normwise_rel_error);
+    EXPECT_EQ(judged.summary.bound_ratio, backend.summary.bound_ratio);
+    EXPECT_TRUE(judged.pass());
+  }
+}
+
+// A kernel that accumulates in fp16 where the policy says fp32 breaks the policy's bound.
+TEST(KernelCases, AKernelBelowThePolicysPrecisionBreaksTheBound) {
+  const Case c = make("gemm", "8x8x1024", "fp32", 2);
+  const auto fp16_accumulation = [&](const ops::Inputs& inputs) {
+    backends::cpu::Arithmetic arithmetic = arithmetic_of(precision_of(c.policy, *c.op));
+    arithmetic.accumulate = numeric::formats::fp16;
+    return ops::run_cpu(*c.op, c.shape, arithmetic, backends::cpu::Summation::sequential, inputs)
+        .output;
+  };
+  const CaseResult r = run_kernel_case(c, fp16_accumulation, "fp16-accumulating", {});
+  ASSERT_TRUE(r.summary.bound_ratio.has_value());
+  EXPECT_GT(*r.summary.bound_ratio, 1.0);
+  EXPECT_FALSE(r.pass());
+}
+
+TEST(KernelCases, AnOutputOfTheWrongLengthIsRefused) {
+  const Case c = make("softmax", "4x8", "fp32");
+  const auto short_output = [](const ops::Inputs&) { return std::vector<double>(31, 0.0); };
+  try {
+    run_kernel_case(c, short_output, "mine", {});
+    ADD_FAILURE() << "accepted 31 outputs for 32";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "softmax 4x8 (mine): the kernel gave 31 output values, the op has 32");
+  }
+}
+
+}  // namespace
+}  // namespace ampbench::audit

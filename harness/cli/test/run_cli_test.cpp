@@ -82,7 +82,9 @@ TEST_F(RunCli, RunsEveryCaseAndWritesTheResultRecord) {
   EXPECT_EQ(training["kind"], "train");
   EXPECT_EQ(training["detail"]["schema"], "ampbench.train/1");
   EXPECT_TRUE(training["metrics"]["fp32.eval_loss_error"].is_number());
-  EXPECT_FALSE(std::filesystem::exists(path("out/result.json.tmp")));
+  for (const auto& entry : std::filesystem::directory_iterator(path("out"))) {
+    EXPECT_EQ(entry.path().filename(), "result.json") << "left behind";
+  }
 }
 
 TEST_F(RunCli, AShardRunsEveryNthCase) {
@@ -98,6 +100,86 @@ TEST_F(RunCli, AShardRunsEveryNthCase) {
   const auto empty = nlohmann::json::parse(slurp(path("empty/result.json")));
   EXPECT_EQ(empty["shard"], "5/10");
   EXPECT_TRUE(empty["records"].empty());
+}
+
+// The union of the shards is the whole run: merged, the records are those of the unsharded run,
+// in its order, with the same metrics; compare finds nothing between them.
+TEST_F(RunCli, MergedShardsAreTheWholeRun) {
+  const std::string suite = write("tiny.toml", kTiny);
+  ASSERT_EQ(ampbench("run " + suite + " --out " + path("whole")).status, 0);
+  for (const char* shard : {"0/2", "1/2"}) {
+    const std::string out = path(std::string("shard") + shard[0]);
+    ASSERT_EQ(ampbench("run " + suite + " --shard " + shard + " --out " + out).status, 0);
+  }
+  const Outcome merge = ampbench("merge " + path("shard1/result.json") + " " +
+                                 path("shard0/result.json") + " --out " + path("merged.json"));
+  ASSERT_EQ(merge.status, 0) << merge.err;
+  EXPECT_EQ(merge.out,
+            "suite tiny: 2 shard(s) of 2, 3 case(s) merged into " + path("merged.json") + "\n");
+  const auto whole = nlohmann::json::parse(slurp(path("whole/result.json")));
+  const auto merged = nlohmann::json::parse(slurp(path("merged.json")));
+  EXPECT_EQ(merged["shard"], "0/1");
+  ASSERT_EQ(merged["records"].size(), whole["records"].size());
+  for (std::size_t i = 0; i < whole["records"].size(); ++i) {
+    const auto& a = whole["records"][i];
+    const auto& b = merged["records"][i];
+    EXPECT_EQ(b["key"], a["key"]);
+    EXPECT_EQ(b["status"], a["status"]);
+    EXPECT_EQ(b["metrics"], a["metrics"]) << a["key"];
+  }
+  const Outcome compare =
+      ampbench("compare " + path("whole/result.json") + " " + path("merged.json"));
+  EXPECT_EQ(compare.status, 0) << compare.out;
+  EXPECT_NE(compare.out.find("3 case(s) matched: 0 regression(s), 0 new failure(s), 0 missing, "
+                             "0 improvement(s)"),
+            std::string::npos)
+      << compare.out;
+
+  // A missing shard is an error unless --partial, and then compare reports its cases missing.
+  const Outcome incomplete =
+      ampbench("merge " + path("shard0/result.json") + " --out " + path("partial.json"));
+  EXPECT_EQ(incomplete.status, 2);
+  EXPECT_NE(incomplete.err.find("ampbench merge: shard(s) 1 of 2 missing"), std::string::npos)
+      << incomplete.err;
+  EXPECT_FALSE(std::filesystem::exists(path("partial.json")));
+  ASSERT_EQ(
+      ampbench("merge " + path("shard0/result.json") + " --partial --out " + path("partial.json"))
+          .status,
+      0);
+  const Outcome gap = ampbench("compare " + path("whole/result.json") + " " + path("partial.json"));
+  EXPECT_EQ(gap.status, 1);
+  EXPECT_NE(gap.out.find("1 missing"), std::string::npos) << gap.out;
+}
+
+TEST_F(RunCli, MergeNamesEveryBadInput) {
+  const std::string suite = write("tiny.toml", kTiny);
+  ASSERT_EQ(ampbench("run " + suite + " --shard 0/3 --out " + path("s0")).status, 0);
+  const std::string s0 = path("s0/result.json");
+  const std::string other = write("other.json", R"({"schema": "ampbench.result/1",
+    "suite": "other", "shard": "1/3", "environment": {}, "records": []})");
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"merge --out " + path("m.json"), "ampbench merge: give the shards' result files"},
+      {"merge " + s0, "--out is required"},
+      {"merge " + s0 + " --out /nonexistent-ampbench-dir/m.json",
+       "ampbench merge: --out /nonexistent-ampbench-dir/m.json: directory "
+       "/nonexistent-ampbench-dir does not exist"},
+      {"merge /nonexistent-ampbench.json --out " + path("m.json"),
+       "ampbench merge: /nonexistent-ampbench.json: cannot open the file"},
+      {"merge " + s0 + " " + s0 + " --out " + path("m.json"),
+       "ampbench merge: " + s0 + ": shard 0/3 is also " + s0},
+      {"merge " + s0 + " " + other + " --out " + path("m.json"),
+       "ampbench merge: " + other + ": suite \"other\", but " + s0 + " is of suite \"tiny\""},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("m.json")));
 }
 
 TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {

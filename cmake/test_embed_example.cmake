@@ -1,0 +1,17 @@
+# The embedding test: installs this build into a fresh prefix, configures and builds
+# scripts/embed-example against it with find_package(ampbench), and runs the example, which exits
+# 0 only when the audit tells its good kernel from its bad one.
+# Arguments: -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR=
+file(REMOVE_RECURSE ${WORK_DIR})
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${ARGN}\n${out}")
+  endif()
+  message("${out}")
+endfunction()
+step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/scripts/embed-example -B ${WORK_DIR}/build -G ${GENERATOR}
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step(${WORK_DIR}/build/audit_my_softmax)
