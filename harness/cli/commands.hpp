@@ -132,6 +132,9 @@ struct CompareArgs {
   std::string current;
   double tolerance = 0.1;  // relative change for the worse that is still not a regression
   double floor = 1e-12;    // absolute change that never is one
+  // The main metrics of every case side by side; on by itself when the files come from two
+  // different devices (the architecture comparison).
+  bool side_by_side = false;
 };
 int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
@@ -140,6 +143,7 @@ struct MergeArgs {
   std::vector<std::string> shards;  // ampbench.result/1 files, one per shard
   std::string out;                  // the merged result file
   bool partial = false;             // merge even when shards are missing
+  bool drop_detail = false;         // records without their detail: a compact baseline
 };
 int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err);
 

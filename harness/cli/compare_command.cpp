@@ -55,6 +55,22 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
                          c.key);
     }
   }
+  // Two devices: what each computed, case by case, whatever the gate says.
+  const bool two_devices =
+      !base.device.empty() && !current.device.empty() && base.device != current.device;
+  if (args.side_by_side || two_devices) {
+    out << fmt::format(
+        "\n{}: base on {}, new on {}\n", two_devices ? "architecture comparison" : "side by side",
+        base.device.empty() ? "?" : base.device, current.device.empty() ? "?" : current.device);
+    out << fmt::format("{:<28}{:>14}{:>14}{:>10}  {}\n", "metric", "base", "new", "new/base",
+                       "case");
+    for (const auto& row : results::side_by_side(base, current)) {
+      const std::string ratio =
+          row.base != 0 ? fmt::format("{:.3g}", row.current / row.base) : std::string("-");
+      out << fmt::format("{:<28}{:>14.6g}{:>14.6g}{:>10}  {}\n", row.metric, row.base, row.current,
+                         ratio, row.key);
+    }
+  }
   using results::ChangeKind;
   out << fmt::format(
       "\n{} case(s) matched: {} regression(s), {} new failure(s), {} missing, {} improvement(s), "

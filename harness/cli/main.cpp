@@ -244,6 +244,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
       ->capture_default_str();
+  compare->add_flag("--side-by-side", compare_args.side_by_side,
+                    "Every case's main metrics side by side (the default when the two files come "
+                    "from different devices)");
 
   ampbench::cli::MergeArgs merge_args;
   auto* merge = app.add_subcommand(
@@ -252,6 +255,9 @@ int main(int argc, char** argv) {
   merge->add_option("--out", merge_args.out, "The merged result file")->required();
   merge->add_flag("--partial", merge_args.partial,
                   "Merge even when shards are missing (compare reports their cases missing)");
+  merge->add_flag("--drop-detail", merge_args.drop_detail,
+                  "Leave out each record's detail: keys, statuses and metrics are what compare "
+                  "reads (a compact baseline)");
 
   ampbench::cli::ReportArgs report_args;
   auto* report = app.add_subcommand(

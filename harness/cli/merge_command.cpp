@@ -44,6 +44,9 @@ int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err) {
         kCommand, fmt::join(merged.missing_shards, ", "), merged.shard_count);
     return kExitUsage;
   }
+  if (args.drop_detail) {
+    for (auto& record : merged.document["records"]) record["detail"] = nullptr;
+  }
   if (auto problem = write_json_file(args.out, merged.document)) {
     err << fmt::format("{}: --out {}: {}\n", kCommand, args.out, *problem);
     return kExitUsage;

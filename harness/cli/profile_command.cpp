@@ -10,36 +10,12 @@
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
-#include "harness/train/trainer.hpp"
+#include "harness/train/profile_record.hpp"
 
 namespace ampbench::cli {
 namespace {
 
 constexpr const char* kCommand = "ampbench profile";
-const char* const kPhases[] = {"forward", "backward", "unscale", "clip", "optimizer", "update"};
-
-struct StepTimes {
-  double median_ms = 0;
-  double min_ms = 0;
-  double max_ms = 0;
-};
-
-StepTimes step_times(std::vector<std::uint64_t> ns) {
-  std::sort(ns.begin(), ns.end());
-  if (ns.empty()) return {};
-  return {static_cast<double>(ns[(ns.size() - 1) / 2]) * 1e-6,
-          static_cast<double>(ns.front()) * 1e-6, static_cast<double>(ns.back()) * 1e-6};
-}
-
-// The phase's share of the policy's step time (all instances over all steps); 0 when absent.
-double share(const train::PolicyProfile& p, const std::string& phase) {
-  std::uint64_t phase_ns = 0, step_ns = 0;
-  for (const auto& r : p.attribution.ranges) {
-    if (r.name == phase) phase_ns = r.wall_ns;
-    if (r.name == "step") step_ns = r.wall_ns;
-  }
-  return step_ns == 0 ? 0.0 : static_cast<double>(phase_ns) / static_cast<double>(step_ns);
-}
 
 }  // namespace
 
@@ -90,33 +66,22 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
 
   out << fmt::format("{:<12}{:>10}{:>10}{:>10}{:>9}", "policy", "step_ms", "min_ms", "max_ms",
                      "vs_fp32");
-  for (const char* phase : kPhases) out << fmt::format("{:>10}", phase);
+  for (const char* phase : train::kProfilePhases) out << fmt::format("{:>10}", phase);
   out << "\n";
-  double baseline = 0;  // fp32's median step; 0 when fp32 was not profiled
-  for (const auto& p : result.policies) {
-    if (p.policy == "fp32") baseline = step_times(p.step_ns).median_ms;
-  }
-  nlohmann::json runs = nlohmann::json::array();
+  const std::vector<double> ratios = train::vs_fp32(result);
   profile::Trace combined;
-  for (const auto& p : result.policies) {
-    const StepTimes t = step_times(p.step_ns);
-    const double ratio = baseline > 0 ? t.median_ms / baseline : 0.0;
+  for (std::size_t i = 0; i < result.policies.size(); ++i) {
+    const train::PolicyProfile& p = result.policies[i];
+    const train::StepTimes t = train::step_times(p.step_ns);
     out << fmt::format("{:<12}{:>10.3f}{:>10.3f}{:>10.3f}{:>9}", p.policy, t.median_ms, t.min_ms,
-                       t.max_ms, ratio > 0 ? fmt::format("{:.2f}x", ratio) : "-");
-    nlohmann::json phases = nlohmann::json::object();
-    for (const char* phase : kPhases) {
-      out << fmt::format("{:>9.1f}%", 100 * share(p, phase));
-      phases[phase] = share(p, phase);
+                       t.max_ms, ratios[i] > 0 ? fmt::format("{:.2f}x", ratios[i]) : "-");
+    for (const char* phase : train::kProfilePhases) {
+      out << fmt::format("{:>9.1f}%", 100 * train::phase_share(p, phase));
     }
     out << "\n";
-    runs.push_back({{"policy", p.policy},
-                    {"step_ms", {{"median", t.median_ms}, {"min", t.min_ms}, {"max", t.max_ms}}},
-                    {"vs_fp32", ratio > 0 ? nlohmann::json(ratio) : nlohmann::json(nullptr)},
-                    {"phase_share", phases},
-                    {"attribution", profile::to_json(p.attribution)}});
     // One trace for all policies: each policy's phases on a host thread of its own, under a range
     // that names the policy.
-    const auto thread = static_cast<std::uint32_t>(runs.size());
+    const auto thread = static_cast<std::uint32_t>(i + 1);
     if (!p.trace.ranges.empty()) {
       profile::RangeEvent whole = p.trace.ranges.front();
       whole.name = "policy " + p.policy;
@@ -146,15 +111,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (!args.json.empty()) {
-    const nlohmann::json record{{"schema", "ampbench.profile-run/1"},
-                                {"backend", "cpu"},
-                                {"model", config.model},
-                                {"steps", config.steps},
-                                {"warmup", args.warmup},
-                                {"batch", config.batch},
-                                {"seed", config.seed},
-                                {"runs", runs}};
-    if (auto problem = write_json_file(args.json, record)) {
+    if (auto problem = write_json_file(args.json, train::to_json(result))) {
       err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
       return kExitUsage;
     }

@@ -17,6 +17,9 @@
 #include "harness/cli/json_file.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
+#if AMPBENCH_HAVE_CUDA
+#include "kernels/device.hpp"
+#endif
 
 namespace ampbench::cli {
 namespace {
@@ -24,7 +27,7 @@ namespace {
 constexpr const char* kCommand = "ampbench run";
 
 // The number a reader looks at first: an audit case's normwise error and largest ulp error, a
-// training run's largest eval-loss error of its policies.
+// training run's largest eval-loss error of its policies, a profile run's step time per policy.
 std::string key_metric(const results::Record& r) {
   const auto get = [&](const std::string& name, const char* format) -> std::string {
     const auto it = r.metrics.find(name);
@@ -33,6 +36,15 @@ std::string key_metric(const results::Record& r) {
   if (r.kind == "audit") {
     return fmt::format("normwise {}  max_ulp {}", get("normwise_rel_error", "{:.3g}"),
                        get("max_ulp", "{:.0f}"));
+  }
+  if (r.kind == "profile") {
+    std::string times;
+    for (const auto& [name, value] : r.metrics) {
+      if (!name.ends_with(".step_ms")) continue;
+      times += fmt::format("{}{} {:.2f} ms", times.empty() ? "step " : ", ",
+                           name.substr(0, name.size() - 8), value);
+    }
+    return times;
   }
   double worst = 0;
   for (const auto& [name, value] : r.metrics) {
@@ -87,6 +99,14 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   environment.compiler = fmt::format("{} {}", build_info::kCompiler, build_info::kCompilerVersion);
   environment.build_type = build_info::kBuildType;
   environment.cuda = build_info::kCuda;
+#if AMPBENCH_HAVE_CUDA
+  environment.gpu = kernels::describe(kernels::probe_device());
+  environment.cuda_libraries = kernels::describe(kernels::library_versions());
+#else
+  environment.gpu = "not probed: this build has no CUDA backend";
+  environment.cuda_libraries = "none: this build has no CUDA backend";
+#endif
+  environment.seed = suite.seed;
   environment.started = results::utc_now();
   out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",
                      suite.name, cases.size(), suite.cases.size(), results::to_string(shard),

@@ -39,6 +39,18 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
   ResultFile file;
   if (document.contains("suite") && document["suite"].is_string())
     file.suite = document["suite"].get<std::string>();
+  if (document.contains("environment") && document["environment"].is_object()) {
+    const auto& environment = document["environment"];
+    const auto text = [&](const char* name) {
+      return environment.contains(name) && environment[name].is_string()
+                 ? environment[name].get<std::string>()
+                 : std::string();
+    };
+    // "not probed: ..." and "no CUDA device: ..." say why there is no GPU: the CPU ran the cases.
+    const std::string gpu = text("gpu");
+    const bool has_gpu = !gpu.empty() && !gpu.starts_with("not probed") && !gpu.starts_with("no ");
+    file.device = has_gpu ? gpu : text("cpu");
+  }
   std::set<std::string> keys;
   const auto& records = document["records"];
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -148,6 +160,29 @@ Comparison compare(const ResultFile& base, const ResultFile& current,
     }
   }
   return result;
+}
+
+std::vector<SideBySide> side_by_side(const ResultFile& base, const ResultFile& current) {
+  static constexpr std::string_view kMain[] = {"normwise_rel_error",
+                                               "max_ulp",
+                                               "fraction_correctly_rounded",
+                                               "eval_loss_error",
+                                               "eval_accuracy",
+                                               "step_ms",
+                                               "vs_fp32"};
+  std::vector<SideBySide> rows;
+  for (const auto& b : base.records) {
+    const ResultRecord* n = find(current, b.key);
+    if (n == nullptr) continue;
+    for (const auto& [metric, base_value] : b.metrics) {
+      if (std::find(std::begin(kMain), std::end(kMain), last_part(metric)) == std::end(kMain)) {
+        continue;
+      }
+      const auto it = n->metrics.find(metric);
+      if (it != n->metrics.end()) rows.push_back({b.key, metric, base_value, it->second});
+    }
+  }
+  return rows;
 }
 
 }  // namespace ampbench::results

@@ -29,6 +29,9 @@ struct ResultRecord {
 };
 struct ResultFile {
   std::string suite;
+  // What ran the cases: the environment's gpu when it names a device, otherwise its cpu; empty
+  // when the record does not say (a hand-written one).
+  std::string device;
   std::vector<ResultRecord> records;
 };
 // Checks the schema and the members compare reads; `source` names the document in messages.
@@ -67,5 +70,17 @@ struct Comparison {
 
 Comparison compare(const ResultFile& base, const ResultFile& current,
                    const CompareOptions& options = {});
+
+// The architecture comparison: for every case both files have, its main metrics side by side
+// (an audit's normwise and largest ulp error and fraction correctly rounded; a training run's
+// eval-loss error and accuracy per policy; a profile run's step time and ratio to fp32 per
+// policy), in the base's order.
+struct SideBySide {
+  std::string key;
+  std::string metric;
+  double base = 0;
+  double current = 0;
+};
+std::vector<SideBySide> side_by_side(const ResultFile& base, const ResultFile& current);
 
 }  // namespace ampbench::results

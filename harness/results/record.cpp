@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/train/profile_record.hpp"
+
 namespace ampbench::results {
 namespace {
 
@@ -41,6 +43,17 @@ Record run_training(const train::TrainConfig& config) {
     if (!run.pass) record.breaches.push_back(fmt::format("{}: {}", run.policy, run.verdict));
   }
   record.metrics = train_metrics(result);
+  record.detail = train::to_json(result);
+  return record;
+}
+
+Record run_profile(const ProfileConfig& profile) {
+  const train::Dataset data = train::default_dataset(profile.config.model, profile.config.seed);
+  const train::ProfileResult result = train::profile_steps(profile.config, data, profile.warmup);
+  Record record;
+  record.kind = "profile";
+  record.pass = true;
+  record.metrics = profile_metrics(result);
   record.detail = train::to_json(result);
   return record;
 }
@@ -86,9 +99,12 @@ nlohmann::json to_json(const Environment& e) {
           {"compiler", e.compiler},
           {"build_type", e.build_type},
           {"cuda", e.cuda},
+          {"gpu", e.gpu},
+          {"cuda_libraries", e.cuda_libraries},
           {"cpu", e.cpu},
           {"cores", e.cores},
           {"hostname", e.hostname},
+          {"seed", e.seed},
           {"started", e.started},
           {"finished", e.finished}};
 }
@@ -99,12 +115,14 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets) {
   try {
     if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
       record = run_audit_case(*audit_case, budgets);
+    } else if (const auto* training = std::get_if<train::TrainConfig>(&c.work)) {
+      record = run_training(*training);
     } else {
-      record = run_training(std::get<train::TrainConfig>(c.work));
+      record = run_profile(std::get<ProfileConfig>(c.work));
     }
   } catch (const std::exception& e) {
     record = Record{};
-    record.kind = c.is_audit() ? "audit" : "train";
+    record.kind = std::string(c.kind());
     record.pass = false;
     record.breaches.push_back(fmt::format("error: {}", e.what()));
     record.detail = nullptr;
@@ -151,6 +169,17 @@ std::map<std::string, double> train_metrics(const train::TrainResult& result) {
     for (const double d : run.weight_divergence) divergence = std::max(divergence, d);
     put(metrics, p + ".weight_divergence", divergence);
     metrics[p + ".skipped_steps"] = static_cast<double>(run.skipped_steps.size());
+  }
+  return metrics;
+}
+
+std::map<std::string, double> profile_metrics(const train::ProfileResult& result) {
+  std::map<std::string, double> metrics;
+  const std::vector<double> ratios = train::vs_fp32(result);
+  for (std::size_t i = 0; i < result.policies.size(); ++i) {
+    const auto& p = result.policies[i];
+    put(metrics, p.policy + ".step_ms", train::step_times(p.step_ns).median_ms);
+    if (ratios[i] > 0) put(metrics, p.policy + ".vs_fp32", ratios[i]);
   }
   return metrics;
 }

@@ -21,11 +21,14 @@ struct Environment {
   std::string git_revision;
   std::string compiler;
   std::string build_type;
-  std::string cuda;
-  std::string cpu;  // the model name of /proc/cpuinfo
+  std::string cuda;            // the build's CUDA backend: "off" or nvcc's version and the sm list
+  std::string gpu;             // the device the run would use, or why there is none
+  std::string cuda_libraries;  // the CUDA runtime, driver, cuBLAS, cuDNN and CUPTI versions loaded
+  std::string cpu;             // the model name of /proc/cpuinfo
   unsigned cores = 0;
   std::string hostname;
-  std::string started;  // UTC, ISO 8601
+  std::uint64_t seed = 0;  // the suite's, which every case's inputs derive from
+  std::string started;     // UTC, ISO 8601
   std::string finished;
 };
 // The machine's side of the environment: cpu, cores, hostname.
@@ -37,17 +40,19 @@ nlohmann::json to_json(const Environment& environment);
 
 struct Record {
   std::string key;
-  std::string kind;  // "audit" or "train"
+  std::string kind;  // "audit", "train" or "profile"
   bool pass = false;
   std::vector<std::string> breaches;
   std::map<std::string, double> metrics;  // finite numbers only
   double seconds = 0;
-  nlohmann::json detail;  // the case's ampbench.audit/1 case or ampbench.train/1 record
+  // the case's ampbench.audit/1 case, ampbench.train/1 or ampbench.profile-run/1 record
+  nlohmann::json detail;
 };
 
 // Runs one case: an audit case against the budgets; a training run on the model's default data
-// set with 512 samples held out, as `ampbench train` does. A case that throws is a failed record
-// whose breach says why.
+// set with 512 samples held out, as `ampbench train` does; a profile run on the model's default
+// data set, as `ampbench profile` does (it always passes: its numbers are reported). A case that
+// throws is a failed record whose breach says why.
 Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets);
 
 // The metrics of a record. Audit: max_ulp, mean_ulp, normwise_rel_error, componentwise_rel_error,
@@ -57,6 +62,9 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets);
 // reference.eval_accuracy.
 std::map<std::string, double> audit_metrics(const nlohmann::json& audit_case);
 std::map<std::string, double> train_metrics(const train::TrainResult& result);
+// Profile, per policy P: P.step_ms (the median step's wall time) and P.vs_fp32 (that over fp32's,
+// when fp32 was profiled). Reported, not judged by compare: timings on shared machines vary.
+std::map<std::string, double> profile_metrics(const train::ProfileResult& result);
 
 nlohmann::json to_json(const Record& record);
 nlohmann::json result_document(std::string_view suite, const Shard& shard,

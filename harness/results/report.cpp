@@ -32,7 +32,8 @@ double seconds_of(const nlohmann::json& record) {
 }
 
 // The metrics a reader looks at first: an audit's normwise error, largest ulp error and fraction
-// correctly rounded; a training run's eval-loss error and accuracy per policy.
+// correctly rounded; a training run's eval-loss error and accuracy per policy; a profile run's
+// median step time per policy.
 std::string main_metrics(const nlohmann::json& record) {
   if (!record.contains("metrics") || !record["metrics"].is_object()) return "";
   const auto& m = record["metrics"];
@@ -55,6 +56,7 @@ std::string main_metrics(const nlohmann::json& record) {
     const std::string metric = name.substr(dot + 1);
     if (metric == "eval_loss_error") add(name, fmt::format("{:.3g}", value.get<double>()));
     if (metric == "eval_accuracy") add(name, fmt::format("{:.3f}", value.get<double>()));
+    if (metric == "step_ms") add(name, fmt::format("{:.3g} ms", value.get<double>()));
   }
   return text;
 }

@@ -195,32 +195,59 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
   }
 }
 
-void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
-                  const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
-  constexpr std::string_view kTable = "[[train]]";
-  reader.check_keys(table, kTable, {"model", "policies", "steps", "batch"});
+// The model, policies, steps and batch of a [[train]] or [[profile]] entry (`table_name`).
+train::TrainConfig read_training(const Reader& reader, const toml::table& table,
+                                 std::string_view table_name, std::uint64_t seed,
+                                 const std::filesystem::path& directory,
+                                 std::size_t default_steps) {
+  const auto where = [&](std::string_view key) { return fmt::format("{} {}", table_name, key); };
   train::TrainConfig config;
-  const toml::node& model = required(reader, table, "model", kTable);
-  config.model = reader.string(model, "[[train]] model");
+  const toml::node& model = required(reader, table, "model", table_name);
+  config.model = reader.string(model, where("model"));
   const auto models = train::model_names();
   if (std::find(models.begin(), models.end(), config.model) == models.end()) {
     reader.fail(
-        model, "[[train]] model",
+        model, where("model"),
         fmt::format("unknown model '{}' (available: {})", config.model, fmt::join(models, ", ")));
   }
-  config.policies = read_policies(reader, required(reader, table, "policies", kTable),
-                                  "[[train]] policies", directory);
-  config.steps = train::default_steps(config.model);
+  config.policies = read_policies(reader, required(reader, table, "policies", table_name),
+                                  where("policies"), directory);
+  config.steps = default_steps != 0 ? default_steps : train::default_steps(config.model);
   if (const toml::node* node = table.get("steps")) {
-    config.steps = reader.natural(*node, "[[train]] steps", 1);
+    config.steps = reader.natural(*node, where("steps"), 1);
   }
   if (const toml::node* node = table.get("batch")) {
-    config.batch = reader.natural(*node, "[[train]] batch", 1);
+    config.batch = reader.natural(*node, where("batch"), 1);
   }
   config.seed = seed;
   // As `ampbench train` runs: PyTorch's scaler defaults with the collapse warnings.
   config.scaler_options.collapse = train::CollapseDetection{};
+  return config;
+}
+
+void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
+                  const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[train]]";
+  reader.check_keys(table, kTable, {"model", "policies", "steps", "batch"});
+  train::TrainConfig config = read_training(reader, table, kTable, seed, directory, 0);
   cases.push_back(SuiteCase{train_key(config), std::move(config)});
+}
+
+// As `ampbench profile` runs by default: 20 timed steps after 3 untimed ones.
+void expand_profile(const Reader& reader, const toml::table& table, std::uint64_t seed,
+                    const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[profile]]";
+  reader.check_keys(table, kTable, {"model", "policies", "steps", "warmup", "batch"});
+  ProfileConfig profile{read_training(reader, table, kTable, seed, directory, 20), 3};
+  if (const toml::node* node = table.get("warmup")) {
+    profile.warmup = reader.natural(*node, "[[profile]] warmup", 0);
+  }
+  std::string key = fmt::format("profile/{}/steps={}/warmup={}/seed={}", profile.config.model,
+                                profile.config.steps, profile.warmup, profile.config.seed);
+  if (profile.config.batch != train::TrainConfig{}.batch) {
+    key += fmt::format("/batch={}", profile.config.batch);
+  }
+  cases.push_back(SuiteCase{std::move(key), std::move(profile)});
 }
 
 // The array of tables `name`, or nothing when the suite has none.
@@ -253,7 +280,8 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
     throw SuiteError(fmt::format("{}:{}: {}", source_name, e.source().begin.line, e.description()));
   }
   const Reader reader(source_name);
-  reader.check_keys(root, "", {"name", "description", "seed", "budgets", "audit", "train"});
+  reader.check_keys(root, "",
+                    {"name", "description", "seed", "budgets", "audit", "train", "profile"});
   Suite suite;
   const toml::node* name = root.get("name");
   if (name == nullptr) {
@@ -292,9 +320,12 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   for (const auto* table : tables(reader, root, "train")) {
     expand_train(reader, *table, suite.seed, directory, suite.cases);
   }
+  for (const auto* table : tables(reader, root, "profile")) {
+    expand_profile(reader, *table, suite.seed, directory, suite.cases);
+  }
   if (suite.cases.empty()) {
-    throw SuiteError(
-        fmt::format("{}:1: the suite has no [[audit]] or [[train]] entries", source_name));
+    throw SuiteError(fmt::format(
+        "{}:1: the suite has no [[audit]], [[train]] or [[profile]] entries", source_name));
   }
   // Keys are what compare matches records by: two cases with one key would be confused.
   std::map<std::string_view, std::size_t> seen;
@@ -305,6 +336,11 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
     }
   }
   return suite;
+}
+
+std::string_view SuiteCase::kind() const {
+  if (std::holds_alternative<audit::Case>(work)) return "audit";
+  return std::holds_alternative<train::TrainConfig>(work) ? "train" : "profile";
 }
 
 Suite load_suite(const std::string& path) {

@@ -1,7 +1,7 @@
-// Declarative suites (suites/*.toml, docs/results.md): a named list of audit cases and training
-// runs. Everything a suite names is checked when it is read, so that a typo stops the run before
-// any case starts; the suite then expands to cases with stable keys, in a deterministic order that
-// shards split.
+// Declarative suites (suites/*.toml, docs/results.md): a named list of audit cases, training runs
+// and profile runs. Everything a suite names is checked when it is read, so that a typo stops the
+// run before any case starts; the suite then expands to cases with stable keys, in a deterministic
+// order that shards split.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +25,21 @@ class SuiteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One case of a suite: an audit case, or a training run holding all its policies.
+// A profile run: each policy's training steps timed phase by phase on the CPU backend, after
+// `warmup` untimed ones (train::profile_steps; `ampbench profile`).
+struct ProfileConfig {
+  train::TrainConfig config;
+  std::size_t warmup = 3;
+};
+
+// One case of a suite: an audit case, a training run holding all its policies, or a profile run.
 struct SuiteCase {
-  std::string key;  // "audit/gemm/128x128x128/amp-fp16/normal/seed=1", "train/mlp/steps=20/seed=1"
-  std::variant<audit::Case, train::TrainConfig> work;
-  bool is_audit() const { return std::holds_alternative<audit::Case>(work); }
+  // "audit/gemm/128x128x128/amp-fp16/normal/seed=1", "train/mlp/steps=20/seed=1",
+  // "profile/mlp/steps=20/warmup=3/seed=1"
+  std::string key;
+  std::variant<audit::Case, train::TrainConfig, ProfileConfig> work;
+  // "audit", "train" or "profile": the record's kind and the key's first part.
+  std::string_view kind() const;
 };
 
 struct Suite {
@@ -38,7 +48,8 @@ struct Suite {
   std::uint64_t seed = 1;
   std::string budgets_path;  // empty: no budgets file (the built-in rules only)
   std::vector<audit::Budget> budgets;
-  std::vector<SuiteCase> cases;  // audit entries in file order, then training entries
+  // audit entries in file order, then training entries, then profile entries
+  std::vector<SuiteCase> cases;
 };
 
 // Reads a suite. `source_name` names it in messages; relative policy files and the budgets file

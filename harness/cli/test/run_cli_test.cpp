@@ -66,11 +66,12 @@ TEST_F(RunCli, RunsEveryCaseAndWritesTheResultRecord) {
   EXPECT_EQ(result["shard"], "0/1");
   const auto& environment = result["environment"];
   for (const char* field : {"ampbench_version", "git_revision", "compiler", "build_type", "cuda",
-                            "cpu", "hostname", "started", "finished"}) {
+                            "gpu", "cuda_libraries", "cpu", "hostname", "started", "finished"}) {
     EXPECT_TRUE(environment[field].is_string() && !environment[field].get<std::string>().empty())
         << field;
   }
   EXPECT_GE(environment["cores"].get<int>(), 1);
+  EXPECT_EQ(environment["seed"], 3);
   ASSERT_EQ(result["records"].size(), 3u);
   const auto& dot = result["records"][0];
   EXPECT_EQ(dot["key"], "audit/dot/16/fp32/normal/seed=3");
@@ -149,6 +150,15 @@ TEST_F(RunCli, MergedShardsAreTheWholeRun) {
   const Outcome gap = ampbench("compare " + path("whole/result.json") + " " + path("partial.json"));
   EXPECT_EQ(gap.status, 1);
   EXPECT_NE(gap.out.find("1 missing"), std::string::npos) << gap.out;
+
+  // A compact baseline: the whole run without its details compares the same.
+  ASSERT_EQ(ampbench("merge " + path("whole/result.json") + " --drop-detail --out " +
+                     path("baseline.json"))
+                .status,
+            0);
+  const auto baseline = nlohmann::json::parse(slurp(path("baseline.json")));
+  for (const auto& record : baseline["records"]) EXPECT_TRUE(record["detail"].is_null());
+  EXPECT_EQ(ampbench("compare " + path("baseline.json") + " " + path("merged.json")).status, 0);
 }
 
 TEST_F(RunCli, MergeNamesEveryBadInput) {
@@ -180,6 +190,39 @@ TEST_F(RunCli, MergeNamesEveryBadInput) {
     EXPECT_EQ(run.out, "") << c.args;
   }
   EXPECT_FALSE(std::filesystem::exists(path("m.json")));
+}
+
+// A profile run's record: each policy's median step time and its ratio to fp32's, with the
+// ampbench.profile-run/1 document as its detail; it passes (timings are reported, not judged).
+TEST_F(RunCli, AProfileEntryRecordsStepTimesPerPolicy) {
+  const std::string suite = write("profile.toml", R"(name = "timed"
+[[profile]]
+model = "mlp"
+policies = ["fp32", "amp-bf16"]
+steps = 3
+warmup = 1
+batch = 8
+)");
+  const Outcome run = ampbench("run " + suite + " --out " + path("timed"));
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("[1/1] profile/mlp/steps=3/warmup=1/seed=1/batch=8  PASS  step amp-bf16 "),
+            std::string::npos)
+      << run.out;
+  const auto result = nlohmann::json::parse(slurp(path("timed/result.json")));
+  const auto& record = result["records"][0];
+  EXPECT_EQ(record["kind"], "profile");
+  EXPECT_GT(record["metrics"]["fp32.step_ms"].get<double>(), 0.0);
+  EXPECT_GT(record["metrics"]["amp-bf16.step_ms"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(record["metrics"]["fp32.vs_fp32"].get<double>(), 1.0);
+  EXPECT_EQ(record["detail"]["schema"], "ampbench.profile-run/1");
+  EXPECT_EQ(record["detail"]["steps"], 3);
+  EXPECT_EQ(record["detail"]["runs"].size(), 2u);
+  // Timings vary from run to run: compare reports them but never calls them a regression.
+  const Outcome again = ampbench("run " + suite + " --out " + path("again"));
+  ASSERT_EQ(again.status, 0);
+  const Outcome compare = ampbench("compare " + path("timed/result.json") + " " +
+                                   path("again/result.json") + " --tolerance 0");
+  EXPECT_EQ(compare.status, 0) << compare.out;
 }
 
 TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {

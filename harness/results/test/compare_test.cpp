@@ -26,6 +26,37 @@ TEST(Compare, DirectionsComeFromTheMetricsName) {
   EXPECT_EQ(direction_of("fraction_correctly_rounded"), Direction::higher_is_better);
   EXPECT_EQ(direction_of("amp-bf16.eval_accuracy"), Direction::higher_is_better);
   EXPECT_EQ(direction_of("fp32.eval_loss"), Direction::unjudged);
+  EXPECT_EQ(direction_of("amp-fp16.step_ms"), Direction::unjudged);
+  EXPECT_EQ(direction_of("amp-fp16.vs_fp32"), Direction::unjudged);
+}
+
+// Two devices' results: the device comes from the environment (the GPU when one ran the cases,
+// else the CPU), and the main metrics of the shared cases line up side by side.
+TEST(Compare, TheArchitectureComparisonLinesUpTheMainMetrics) {
+  const auto on = [](const std::string& gpu, const std::string& records) {
+    return parse_result(nlohmann::json::parse(R"({"schema": "ampbench.result/1", "suite": "t",
+        "environment": {"gpu": ")" + gpu + R"(", "cpu": "Test CPU"}, "records": )" +
+                                              records + "}"),
+                        "test.json");
+  };
+  const auto a100 = on("NVIDIA A100, compute capability 8.0", R"([
+      {"key": "g", "status": "pass", "metrics": {"max_ulp": 3, "mean_ulp": 0.5}},
+      {"key": "t", "status": "pass", "metrics": {"fp32.step_ms": 10, "fp32.eval_loss": 1}},
+      {"key": "only-a", "status": "pass", "metrics": {"max_ulp": 1}}])");
+  const auto h200 = on("NVIDIA H200, compute capability 9.0", R"([
+      {"key": "t", "status": "pass", "metrics": {"fp32.step_ms": 4}},
+      {"key": "g", "status": "pass", "metrics": {"max_ulp": 5, "mean_ulp": 0.7}}])");
+  EXPECT_EQ(a100.device, "NVIDIA A100, compute capability 8.0");
+  EXPECT_EQ(on("no CUDA device: cudaErrorNoDevice", "[]").device, "Test CPU");
+  EXPECT_EQ(on("not probed: this build has no CUDA backend", "[]").device, "Test CPU");
+  const auto rows = side_by_side(a100, h200);
+  ASSERT_EQ(rows.size(), 2u);  // mean_ulp and eval_loss are not main metrics; only-a is alone
+  EXPECT_EQ(rows[0].key, "g");
+  EXPECT_EQ(rows[0].metric, "max_ulp");
+  EXPECT_EQ(rows[0].base, 3);
+  EXPECT_EQ(rows[0].current, 5);
+  EXPECT_EQ(rows[1].metric, "fp32.step_ms");
+  EXPECT_EQ(rows[1].current, 4);
 }
 
 TEST(Compare, AChangeForTheWorseBeyondTheToleranceIsARegression) {

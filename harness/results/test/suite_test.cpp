@@ -86,6 +86,35 @@ policies = ["fp32"]
                                       "train/cnn/steps=100/seed=1"}));
 }
 
+TEST(Suite, ProfileEntriesComeLastWithTheirWarmupInTheKey) {
+  const Suite suite = parse(R"(name = "p"
+[[profile]]
+model = "cnn"
+policies = ["fp32", "amp-fp16"]
+batch = 16
+[[profile]]
+model = "mlp"
+policies = ["amp-bf16"]
+steps = 4
+warmup = 0
+[[train]]
+model = "mlp"
+policies = ["fp32"]
+steps = 2
+)");
+  EXPECT_EQ(keys(suite.cases),
+            (std::vector<std::string>{"train/mlp/steps=2/seed=1",
+                                      "profile/cnn/steps=20/warmup=3/seed=1/batch=16",
+                                      "profile/mlp/steps=4/warmup=0/seed=1"}));
+  EXPECT_EQ(suite.cases[1].kind(), "profile");
+  EXPECT_EQ(suite.cases[0].kind(), "train");
+  const auto& cnn = std::get<ProfileConfig>(suite.cases[1].work);
+  EXPECT_EQ(cnn.config.policies.size(), 2u);
+  EXPECT_EQ(cnn.config.batch, 16u);
+  EXPECT_EQ(cnn.warmup, 3u);
+  EXPECT_EQ(std::get<ProfileConfig>(suite.cases[2].work).warmup, 0u);
+}
+
 TEST(Suite, ThePoliciesFilesAndTheBudgetsOfASuiteAreFoundNextToIt) {
   const Suite suite = parse_suite(R"(name = "p"
 [[audit]]
@@ -141,12 +170,22 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:5: [[train]] steps: must be an integer >= 1"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nlr = 0.1\n",
        "suites/x.toml:5: [[train]] lr: unknown key"},
+      {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nwarmup = -1\n",
+       "suites/x.toml:5: [[profile]] warmup: must be an integer >= 0"},
+      {"name = \"x\"\n[[profile]]\nmodel = \"gpt\"\npolicies = [\"fp32\"]\n",
+       "suites/x.toml:3: [[profile]] model: unknown model 'gpt'"},
+      {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\n",
+       "suites/x.toml:2: [[profile]]: missing key 'policies'"},
+      {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\ntrace = \"t.json\"\n",
+       "suites/x.toml:5: [[profile]] trace: unknown key (known: model, policies, steps, warmup, "
+       "batch)"},
       {"name = \"x\"\nseeds = 3\n", "suites/x.toml:2: seeds: unknown key"},
       {"name = \"x\"\nseed = \"one\"\n", "suites/x.toml:2: seed: must be an integer >= 0"},
       {"description = \"no name\"\n", "suites/x.toml:1: name: missing"},
       {"name = \"a/b\"\n", "suites/x.toml:1: name: must be a non-empty name"},
       {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2: budgets: "},
-      {"name = \"x\"\n", "suites/x.toml:1: the suite has no [[audit]] or [[train]] entries"},
+      {"name = \"x\"\n",
+       "suites/x.toml:1: the suite has no [[audit]], [[train]] or [[profile]] entries"},
       {"name = \"x\"\naudit = 3\n", "suites/x.toml:2: audit: must be an array of tables"},
       {"name = \"x\"\n[[audit]\n", "suites/x.toml:2: "},
       {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\", \"fp32\"]\n",
