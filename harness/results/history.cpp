@@ -66,7 +66,8 @@ constexpr const char* kInfoColumns =
     "suite, shard, git_revision, ampbench_version, hostname, cpu, started, finished, source";
 
 // id, the HistoryRunInfo columns, recorded_at, the records, the failed records.
-const std::string kRunsQuery = fmt::format(R"(
+std::string runs_query() {
+  return fmt::format(R"(
 SELECT id, {}, recorded_at,
        (SELECT count(*) FROM records c WHERE c.run_id = r.id),
        (SELECT count(*) FROM records c WHERE c.run_id = r.id AND c.pass = 0)
@@ -74,7 +75,8 @@ FROM runs r
 WHERE (?1 = '' OR r.suite = ?1)
 ORDER BY r.started, r.id
 )",
-                                           kInfoColumns);
+                     kInfoColumns);
+}
 
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;
@@ -416,7 +418,7 @@ AddOutcome History::add(const HistoryRunInput& run) {
 }
 
 std::vector<HistoryRun> History::runs(const HistoryFilter& filter) const {
-  Statement query(*connection_, kRunsQuery, "cannot list the runs");
+  Statement query(*connection_, runs_query(), "cannot list the runs");
   query.bind(1, filter.suite);
   std::vector<HistoryRun> runs;
   while (query.step()) {
