@@ -155,6 +155,19 @@ TEST_F(HistoryCli, ResultFilesFromElsewhereAreAddedOnce) {
   EXPECT_EQ(query("--db " + db + " --runs --last 1")["runs"].size(), 1u);
 }
 
+TEST_F(HistoryCli, ShardsRunningAtOnceShareOneHistory) {
+  const std::string db = path("results/history.sqlite");
+  Outcome shards[2];
+  std::thread second([&] { shards[1] = run("s1", "--shard 1/2"); });
+  shards[0] = run("s0", "--shard 0/2");
+  second.join();
+  for (const auto& shard : shards) ASSERT_EQ(shard.status, 0) << shard.out << shard.err;
+  const auto runs = query("--db " + db + " --runs")["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_NE(runs[0]["shard"], runs[1]["shard"]);
+  EXPECT_EQ(runs[0]["records"].get<int>() + runs[1]["records"].get<int>(), 3);
+}
+
 TEST_F(HistoryCli, AHistoryThatCannotTakeTheRunLeavesTheResultWhole) {
   const std::string db = path("results/history.sqlite");
   ASSERT_EQ(run("first").status, 0);
