@@ -49,6 +49,12 @@ std::string change_text(const results::SeriesPoint& p) {
   return change + (worse ? " worse" : " better");
 }
 
+// --op, --policy, --model, --key or --metric: options that choose values, not runs.
+bool selects_values(const HistoryArgs& args) {
+  return !args.op.empty() || !args.policy.empty() || !args.model.empty() || !args.key.empty() ||
+         !args.metric.empty();
+}
+
 std::optional<std::size_t> parse_count(const std::string& text) {
   std::size_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
@@ -157,7 +163,11 @@ void print_series(const std::vector<results::SeriesPoint>& series, const History
                          : "metric " + args.metric,
                      series.size(), cases.size(), runs.size());
   if (series.empty()) {
-    out << "No recorded value matches these filters; 'ampbench history --runs' lists the runs.\n";
+    const bool filtered = selects_values(args) || !args.suite.empty();
+    out << (filtered ? "No recorded value matches these filters; 'ampbench history --runs' lists "
+                       "the runs.\n"
+                     : "No value is recorded yet: 'ampbench run' records its runs, 'ampbench "
+                       "history --add' result files.\n");
     return;
   }
   out << fmt::format("\n{:>5}  {:<20}  {:<13}  {:>12}  {:<16}  {:<28}  {}\n", "run", "started",
@@ -172,8 +182,7 @@ void print_series(const std::vector<results::SeriesPoint>& series, const History
 }  // namespace
 
 int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
-  const bool filters_values = !args.op.empty() || !args.policy.empty() || !args.model.empty() ||
-                              !args.key.empty() || !args.metric.empty();
+  const bool filters_values = selects_values(args);
   if (!args.add.empty()) {
     if (filters_values || args.runs || !args.suite.empty() || !args.last.empty() || args.json) {
       err << fmt::format("{}: --add records result files; it takes no query options\n", kCommand);

@@ -128,6 +128,15 @@ TEST_F(HistoryCli, EveryRunIsRecordedNextToItsResults) {
   EXPECT_EQ(query("--db " + db + " --runs")["runs"].size(), 2u);
 }
 
+TEST_F(HistoryCli, AnEmptyHistorySaysSo) {
+  ASSERT_EQ(run("empty", "--shard 7/8").status, 0);  // a shard without cases
+  const Outcome outcome = ampbench("history --db " + path("results/history.sqlite"));
+  EXPECT_EQ(outcome.status, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("0 value(s) of 0 case(s) in 0 run(s)\nNo value is recorded yet"),
+            std::string::npos)
+      << outcome.out;
+}
+
 TEST_F(HistoryCli, ResultFilesFromElsewhereAreAddedOnce) {
   ASSERT_EQ(run("tiny", "--history none").status, 0);
   EXPECT_FALSE(std::filesystem::exists(path("results/history.sqlite")));
