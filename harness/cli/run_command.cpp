@@ -91,11 +91,16 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (args.history != "none") {
     const std::string history_path =
         args.history.empty() ? default_history_path(directory) : args.history;
-    try {
-      if (auto problem = json_path_problem(history_path)) throw results::HistoryError(*problem);
-      history = std::make_unique<results::History>(history_path, results::History::Open::create);
-    } catch (const results::HistoryError& e) {
-      err << fmt::format("{}: --history {}: {}\n", kCommand, history_path, e.what());
+    std::string problem = json_path_problem(history_path).value_or("");
+    if (problem.empty()) {
+      try {
+        history = std::make_unique<results::History>(history_path, results::History::Open::create);
+      } catch (const results::HistoryError& e) {
+        problem = e.what();
+      }
+    }
+    if (!problem.empty()) {
+      err << fmt::format("{}: --history {}: {}\n", kCommand, history_path, problem);
       return kExitUsage;
     }
   }

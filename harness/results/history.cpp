@@ -5,6 +5,7 @@
 
 #include <array>
 #include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "harness/results/compare.hpp"
@@ -322,10 +323,11 @@ HistoryRunInput history_run(const nlohmann::json& document, const std::string& s
 History::History(const std::string& path, Open mode)
     : path_(path), connection_(std::make_unique<Connection>()) {
   connection_->path = path;
-  if (std::filesystem::is_directory(path)) {
+  std::error_code ec;  // a path that cannot be looked at is SQLite's to report
+  if (std::filesystem::is_directory(path, ec)) {
     throw HistoryError(fmt::format("{}: is a directory, not a history database", path));
   }
-  if (mode == Open::existing && !std::filesystem::exists(path)) {
+  if (mode == Open::existing && !std::filesystem::exists(path, ec) && !ec) {
     throw HistoryError(fmt::format(
         "{}: no such history database (ampbench run writes one next to its results directory; "
         "ampbench history --add RESULT.json fills one)",
