@@ -143,7 +143,10 @@ TEST_F(HistoryCli, ResultFilesFromElsewhereAreAddedOnce) {
   const std::string result = path("results/tiny/result.json");
   auto other = nlohmann::json::parse(slurp(result));
   other["environment"]["hostname"] = "gpu-node-7";
+  other["environment"]["git_revision"] = "v0.2-1-g1234abcd-dirty";
   other["shard"] = "1/4";
+  auto& dot_error = other["records"][0]["metrics"]["normwise_rel_error"];
+  dot_error = dot_error.get<double>() * 1.5;
   const std::string elsewhere = write("elsewhere.json", other.dump());
   const std::string db = path("h.sqlite");
 
@@ -162,6 +165,12 @@ TEST_F(HistoryCli, ResultFilesFromElsewhereAreAddedOnce) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[1]["hostname"], "gpu-node-7");
   EXPECT_EQ(query("--db " + db + " --runs --last 1")["runs"].size(), 1u);
+
+  // The change against the previous run, judged by compare's rule; the commit of the revision.
+  const Outcome table = ampbench("history --db " + db + " --op dot");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("  1234abcd-dirty "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  +50.0% worse "), std::string::npos) << table.out;
 }
 
 TEST_F(HistoryCli, ShardsRunningAtOnceShareOneHistory) {
