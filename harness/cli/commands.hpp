@@ -123,6 +123,7 @@ struct RunArgs {
   std::string suite;          // suites/NAME.toml
   std::string shard = "0/1";  // I/N: the cases whose index % N == I
   std::string out;            // empty: results/<suite name>
+  std::string history;        // empty: history.sqlite beside DIR; "none": the run is not recorded
 };
 int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err);
 
@@ -153,5 +154,22 @@ struct ReportArgs {
   std::string junit;                 // --junit FILE
 };
 int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err);
+
+// The run history in SQLite (docs/results.md): a metric over runs, the runs (--runs), or result
+// files recorded (--add).
+struct HistoryArgs {
+  std::string db = "results/history.sqlite";
+  std::vector<std::string> add;  // result files to record; no query then
+  bool runs = false;             // list the runs instead of a metric's values
+  std::string op;
+  std::string policy;
+  std::string model;
+  std::string key;     // a substring of the case key
+  std::string metric;  // empty: normwise_rel_error (audit) and POLICY.eval_loss_error (train)
+  std::string suite;
+  std::string last;  // N >= 1: the last N values of each case (with --runs: the last N runs)
+  bool json = false;
+};
+int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ampbench::cli

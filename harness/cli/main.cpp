@@ -230,6 +230,9 @@ int main(int argc, char** argv) {
   run->add_option("--shard", run_args.shard, "I/N: only the cases whose index % N == I")
       ->capture_default_str();
   run->add_option("--out", run_args.out, "Directory of result.json (default: results/<suite>)");
+  run->add_option("--history", run_args.history,
+                  "History database the run is recorded in (default: history.sqlite beside the "
+                  "--out directory; none: not recorded)");
 
   ampbench::cli::CompareArgs compare_args;
   auto* compare = app.add_subcommand(
@@ -266,6 +269,27 @@ int main(int argc, char** argv) {
   report->add_option("--md", report_args.markdown,
                      "Write the Markdown here (default, with no --junit: standard output)");
   report->add_option("--junit", report_args.junit, "Write JUnit XML here");
+
+  ampbench::cli::HistoryArgs history_args;
+  auto* history = app.add_subcommand(
+      "history",
+      "How a metric moved over the recorded runs and revisions (SQLite); --runs lists the runs, "
+      "--add records result files");
+  history->add_option("--db", history_args.db, "The history database")->capture_default_str();
+  history->add_option("--add", history_args.add,
+                      "Record these result files (results from other machines or shards)");
+  history->add_flag("--runs", history_args.runs, "List the recorded runs");
+  history->add_option("--op", history_args.op, "Audit cases of this op");
+  history->add_option("--policy", history_args.policy,
+                      "Audit cases under this policy; of training runs, this policy's metrics");
+  history->add_option("--model", history_args.model, "Training runs of this model");
+  history->add_option("--key", history_args.key, "Cases whose key contains this text");
+  history->add_option("--metric", history_args.metric,
+                      "The metric (default: normwise_rel_error of audit cases, eval_loss_error "
+                      "of each policy of training runs)");
+  history->add_option("--suite", history_args.suite, "Runs of this suite");
+  history->add_option("--last", history_args.last, "Only the last N values of each case (runs)");
+  history->add_flag("--json", history_args.json, "Machine-readable output");
 
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
@@ -308,6 +332,7 @@ int main(int argc, char** argv) {
   if (*compare) return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
   if (*merge) return ampbench::cli::run_merge(merge_args, std::cout, std::cerr);
   if (*report) return ampbench::cli::run_report(report_args, std::cout, std::cerr);
+  if (*history) return ampbench::cli::run_history(history_args, std::cout, std::cerr);
   if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;

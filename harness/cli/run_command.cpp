@@ -1,12 +1,13 @@
 // ampbench run: a suite's cases one after the other, a line per case as it finishes, and the
 // result record DIR/result.json rewritten (atomically) after every case, so that a run that stops
-// leaves the finished cases readable. The suite, the shard and the output directory are checked
-// before any case runs.
+// leaves the finished cases readable; the finished run is then recorded in the history database.
+// The suite, the shard, the output directory and the history are checked before any case runs.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "harness/cli/build_info.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/json_file.hpp"
+#include "harness/results/history.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
 #if AMPBENCH_HAVE_CUDA
@@ -51,6 +53,13 @@ std::string key_metric(const results::Record& r) {
     if (name.ends_with(".eval_loss_error")) worst = std::max(worst, value);
   }
   return fmt::format("worst eval_loss_error {:.3g}", worst);
+}
+
+// history.sqlite in the directory that holds the results directory: results/history.sqlite for
+// results/<suite>, one database for every suite and shard run there.
+std::string default_history_path(const std::filesystem::path& directory) {
+  const auto results = directory.has_filename() ? directory : directory.parent_path();
+  return (results.parent_path() / "history.sqlite").string();
 }
 
 }  // namespace
@@ -90,6 +99,23 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const std::string result_path = (directory / "result.json").string();
+  std::unique_ptr<results::History> history;
+  if (args.history != "none") {
+    const std::string history_path =
+        args.history.empty() ? default_history_path(directory) : args.history;
+    std::string problem = json_path_problem(history_path).value_or("");
+    if (problem.empty()) {
+      try {
+        history = std::make_unique<results::History>(history_path, results::History::Open::create);
+      } catch (const results::HistoryError& e) {
+        problem = e.what();
+      }
+    }
+    if (!problem.empty()) {
+      err << fmt::format("{}: --history {}: {}\n", kCommand, history_path, problem);
+      return kExitUsage;
+    }
+  }
 
   // ---- the cases ------------------------------------------------------------------------------
   const auto cases = results::select_shard(suite.cases, shard);
@@ -114,11 +140,12 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
                      result_path);
   out.flush();
   nlohmann::json records = nlohmann::json::array();
+  nlohmann::json document;
   // Written before the first case too, so that a shard without cases still leaves a record.
   const auto write_result = [&]() {
     environment.finished = results::utc_now();
-    if (auto problem = write_json_file(
-            result_path, results::result_document(suite.name, shard, environment, records))) {
+    document = results::result_document(suite.name, shard, environment, records);
+    if (auto problem = write_json_file(result_path, document)) {
       err << fmt::format("{}: {}: {}\n", kCommand, result_path, *problem);
       return false;
     }
@@ -141,6 +168,20 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out << fmt::format("\n{} case(s) in {:.1f} s, {} failed. Record: {}\n", cases.size(), seconds,
                      failed, result_path);
+  // The result is on disk before the history is touched: a history that cannot take the run
+  // loses nothing, and the run can be added later.
+  if (history) {
+    try {
+      const auto recorded = history->add(results::history_run(document, result_path));
+      out << fmt::format("History: run {} in {}\n", recorded.run_id, history->path());
+    } catch (const std::exception& e) {  // HistoryError, or ResultError for a record it misreads
+      err << fmt::format(
+          "{}: {}\n{}: the run is not in the history; its record {} is complete: add it with "
+          "'ampbench history --add {} --db {}'\n",
+          kCommand, e.what(), kCommand, result_path, result_path, history->path());
+      return kExitUsage;
+    }
+  }
   return failed == 0 ? kExitOk : kExitFail;
 }
 
