@@ -25,7 +25,11 @@ std::optional<std::string> write_text_file(const std::string& path, const std::s
   }
   std::error_code ec;
   std::filesystem::rename(temporary, path, ec);
-  if (ec) return fmt::format("cannot rename {} to it ({})", temporary, ec.message());
+  if (ec) {
+    std::error_code ignored;  // the rename's error is the one to report
+    std::filesystem::remove(temporary, ignored);
+    return fmt::format("cannot rename {} to it ({})", temporary, ec.message());
+  }
   return std::nullopt;
 }
 
