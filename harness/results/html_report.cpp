@@ -36,6 +36,8 @@ table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { border-bottom: 1px solid #ddd; padding: 3px 10px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.key { white-space: nowrap; }
+ul.failures { color: #b2182b; margin: 4px 0; }
 tr.fail td { background: #fde0dc; } tr.fail td.status { color: #b2182b; font-weight: 700; }
 td.status { color: #1b7837; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 12px; }
@@ -151,6 +153,19 @@ std::string op_charts(const std::string& op, const std::vector<AuditRecord>& rec
   svg::LineChart bound{.title = fmt::format("{}: largest error over its a-priori bound", op),
                        .x = sizes,
                        .y = {"max |error_i| / bound_i", 10}};
+  // A point per case at its size, on the policy's line.
+  const auto add_point = [&](svg::LineChart& chart, const AuditRecord& r, double n,
+                             const char* metric) {
+    const auto& value = member(*r.detail, metric);
+    if (value.is_null()) return;  // no a-priori bound, or a metric the case has no value for
+    auto it = std::find_if(chart.series.begin(), chart.series.end(),
+                           [&](const svg::Series& s) { return s.name == r.variant; });
+    if (it == chart.series.end()) {
+      it = chart.series.insert(chart.series.end(),
+                               svg::Series{.name = r.variant, .colour = colours(r.variant)});
+    }
+    it->points.emplace_back(n, value.is_number() ? value.get<double>() : kNaN);
+  };
   std::size_t unsized = 0;
   for (const auto& r : records) {
     const double n = problem_size(text_of(*r.detail, "shape"));
@@ -158,18 +173,8 @@ std::string op_charts(const std::string& op, const std::vector<AuditRecord>& rec
       ++unsized;
       continue;
     }
-    for (auto* chart : {&size, &bound}) {
-      const char* metric = chart == &size ? "normwise_rel_error" : "bound_ratio";
-      const auto& value = member(*r.detail, metric);
-      if (value.is_null()) continue;
-      auto it = std::find_if(chart->series.begin(), chart->series.end(),
-                             [&](const svg::Series& s) { return s.name == r.variant; });
-      if (it == chart->series.end()) {
-        it = chart->series.insert(chart->series.end(),
-                                  svg::Series{.name = r.variant, .colour = colours(r.variant)});
-      }
-      it->points.emplace_back(n, value.is_number() ? value.get<double>() : kNaN);
-    }
+    add_point(size, r, n, "normwise_rel_error");
+    add_point(bound, r, n, "bound_ratio");
   }
   for (auto* chart : {&size, &bound}) {
     for (auto& s : chart->series) std::sort(s.points.begin(), s.points.end());
@@ -337,7 +342,8 @@ std::string records_table(const nlohmann::json& records) {
       breaches += (breaches.empty() ? "" : "<br>") + escape(b);
     }
     out += fmt::format(
-        "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"status\">{}</td><td>{}</td>"
+        "<tr class=\"{}\"><td class=\"key\">{}</td><td>{}</td><td "
+        "class=\"status\">{}</td><td>{}</td>"
         "<td class=\"num\">{:.2f}</td><td>{}</td></tr>\n",
         pass ? "pass" : "fail", escape(text_of(record, "key")), escape(text_of(record, "kind")),
         pass ? "PASS" : "FAIL", escape(main_metrics(record)), seconds_of(record), breaches);
@@ -360,6 +366,17 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
       "{:.1f} s</p>\n",
       failed ? "fail" : "pass", failed ? "FAIL" : "PASS", records.size(), records.size() - failed,
       failed, seconds);
+  if (failed > 0) {  // what a reader looks for first, before a long table
+    out += "<ul class=\"failures\">\n";
+    for (const auto& record : records) {
+      if (text_of(record, "status") == "pass") continue;
+      std::string breaches;
+      for (const auto& b : breaches_of(record)) breaches += (breaches.empty() ? "" : "; ") + b;
+      out += fmt::format("<li><b>{}</b>: {}</li>\n", escape(text_of(record, "key")),
+                         escape(breaches.empty() ? "failed" : breaches));
+    }
+    out += "</ul>\n";
+  }
   out += "<h3>Cases</h3>\n" + records_table(records);
 
   for (const auto& record : records) {

@@ -62,7 +62,7 @@ TEST(ReportCli, HtmlPageInAFile) {
   EXPECT_EQ(run.out, "");  // an output file replaces the Markdown on standard output
   const std::string page = slurp(html);
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_NE(page.find("<tr class=\"fail\"><td>audit/mul/4x4/fp16/normal/seed=1</td>"),
+  EXPECT_NE(page.find("<tr class=\"fail\"><td class=\"key\">audit/mul/4x4/fp16/normal/seed=1</td>"),
             std::string::npos)
       << page;
   EXPECT_NE(page.find("</html>"), std::string::npos);

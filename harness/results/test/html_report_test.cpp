@@ -137,6 +137,8 @@ TEST(HtmlReport, TableHighlightsFailuresAndTextIsEscaped) {
   EXPECT_EQ(count(html, "<tr class=\"fail\">"), 1u);
   EXPECT_EQ(count(html, "<tr class=\"pass\">"), 3u);
   EXPECT_NE(html.find("<td>too wrong</td>"), std::string::npos);
+  EXPECT_NE(html.find("<li><b>audit/gemm/8x8x16/fp16/normal/seed=1</b>: too wrong</li>"),
+            std::string::npos);
   EXPECT_NE(html.find("4 case(s), 3 passed, 1 failed"), std::string::npos);
   EXPECT_NE(html.find("audit/&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;/&quot;&amp;"),
             std::string::npos);
