@@ -299,7 +299,7 @@ std::string time_chart(const nlohmann::json& records) {
     const bool other = i + 1 >= kSegments && order.size() > kSegments;
     if (!other || i + 1 == kSegments) {
       chart.series.push_back(other ? "other ops" : segment);
-      chart.colours.push_back(svg::colour(chart.series.size() - 1));
+      chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
       chart.values.emplace_back(categories.size(), 0.0);
     }
     for (std::size_t c = 0; c < categories.size(); ++c) {

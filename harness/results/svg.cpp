@@ -91,8 +91,10 @@ std::string legend(const std::vector<std::pair<std::string, std::string>>& entri
         break;
       case Swatch::cross: out += cross(kLegendLeft + 11, y, c); break;
       case Swatch::box:
-        out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"{}\"/>",
-                           kLegendLeft + 4, number(y - 6), c);
+        out += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"{}\" stroke=\"#555\" "
+            "stroke-width=\"0.6\"/>",
+            kLegendLeft + 4, number(y - 6), c);
         break;
     }
     constexpr std::size_t kLegendChars = 26;  // what fits right of the plot at 12px
@@ -244,6 +246,12 @@ std::string colour(std::size_t index) {
   return palette[index % std::size(palette)];
 }
 
+std::string segment_colour(std::size_t index) {
+  static const char* const palette[] = {"#b3cde3", "#fbb4ae", "#ccebc5", "#decbe4", "#fed9a6",
+                                        "#ffffcc", "#e5d8bd", "#fddaec", "#d9d9d9"};
+  return palette[index % std::size(palette)];
+}
+
 std::string line_chart(const LineChart& chart) {
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo;
   double ylo = xlo, yhi = -xlo;
@@ -382,9 +390,10 @@ std::string bar_chart(const BarChart& chart) {
       const double top = ys(chart.stacked ? base + v : v);
       base += chart.stacked ? v : 0;
       body += fmt::format(
-          "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+          "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}>"
           "<title>{}: {:g}</title></rect>",
           number(x), number(top), number(bar), number(bottom - top), chart.colours.at(s),
+          chart.stacked ? " stroke=\"#555\" stroke-width=\"0.6\"" : "",
           escape(chart.series[s] + " · " + chart.categories[c]), v);
     }
     const double half_label = static_cast<double>(chart.categories[c].size()) * kCharWidth / 2;

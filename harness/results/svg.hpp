@@ -45,6 +45,8 @@ class Scale {
 // A stable colour for the i-th series of the page (a policy keeps its colour from chart to chart).
 std::string colour(std::size_t index);
 inline constexpr const char* kReferenceColour = "#222222";
+// Pale colours for the parts of a stacked bar (ops, phases), so that none reads as a policy.
+std::string segment_colour(std::size_t index);
 
 struct Axis {
   std::string label{};
