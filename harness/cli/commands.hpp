@@ -150,7 +150,8 @@ int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err);
 
 struct ReportArgs {
   std::vector<std::string> results;  // ampbench.result/1 files
-  std::string markdown;              // --md FILE; with neither output, Markdown to stdout
+  std::string html;                  // --html FILE
+  std::string markdown;              // --md FILE; with no output file, Markdown to stdout
   std::string junit;                 // --junit FILE
 };
 int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err);

@@ -264,10 +264,14 @@ int main(int argc, char** argv) {
 
   ampbench::cli::ReportArgs report_args;
   auto* report = app.add_subcommand(
-      "report", "Result records as Markdown tables and JUnit XML (one test case per record)");
+      "report",
+      "Result records as an HTML page with charts, Markdown tables and JUnit XML (one test case "
+      "per record)");
   report->add_option("results", report_args.results, "Result files (results/SUITE/result.json)");
+  report->add_option("--html", report_args.html,
+                     "Write the HTML page here (self-contained: inline CSS and SVG, no script)");
   report->add_option("--md", report_args.markdown,
-                     "Write the Markdown here (default, with no --junit: standard output)");
+                     "Write the Markdown here (default, with no other output: standard output)");
   report->add_option("--junit", report_args.junit, "Write JUnit XML here");
 
   ampbench::cli::HistoryArgs history_args;

@@ -1,4 +1,5 @@
-// ampbench report: result records (ampbench.result/1) as Markdown tables and JUnit XML.
+// ampbench report: result records (ampbench.result/1) as an HTML page, Markdown tables and JUnit
+// XML.
 #include <fmt/format.h>
 
 #include <ostream>
@@ -22,7 +23,8 @@ int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: give at least one result file (results/SUITE/result.json)\n", kCommand);
     return kExitUsage;
   }
-  for (const auto& [flag, path] : {std::pair{"md", &args.markdown}, {"junit", &args.junit}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"html", &args.html}, {"md", &args.markdown}, {"junit", &args.junit}}) {
     if (path->empty()) continue;
     if (auto problem = json_path_problem(*path)) {
       err << fmt::format("{}: --{} {}: {}\n", kCommand, flag, *path, *problem);
@@ -39,9 +41,11 @@ int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   const std::string markdown = results::markdown_report(documents);
-  if (args.markdown.empty() && args.junit.empty()) out << markdown;
+  if (args.html.empty() && args.markdown.empty() && args.junit.empty()) out << markdown;
   for (const auto& [flag, path, text] :
-       {std::tuple{"md", &args.markdown, markdown},
+       {std::tuple{"html", &args.html,
+                   args.html.empty() ? std::string() : results::html_report(documents)},
+        std::tuple{"md", &args.markdown, markdown},
         std::tuple{"junit", &args.junit,
                    args.junit.empty() ? std::string() : results::junit_report(documents)}}) {
     if (path->empty()) continue;

@@ -7,9 +7,23 @@
 #include <vector>
 
 #include "harness/results/compare.hpp"
+#include "harness/results/svg.hpp"
 
 namespace ampbench::results {
 namespace {
+
+// Markdown table cells: a '|' would end the cell.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+const nlohmann::json& records_of(const ResultDocument& r) {
+  return r.document.at("records");
+}
+
+}  // namespace
 
 std::string text_of(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("-");
@@ -61,39 +75,11 @@ std::string main_metrics(const nlohmann::json& record) {
   return text;
 }
 
-// Markdown table cells: a '|' would end the cell.
-std::string cell(const std::string& text) {
-  std::string out;
-  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
-std::string xml(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-const nlohmann::json& records_of(const ResultDocument& r) {
-  return r.document.at("records");
-}
-
 std::size_t failures_of(const ResultDocument& r) {
   std::size_t failed = 0;
   for (const auto& record : records_of(r)) failed += text_of(record, "status") != "pass";
   return failed;
 }
-
-}  // namespace
 
 ResultDocument load_result_document(const std::string& path) {
   std::ifstream file(path);
@@ -141,12 +127,12 @@ std::string junit_report(std::span<const ResultDocument> results) {
   for (const auto& r : results) {
     double time = 0;
     for (const auto& record : records_of(r)) time += seconds_of(record);
-    out +=
-        fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                    xml(text_of(r.document, "suite")), records_of(r).size(), failures_of(r), time);
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                       svg::escape(text_of(r.document, "suite")), records_of(r).size(),
+                       failures_of(r), time);
     for (const auto& record : records_of(r)) {
       out += fmt::format("    <testcase classname=\"ampbench.{}\" name=\"{}\" time=\"{:.3f}\"",
-                         xml(text_of(record, "kind")), xml(text_of(record, "key")),
+                         svg::escape(text_of(record, "kind")), svg::escape(text_of(record, "key")),
                          seconds_of(record));
       if (text_of(record, "status") == "pass") {
         out += "/>\n";
@@ -154,9 +140,10 @@ std::string junit_report(std::span<const ResultDocument> results) {
       }
       std::string breaches;
       for (const auto& b : breaches_of(record)) breaches += (breaches.empty() ? "" : "\n") + b;
-      out += fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                         xml(breaches_of(record).empty() ? "failed" : breaches_of(record).front()),
-                         xml(breaches));
+      out += fmt::format(
+          ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+          svg::escape(breaches_of(record).empty() ? "failed" : breaches_of(record).front()),
+          svg::escape(breaches));
     }
     out += "  </testsuite>\n";
   }

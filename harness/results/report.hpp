@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ampbench::results {
 
@@ -20,8 +21,22 @@ ResultDocument load_result_document(const std::string& path);
 // status, the main metrics, the breaches), and a count of the failures.
 std::string markdown_report(std::span<const ResultDocument> results);
 
+// A self-contained HTML page (inline CSS and SVG, no script, nothing fetched): per result its
+// environment, a summary, the table of its records and charts drawn from the records' details
+// (html_report.cpp; docs/results.md describes each chart).
+std::string html_report(std::span<const ResultDocument> results);
+
 // <testsuites> with one <testsuite> per result and one <testcase> per record (classname
 // ampbench.audit or ampbench.train, its time), a <failure> holding the breaches of a failed one.
 std::string junit_report(std::span<const ResultDocument> results);
+
+// The fields of a record the writers share: a string member or "-", the breaches, the seconds (0
+// when absent), an audit's or a training run's main metrics as one line of text, and the number of
+// records of a result that did not pass.
+std::string text_of(const nlohmann::json& j, const char* key);
+std::vector<std::string> breaches_of(const nlohmann::json& record);
+double seconds_of(const nlohmann::json& record);
+std::string main_metrics(const nlohmann::json& record);
+std::size_t failures_of(const ResultDocument& r);
 
 }  // namespace ampbench::results

@@ -1,9 +1,10 @@
-// End-to-end tests of `ampbench report`: Markdown on standard output or in a file, JUnit XML, and
-// every way the command line can be wrong.
+// End-to-end tests of `ampbench report`: Markdown on standard output or in a file, JUnit XML, the
+// HTML page, and every way the command line can be wrong.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -51,6 +52,57 @@ TEST(ReportCli, MarkdownOnStandardOutputAndJunitInAFile) {
   EXPECT_NE(xml.find("<failure message=\"mul fp16: normwise_rel_error 0.1 &gt; 0.01\">"),
             std::string::npos);
   for (const auto& path : {result, junit, markdown}) std::remove(path.c_str());
+}
+
+TEST(ReportCli, HtmlPageInAFile) {
+  const std::string result = write("result.json", kResult);
+  const std::string html = temp_path("report.html");
+  const Outcome run = ampbench("report " + result + " --html " + html);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "");  // an output file replaces the Markdown on standard output
+  const std::string page = slurp(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("<tr class=\"fail\"><td class=\"key\">audit/mul/4x4/fp16/normal/seed=1</td>"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(html + ".tmp"));
+  std::remove(result.c_str());
+  std::remove(html.c_str());
+}
+
+// A failed report writes nothing: no page, no temporary file.
+TEST(ReportCli, HtmlErrorsWriteNothing) {
+  const std::string result = write("html-ok.json", kResult);
+  const std::string bad = write("html-bad.json", "{\"schema\": \"ampbench.result/1\"");
+  const std::string html = temp_path("never.html");
+  const std::string directory = temp_path("a-directory");
+  std::filesystem::create_directory(directory);
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"report " + bad + " --html " + html, "ampbench report: " + bad + ": not JSON"},
+      {"report " + result + " /nonexistent-ampbench.json --html " + html,
+       "ampbench report: /nonexistent-ampbench.json: cannot open the file"},
+      {"report " + result + " --html /nonexistent-ampbench-dir/r.html",
+       "ampbench report: --html /nonexistent-ampbench-dir/r.html: directory "
+       "/nonexistent-ampbench-dir does not exist"},
+      // A path that is a directory cannot be replaced by a file (root may write anywhere else).
+      {"report " + result + " --html " + directory,
+       "ampbench report: --html " + directory + ": cannot rename " + directory + ".tmp to it"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+    EXPECT_FALSE(std::filesystem::exists(html)) << c.args;
+    EXPECT_FALSE(std::filesystem::exists(directory + ".tmp")) << c.args;
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(directory));
+  for (const auto& path : {result, bad}) std::remove(path.c_str());
+  std::filesystem::remove(directory);
 }
 
 TEST(ReportCli, EveryBadInputIsNamed) {
