@@ -132,11 +132,13 @@ policies = ["policies/example.toml"]
 TEST(Suite, TheShippedSuitesParse) {
   const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
   EXPECT_EQ(quick.name, "quick");
-  EXPECT_EQ(quick.cases.size(), 18u);
-  EXPECT_EQ(quick.cases.back().key, "train/mlp/steps=20/seed=1");
+  EXPECT_EQ(quick.cases.size(), 19u);
+  EXPECT_EQ(quick.cases.back().key, "profile/mlp/steps=10/warmup=2/seed=1");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
   EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3);
   EXPECT_EQ(nightly.cases.back().key, "train/transformer/steps=100/seed=1");
+  const Suite full = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/audit-full.toml");
+  EXPECT_EQ(full.cases.size(), ops::catalog().size() * 6 * 6 + 3 * 2 * (4 + 5 + 3 + 3 + 2 + 2));
 }
 
 struct BadSuite {
