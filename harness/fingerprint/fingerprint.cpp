@@ -10,8 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace ampbench::fingerprint {
 namespace {
@@ -31,13 +35,15 @@ struct Formats {
   int instruction_k;
 };
 
-// A product a * b with a value of m_a * m_b * 2^e, both operands normal numbers of the input format
-// (m_a, m_b in [1, 2) with few bits); throws std::invalid_argument when the format cannot hold
-// them.
+// One product a * b of a probe.
 struct Term {
   double a;
   double b;
 };
+
+// A product of value m_a * m_b * 2^e whose operands are normal numbers of the input format, the
+// exponent split evenly where the range allows (m_a, m_b in [1, 2) with few bits); throws
+// std::invalid_argument when the format cannot hold them.
 Term product(const Format& in, int e, double m_a = 1.0, double m_b = 1.0) {
   const int lo = std::max(in.emin, e - in.emax);
   const int hi = std::min(in.emax, e - in.emin);
@@ -45,7 +51,8 @@ Term product(const Format& in, int e, double m_a = 1.0, double m_b = 1.0) {
     throw std::invalid_argument(
         fmt::format("{} cannot hold two normal factors of 2^{}", in.name, e));
   }
-  const int ea = std::clamp(e >= 0 ? e / 2 : -((1 - e) / 2), lo, hi);
+  const int half = e >= 0 ? e / 2 : -((1 - e) / 2);  // floor(e / 2)
+  const int ea = std::clamp(half, lo, hi);
   return {m_a * p2(ea), m_b * p2(e - ea)};
 }
 Term negated(Term t) {
@@ -81,10 +88,20 @@ std::optional<std::size_t> matching(const std::vector<Hypothesis>& hypotheses,
 
 constexpr const char* kUnexplained = "no hypothesis explains the outputs";
 
+// The executor's outputs, one per probe (anything else is an executor error).
+std::vector<double> run(Executor& executor, const std::vector<Probe>& probes) {
+  std::vector<double> d = executor.run(probes);
+  if (d.size() != probes.size()) {
+    throw std::runtime_error(fmt::format("{}: {} results for {} probes", executor.description(),
+                                         d.size(), probes.size()));
+  }
+  return d;
+}
+
 // Runs the probes and picks the matching hypothesis; a sweep keeps only the match and its
 // neighbours in the evidence.
 std::optional<std::size_t> decide(Executor& executor, Evidence& e, bool sweep) {
-  e.outputs = executor.run(e.probes);
+  e.outputs = run(executor, e.probes);
   const std::optional<std::size_t> match = matching(e.hypotheses, e.outputs);
   e.verdict = match ? e.hypotheses[*match].name : kUnexplained;
   if (sweep && match) {
@@ -220,23 +237,25 @@ Evidence output_bits(Executor& x, const Formats& f, Parameters& out) {
     e.probes.push_back(four(f, s, product(f.in, s + 2 - j)));
     exact.push_back(p2(s + 2) + p2(s + 2 - j));
   }
-  e.outputs = x.run(e.probes);
+  e.outputs = run(x, e.probes);
   const auto first_inexact = std::mismatch(exact.begin(), exact.end(), e.outputs.begin()).first;
   const int q = static_cast<int>(first_inexact - exact.begin());
   for (int candidate = std::max(0, q - 1); candidate <= std::min(j_max, q + 1); ++candidate) {
     Hypothesis h{
         candidate == j_max ? fmt::format(">= {} bits", j_max) : fmt::format("{} bits", candidate),
         {}};
-    for (int j = 1; j <= j_max; ++j)
+    for (int j = 1; j <= j_max; ++j) {
       h.expected.push_back(j <= candidate ? exact[static_cast<std::size_t>(j - 1)] : p2(s + 2));
+    }
     e.hypotheses.push_back(std::move(h));
   }
-  // Even a bf16 output keeps 7 fraction bits: none exact is no output precision.
-  for (std::size_t i = static_cast<std::size_t>(q); i < exact.size() || q == 0; ++i) {
-    if (q == 0 || e.outputs[i] == exact[i] || !std::isfinite(e.outputs[i])) {
-      e.verdict = kUnexplained;
-      return e;
-    }
+  bool consistent = q > 0;  // even a bf16 output keeps 7 fraction bits
+  for (std::size_t i = static_cast<std::size_t>(q); i < exact.size(); ++i) {
+    consistent = consistent && e.outputs[i] != exact[i] && std::isfinite(e.outputs[i]);
+  }
+  if (!consistent) {
+    e.verdict = kUnexplained;
+    return e;
   }
   e.verdict = q == j_max ? fmt::format(">= {} bits", j_max) : fmt::format("{} bits", q);
   out.output_bits = q;
@@ -361,7 +380,7 @@ Evidence monotonicity(Executor& x, const Formats& f, std::optional<int> F, std::
       probes.push_back(std::move(high));
     }
   }
-  const std::vector<double> d = x.run(probes);
+  const std::vector<double> d = run(x, probes);
   for (std::size_t i = 0; i + 1 < d.size(); i += 2) {
     if (d[i] > d[i + 1]) {
       e.probes = {probes[i], probes[i + 1]};
