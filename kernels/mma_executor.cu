@@ -86,9 +86,10 @@ constexpr int kN = 16;
 template <typename In, typename Acc>
 __global__ void wmma_probe_kernel(ProbeArrays p) {
   constexpr int kK = In::k;
-  __shared__ typename In::Element a[kM * kK];
-  __shared__ typename In::Element b[kK * kN];
-  __shared__ typename Acc::Element cd[kM * kN];
+  // load_matrix_sync and store_matrix_sync need 256-bit aligned tiles.
+  __shared__ __align__(32) typename In::Element a[kM * kK];
+  __shared__ __align__(32) typename In::Element b[kK * kN];
+  __shared__ __align__(32) typename Acc::Element cd[kM * kN];
   const std::size_t probe = blockIdx.x;
   const unsigned lane = threadIdx.x;
   const typename Acc::Element c = Acc::from_bits(p.c[probe]);

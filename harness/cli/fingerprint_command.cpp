@@ -184,7 +184,7 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
   if (args.backend == "cpu") {
     const std::optional<numeric::MmaModel> device = named ? named : preset_of(args.arch);
     if (!device) return kExitUsage;
-    if (!args.arch.empty()) preset = preset_of(args.arch);
+    preset = named && !args.arch.empty() ? preset_of(args.arch) : device;
     if (!preset) return kExitUsage;
     executor = std::make_unique<fingerprint::ModelExecutor>(*device);
   } else {
