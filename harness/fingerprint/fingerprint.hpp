@@ -125,7 +125,7 @@ struct Comparison {
 };
 
 // Every parameter, inferred against predicted; a parameter that the fingerprint could not infer
-// is a mismatch unless the preset does not predict it either.
+// is a mismatch unless the preset does not predict it either ("n/a" on both sides).
 std::vector<Comparison> compare(const Parameters& inferred, const Parameters& predicted);
 bool all_match(std::span<const Comparison> rows);
 
