@@ -173,4 +173,19 @@ struct HistoryArgs {
 };
 int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err);
 
+// The Tensor Core feature tests (docs/fingerprint.md) on the GPU (cuda) or on a preset's CPU model
+// (cpu), compared with the preset; exit 1 on a mismatch, 3 when --backend cuda has no device.
+struct FingerprintArgs {
+  std::string format = "fp16";  // fp16 bf16 tf32 fp8 (= e4m3) e4m3 e5m2
+  std::string accumulator = "fp32";
+  // cpu: the emulated device is --preset, or --arch's preset; it is compared with --arch's
+  // preset, or itself. cuda: the device is compared with --preset, or --arch's preset, or its own
+  // architecture's. A preset's input and accumulator replace the two above.
+  std::string arch;
+  std::string preset;
+  std::string backend = "cuda";
+  std::string json;
+};
+int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream& err);
+
 }  // namespace ampbench::cli

@@ -295,6 +295,29 @@ int main(int argc, char** argv) {
   history->add_option("--last", history_args.last, "Only the last N values of each case (runs)");
   history->add_flag("--json", history_args.json, "Machine-readable output");
 
+  ampbench::cli::FingerprintArgs fingerprint_args;
+  auto* fingerprint = app.add_subcommand(
+      "fingerprint",
+      "Tensor Core feature tests (subnormals, exact products, alignment bits, output rounding, "
+      "normalisation, products per fused step, monotonicity): the inferred parameters against "
+      "the architecture's preset (exit 1 on a mismatch, 3 without a usable GPU)");
+  fingerprint->add_option("--format", fingerprint_args.format, "fp16 bf16 tf32 fp8 e4m3 e5m2")
+      ->capture_default_str();
+  fingerprint->add_option("--accumulator", fingerprint_args.accumulator, "fp32 or fp16")
+      ->capture_default_str();
+  fingerprint->add_option("--arch", fingerprint_args.arch,
+                          "Compare with this architecture's preset: volta turing ampere ada "
+                          "hopper blackwell (default: the device's, or --preset)");
+  fingerprint->add_option("--preset", fingerprint_args.preset,
+                          "cpu: the preset to emulate; cuda: the preset to compare with "
+                          "(docs/mma-models.md); sets format and accumulator");
+  fingerprint
+      ->add_option("--backend", fingerprint_args.backend,
+                   "cuda (the GPU's matrix instructions) or cpu (the preset's model)")
+      ->capture_default_str();
+  fingerprint->add_option("--json", fingerprint_args.json,
+                          "Write the record with every test's probes and outputs to this file");
+
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
   // CLI11 would report an unknown command as a missing one; name it instead.
@@ -338,6 +361,7 @@ int main(int argc, char** argv) {
   if (*report) return ampbench::cli::run_report(report_args, std::cout, std::cerr);
   if (*history) return ampbench::cli::run_history(history_args, std::cout, std::cerr);
   if (*profile) return ampbench::cli::run_profile(profile_args, std::cout, std::cerr);
+  if (*fingerprint) return ampbench::cli::run_fingerprint(fingerprint_args, std::cout, std::cerr);
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;
     if (*train_steps_option) train_args.steps = train_steps;

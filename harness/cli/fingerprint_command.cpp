@@ -1,0 +1,226 @@
+// ampbench fingerprint: the Tensor Core feature tests (harness/fingerprint/) on the GPU, or on a
+// CPU model of a preset, and their comparison with the preset of the architecture.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include "harness/cli/commands.hpp"
+#include "harness/cli/json_file.hpp"
+#include "harness/fingerprint/fingerprint.hpp"
+#include "harness/numeric/mma.hpp"
+#if AMPBENCH_HAVE_CUDA
+#include "kernels/device.hpp"
+#include "kernels/mma_executor.hpp"
+#endif
+
+namespace ampbench::cli {
+namespace {
+
+constexpr const char* kCommand = "ampbench fingerprint";
+constexpr int kExitNoDevice = 3;  // --backend cuda without a usable GPU (or CUDA backend)
+
+std::optional<numeric::Format> input_format(const std::string& name) {
+  if (name == "fp16") return numeric::formats::fp16;
+  if (name == "bf16") return numeric::formats::bf16;
+  if (name == "tf32") return numeric::formats::tf32;
+  if (name == "fp8" || name == "e4m3") return numeric::formats::e4m3;
+  if (name == "e5m2") return numeric::formats::e5m2;
+  return std::nullopt;
+}
+
+// Numbers as JSON numbers; the non-finite ones (which JSON lacks) as strings.
+nlohmann::json number(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+
+nlohmann::json numbers(const std::vector<double>& xs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const double x : xs) list.push_back(number(x));
+  return list;
+}
+
+nlohmann::json record(const fingerprint::Fingerprint& fp, const numeric::MmaModel& preset,
+                      const std::vector<fingerprint::Comparison>& rows) {
+  nlohmann::json doc{
+      {"schema", "ampbench.fingerprint/1"},
+      {"executor", fp.executor},
+      {"input", fp.input.name},
+      {"accumulator", fp.accumulator == numeric::MmaAccumulator::fp16 ? "fp16" : "fp32"},
+      {"preset", preset.name},
+      {"match", fingerprint::all_match(rows)}};
+  for (const auto& row : rows) {
+    doc["parameters"].push_back({{"parameter", row.parameter},
+                                 {"inferred", row.inferred},
+                                 {"preset", row.preset},
+                                 {"match", row.match}});
+  }
+  for (const auto& e : fp.evidence) {
+    nlohmann::json test{{"parameter", e.parameter},
+                        {"test", e.test},
+                        {"source", e.source},
+                        {"verdict", e.verdict},
+                        {"outputs", numbers(e.outputs)}};
+    test["probes"] = nlohmann::json::array();
+    for (const auto& p : e.probes) {
+      test["probes"].push_back({{"c", number(p.c)}, {"a", numbers(p.a)}, {"b", numbers(p.b)}});
+    }
+    test["hypotheses"] = nlohmann::json::array();
+    for (const auto& h : e.hypotheses) {
+      test["hypotheses"].push_back({{"name", h.name}, {"expected", numbers(h.expected)}});
+    }
+    doc["evidence"].push_back(std::move(test));
+  }
+  return doc;
+}
+
+// The executor of --backend cuda and the architecture of its device, or the exit status and a
+// message on `err` when there is none.
+struct DeviceExecutor {
+  std::unique_ptr<fingerprint::Executor> executor;
+  std::string arch;
+  int status = kExitOk;
+};
+
+DeviceExecutor cuda_executor([[maybe_unused]] const numeric::Format& input,
+                             [[maybe_unused]] numeric::MmaAccumulator accumulator,
+                             std::ostream& err) {
+#if AMPBENCH_HAVE_CUDA
+  const kernels::DeviceStatus device = kernels::probe_device();
+  if (!device.available) {
+    err << fmt::format("{}: --backend cuda: no usable GPU: {}\n", kCommand, device.error);
+    return {nullptr, "", kExitNoDevice};
+  }
+  const char* arch = fingerprint::mma_architecture(device.compute_major, device.compute_minor);
+  try {
+    return {kernels::make_mma_executor(input, accumulator), arch == nullptr ? "" : arch, kExitOk};
+  } catch (const std::invalid_argument& e) {
+    err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
+    return {nullptr, "", kExitUsage};
+  } catch (const std::runtime_error& e) {  // CudaError included
+    err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
+    return {nullptr, "", kExitNoDevice};
+  }
+#else
+  err << fmt::format(
+      "{}: --backend cuda: this build has no CUDA backend (configure with -DAMPBENCH_CUDA=ON)\n",
+      kCommand);
+  return {nullptr, "", kExitNoDevice};
+#endif
+}
+
+}  // namespace
+
+int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream& err) {
+  // ---- everything is checked before any work starts -----------------------------------------
+  std::optional<numeric::Format> input = input_format(args.format);
+  if (!input) {
+    err << fmt::format("{}: --format: unknown format '{}' (fp16 bf16 tf32 fp8 e4m3 e5m2)\n",
+                       kCommand, args.format);
+    return kExitUsage;
+  }
+  if (args.accumulator != "fp32" && args.accumulator != "fp16") {
+    err << fmt::format("{}: --accumulator: '{}' is neither fp32 nor fp16\n", kCommand,
+                       args.accumulator);
+    return kExitUsage;
+  }
+  auto accumulator =
+      args.accumulator == "fp16" ? numeric::MmaAccumulator::fp16 : numeric::MmaAccumulator::fp32;
+  std::optional<numeric::MmaModel> named;
+  if (!args.preset.empty()) {
+    named = numeric::mma_model_named(args.preset);
+    if (!named) {
+      err << fmt::format("{}: --preset: unknown preset '{}' (see docs/mma-models.md)\n", kCommand,
+                         args.preset);
+      return kExitUsage;
+    }
+    // The preset says what is probed.
+    input = named->input;
+    accumulator = named->accumulator();
+  }
+  if (args.backend != "cpu" && args.backend != "cuda") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
+                       args.backend);
+    return kExitUsage;
+  }
+  if (args.backend == "cpu" && args.arch.empty() && !named) {
+    err << fmt::format("{}: --backend cpu fingerprints a preset: give --preset or --arch\n",
+                       kCommand);
+    return kExitUsage;
+  }
+  if (args.backend == "cuda" && named && !args.arch.empty()) {
+    err << fmt::format("{}: --backend cuda: give --arch or --preset, not both\n", kCommand);
+    return kExitUsage;
+  }
+  if (!args.json.empty()) {
+    if (auto problem = json_path_problem(args.json)) {
+      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
+      return kExitUsage;
+    }
+  }
+  // The preset of an architecture for what is probed.
+  const auto preset_of = [&](const std::string& arch) -> std::optional<numeric::MmaModel> {
+    auto model = numeric::mma_model(arch, *input, accumulator);
+    if (!model) {
+      err << fmt::format("{}: no preset for {} with {} inputs and an {} accumulator\n", kCommand,
+                         arch.empty() ? "this device" : arch, input->name,
+                         accumulator == numeric::MmaAccumulator::fp16 ? "fp16" : "fp32");
+    }
+    return model;
+  };
+
+  // cpu: the emulated device is --preset (or --arch's preset), compared with --arch's preset (or
+  // itself). cuda: the device, compared with --preset, or --arch's preset, or its own
+  // architecture's.
+  std::unique_ptr<fingerprint::Executor> executor;
+  std::optional<numeric::MmaModel> preset = named;
+  if (args.backend == "cpu") {
+    const std::optional<numeric::MmaModel> device = named ? named : preset_of(args.arch);
+    if (!device) return kExitUsage;
+    preset = named && !args.arch.empty() ? preset_of(args.arch) : device;
+    if (!preset) return kExitUsage;
+    executor = std::make_unique<fingerprint::ModelExecutor>(*device);
+  } else {
+    DeviceExecutor device = cuda_executor(*input, accumulator, err);
+    if (device.status != kExitOk) return device.status;
+    if (!preset) preset = preset_of(args.arch.empty() ? device.arch : args.arch);
+    if (!preset) return kExitUsage;
+    executor = std::move(device.executor);
+  }
+
+  // ---- the tests ------------------------------------------------------------------------------
+  fingerprint::Fingerprint fp;
+  try {
+    fp = fingerprint::take_fingerprint(*executor);
+  } catch (const std::runtime_error& e) {  // the device failed (CudaError) or gave nonsense
+    err << fmt::format("{}: {}\n", kCommand, e.what());
+    return kExitNoDevice;
+  }
+  const auto rows = fingerprint::compare(fp.parameters, fingerprint::predicted_parameters(*preset));
+  out << fmt::format("# executor: {}\n# preset: {} ({}; {})\n", fp.executor, preset->name,
+                     preset->instruction, preset->source);
+  out << "parameter\tinferred\tpreset\tmatch\n";
+  for (const auto& row : rows) {
+    out << fmt::format("{}\t{}\t{}\t{}\n", row.parameter, row.inferred, row.preset,
+                       row.match ? "yes" : "NO");
+  }
+  const bool match = fingerprint::all_match(rows);
+  out << (match ? "# every parameter matches the preset\n"
+                : "# MISMATCH with the preset: a finding for the report\n");
+  if (!args.json.empty()) {
+    if (auto problem = write_json_file(args.json, record(fp, *preset, rows))) {
+      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
+      return kExitUsage;
+    }
+  }
+  return match ? kExitOk : kExitFail;
+}
+
+}  // namespace ampbench::cli
