@@ -275,6 +275,9 @@ std::string time_chart(const nlohmann::json& records) {
     } else if (text_of(record, "kind") == "train" && detail.is_object()) {
       category = text_of(member(detail, "config"), "model") + " run";
       segment = "training runs";
+    } else if (text_of(record, "kind") == "profile" && detail.is_object()) {
+      category = text_of(detail, "model") + " profile";
+      segment = "profile runs";
     } else {
       category = "cases without a record";
       segment = "failed before a record";
@@ -307,6 +310,38 @@ std::string time_chart(const nlohmann::json& records) {
       const auto it = by_category.find(categories[c]);
       if (it != by_category.end()) chart.values.back()[c] += it->second;
     }
+  }
+  return svg::bar_chart(chart);
+}
+
+// A profile run's step as stacked bars per policy: the median step's milliseconds split by the
+// phases' shares of the step time; what no phase covers (the loss, scaling the loss) is "rest".
+std::string profile_chart(const nlohmann::json& detail) {
+  static constexpr const char* kPhases[] = {"forward", "backward",  "unscale",
+                                            "clip",    "optimizer", "update"};
+  svg::BarChart chart{
+      .title = "Median step time per policy, by phase", .y = {"milliseconds", 0}, .stacked = true};
+  const auto& runs = member(detail, "runs");
+  if (!runs.is_array() || runs.empty()) return "";
+  for (const char* phase : kPhases) {
+    chart.series.push_back(phase);
+    chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
+  }
+  chart.series.push_back("rest");
+  chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
+  chart.values.assign(chart.series.size(), {});
+  for (const auto& run : runs) {
+    chart.categories.push_back(text_of(run, "policy"));
+    const auto& median = member(member(run, "step_ms"), "median");
+    const double step_ms = median.is_number() ? median.get<double>() : 0.0;
+    double covered = 0;
+    for (std::size_t i = 0; i < std::size(kPhases); ++i) {
+      const auto& share = member(member(run, "phase_share"), kPhases[i]);
+      const double fraction = share.is_number() ? share.get<double>() : 0.0;
+      covered += fraction;
+      chart.values[i].push_back(step_ms * fraction);
+    }
+    chart.values.back().push_back(step_ms * std::max(0.0, 1.0 - covered));
   }
   return svg::bar_chart(chart);
 }
@@ -384,6 +419,16 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
     if (text_of(record, "kind") != "train" || !detail.is_object()) continue;
     out += fmt::format("<h3>Training: {}</h3>\n", escape(text_of(record, "key")));
     out += train_charts(detail, colours);
+  }
+  for (const auto& record : records) {
+    const auto& detail = member(record, "detail");
+    if (text_of(record, "kind") != "profile" || !detail.is_object()) continue;
+    out += fmt::format("<h3>Profile: {}</h3>\n", escape(text_of(record, "key")));
+    out += fmt::format(
+        "<p class=\"explain\">Host timers around each phase of the step on the {} backend: "
+        "the times are the emulator's, not a GPU's; the ratios between policies say what "
+        "emulating them costs.</p>\n<div class=\"charts\">{}</div>\n",
+        escape(text_of(detail, "backend")), profile_chart(detail));
   }
   std::vector<std::string> ops;
   std::map<std::string, std::vector<AuditRecord>> by_op;

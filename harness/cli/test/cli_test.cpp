@@ -385,10 +385,8 @@ TEST(CliPolicies, UserTomlFile) {
 }
 
 TEST(CliPolicies, ExamplePolicyLoadsAndHelpListsTheCommand) {
-  // The source tree from this file's path (CMake compiles it by absolute path).
-  const std::string self = __FILE__;
-  const std::string root = self.substr(0, self.rfind("harness/cli/test/"));
-  const Outcome run = ampbench("policies --json --policy " + root + "suites/policies/example.toml");
+  const Outcome run =
+      ampbench("policies --json --policy " AMPBENCH_SOURCE_DIR "/suites/policies/example.toml");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["name"], "amp-bf16-fp32-attention");
   EXPECT_NE(ampbench("help").out.find("policies"), std::string::npos);

@@ -169,3 +169,43 @@ TEST(HtmlReport, SaysWhatARecordDoesNotCarry) {
 
 }  // namespace
 }  // namespace ampbench::results
+
+namespace ampbench::results {
+namespace {
+
+// A profile run's record: the median step split by the phases' shares, the rest on top.
+TEST(HtmlReport, AProfileRunIsAStackedBarPerPolicyByPhase) {
+  const auto run = [](const char* policy, double step_ms, double forward, double backward) {
+    return nlohmann::json{{"policy", policy},
+                          {"step_ms", {{"median", step_ms}}},
+                          {"phase_share", {{"forward", forward}, {"backward", backward}}}};
+  };
+  const nlohmann::json record{
+      {"key", "profile/mlp/steps=3/warmup=1/seed=1"},
+      {"kind", "profile"},
+      {"status", "pass"},
+      {"seconds", 1.0},
+      {"breaches", nlohmann::json::array()},
+      {"metrics", {{"fp32.step_ms", 10.0}}},
+      {"detail",
+       {{"schema", "ampbench.profile-run/1"},
+        {"backend", "cpu"},
+        {"model", "mlp"},
+        {"runs", {run("fp32", 10.0, 0.4, 0.4), run("amp-fp16", 5.0, 0.5, 0.5)}}}}};
+  const std::vector<ResultDocument> results{
+      {"p.json",
+       {{"schema", "ampbench.result/1"}, {"suite", "p"}, {"shard", "0/1"}, {"records", {record}}}}};
+  const std::string html = html_report(results);
+  const auto svgs = charts(html);
+  ASSERT_EQ(svgs.size(), 2u) << html;  // the profile, the time of the cases
+  const std::string& profile = svgs[0];
+  EXPECT_NE(profile.find("Median step time per policy, by phase"), std::string::npos);
+  for (const char* bar : {"forward · fp32: 4<", "backward · fp32: 4<", "rest · fp32: 2<",
+                          "forward · amp-fp16: 2.5<", "rest · amp-fp16: 0<", "clip · fp32: 0<"}) {
+    EXPECT_NE(profile.find(bar), std::string::npos) << bar;
+  }
+  EXPECT_NE(html.find("<h3>Profile: profile/mlp/steps=3/warmup=1/seed=1</h3>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ampbench::results
