@@ -268,7 +268,7 @@ void check_version(const History::Connection& connection, const std::string& ver
 CaseKey parse_case_key(std::string_view key) {
   const std::vector<std::string> parts = split(key, '/');
   CaseKey parsed;
-  if (parts[0] == "train" && parts.size() >= 2) {
+  if ((parts[0] == "train" || parts[0] == "profile") && parts.size() >= 2) {
     parsed.model = parts[1];
     return parsed;
   }

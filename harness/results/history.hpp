@@ -27,7 +27,7 @@ class HistoryError : public std::runtime_error {
 };
 
 // What a case key says, for filtering: "audit/OP/SHAPE/POLICY/DIST/seed=S[/mma=..][/samples=..]"
-// gives op and policy, "train/MODEL/steps=N/seed=S[/batch=B]" the model (a training record holds
+// gives op and policy, "train/MODEL/..." and "profile/MODEL/..." the model (such a record holds
 // every policy of its run: its metrics are named POLICY.metric). Empty where the key has none.
 struct CaseKey {
   std::string op;

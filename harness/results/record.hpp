@@ -35,7 +35,9 @@ struct Environment {
 Environment host_environment();
 // The first "model name" of a /proc/cpuinfo text; "unknown" when there is none.
 std::string cpu_model(std::string_view cpuinfo);
-std::string utc_now();  // "2026-11-29T14:47:22Z"
+// "2026-11-29T14:47:22.125Z": to the millisecond, so that two runs of a suite on one host have
+// different start times (the history knows a run by it).
+std::string utc_now();
 nlohmann::json to_json(const Environment& environment);
 
 struct Record {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -51,13 +50,9 @@ class HistoryCli : public ::testing::Test {
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  // A run of the tiny suite into results/NAME. Runs are known by their start time, to the second:
-  // the next run starts in another second.
+  // A run of the tiny suite into results/NAME.
   Outcome run(const std::string& name, const std::string& options = "") const {
-    const Outcome outcome =
-        ampbench("run " + suite_ + " --out " + path("results/" + name) + " " + options);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-    return outcome;
+    return ampbench("run " + suite_ + " --out " + path("results/" + name) + " " + options);
   }
   nlohmann::json query(const std::string& options) const {
     const Outcome outcome = ampbench("history --json " + options);

@@ -117,6 +117,7 @@ TEST(CaseKey, AuditKeysGiveOpAndPolicyTrainingKeysTheModel) {
   EXPECT_EQ(training.model, "transformer");
   EXPECT_EQ(training.op, "");
   EXPECT_EQ(training.policy, "");
+  EXPECT_EQ(parse_case_key("profile/cnn/steps=20/warmup=3/seed=1").model, "cnn");
   for (const char* odd : {"", "a", "audit", "audit/gemm", "audit/gemm/64/fp32/seed=1", "train"}) {
     const CaseKey k = parse_case_key(odd);
     EXPECT_EQ(k.op + k.policy + k.model, "") << odd;

@@ -76,7 +76,11 @@ TEST(Environment, TheCpuIsTheFirstModelNameOfProcCpuinfo) {
                       "CPU @ 2.20GHz\nmodel name\t: other\n"),
             "Intel(R) Xeon(R) CPU @ 2.20GHz");
   EXPECT_EQ(cpu_model("processor : 0\n"), "unknown");
-  EXPECT_EQ(utc_now().size(), 20u);
+  const std::string now = utc_now();
+  ASSERT_EQ(now.size(), 24u) << now;
+  EXPECT_EQ(now[10], 'T');
+  EXPECT_EQ(now[19], '.');
+  EXPECT_EQ(now.back(), 'Z');
   EXPECT_EQ(to_json(Environment{})["cores"], 0);
 }
 
