@@ -143,11 +143,19 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<const ops::OpInfo*> op_list;
   if (args.all) {
     for (const auto& op : ops::catalog()) op_list.push_back(&op);
-  } else if (const ops::OpInfo* op = ops::find_op(args.op)) {
-    op_list.push_back(op);
   } else {
-    err << fmt::format("{}: --op: unknown op '{}' (known: {})\n", kCommand, args.op,
-                       ops::op_names());
+    for (const std::string& name : split_list(args.op)) {
+      const ops::OpInfo* op = ops::find_op(name);
+      if (op == nullptr) {
+        err << fmt::format("{}: --op: unknown op '{}' (known: {})\n", kCommand, name,
+                           ops::op_names());
+        return kExitUsage;
+      }
+      op_list.push_back(op);
+    }
+  }
+  if (op_list.size() > 1 && !args.all && !args.shape.empty()) {
+    err << kCommand << ": --shape goes with a single --op (several use each op's default shape)\n";
     return kExitUsage;
   }
   std::vector<ops::Shape> shapes;

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
       "audit",
       "Per-op precision audit: error of an op under precision policies against its correctly "
       "rounded reference, with bounds and budgets (exit 1 when a case fails)");
-  audit->add_option("--op", audit_args.op, "The op (see docs/audit.md); or --all");
+  audit->add_option("--op", audit_args.op,
+                    "The op, or ops separated by commas (docs/audit.md); or --all");
   audit->add_flag("--all", audit_args.all,
                   "Every op at its default shape under every built-in policy");
   audit->add_option("--shape", audit_args.shape, "Sizes separated by x: 64x1024, gemm MxNxK");

@@ -121,7 +121,21 @@ TEST(CliAuditBackend, CudaWithAGpuRefusesARunWhereNoCaseCanRun) {
   EXPECT_EQ(ampbench("audit --op gemm --backend cuda --mma hopper").status, 2);
 }
 
-TEST(CliAuditBackend, BadGemmComputeOptionsExitWith2BeforeAnyWork) {
+// scripts/gpu-check audits gemm, bmm and cast in one run, one records file.
+TEST(CliAuditBackend, SeveralOpsRunEachAtItsDefaultShape) {
+  const std::string json = temp_path("ops.json");
+  const Outcome run = ampbench("audit --op gemm,cast --samples 8 --budgets none --json " + json);
+  const std::string text = slurp(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  const auto cases = nlohmann::json::parse(text)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0]["shape"], "256x256x256");
+  EXPECT_EQ(cases[1]["op"], "cast");
+  EXPECT_EQ(cases[1]["shape"], "64x1024");
+}
+
+TEST(CliAuditBackend, BadBackendOptionsExitWith2BeforeAnyWork) {
   const struct {
     std::string args;
     std::string message;
@@ -130,6 +144,8 @@ TEST(CliAuditBackend, BadGemmComputeOptionsExitWith2BeforeAnyWork) {
        "--gemm-compute: unknown compute type '64F' (known: 32F, 32F_PEDANTIC, 32F_FAST_TF32, "
        "32F_FAST_16F, 32F_FAST_16BF, 16F)"},
       {"--op gemm --gemm-compute 32F", "--gemm-compute goes with --backend cuda or all"},
+      {"--op gemm,cast --shape 8x8x8", "--shape goes with a single --op"},
+      {"--op gemm,conv9d", "--op: unknown op 'conv9d'"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench("audit " + c.args);
