@@ -284,18 +284,17 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       const auto& p = policies[j];
       audit::Case c{op_list[i], shapes[i],    p,         args.dist,
                     args.seed,  args.samples, summation, models[j]};
-      // Each backend's result of the case, one after the other: side by side in the table.
+      const backends::cuda::Planning* planned = on_cuda ? &plans[i * policies.size() + j] : nullptr;
+      // Each backend's result of the case (and what ran on the GPU), one after the other: side
+      // by side in the table.
       std::vector<std::pair<audit::CaseResult, nlohmann::json>> results;
       try {
         if (on_cpu) results.emplace_back(audit::run_case(c, budgets), nlohmann::json());
-        if (on_cuda) {
-          const backends::cuda::Planning& planned = plans[i * policies.size() + j];
-          if (planned.plan) {
-            nlohmann::json detail;
-            const audit::Kernel kernel = cuda_kernel(*c.op, c.shape, *planned.plan, &detail);
-            audit::CaseResult result = audit::run_kernel_case(c, kernel, "cuda", budgets);
-            results.emplace_back(std::move(result), std::move(detail));
-          }
+        if (planned != nullptr && planned->plan) {
+          nlohmann::json detail;
+          const audit::Kernel kernel = cuda_kernel(*c.op, c.shape, *planned->plan, &detail);
+          audit::CaseResult result = audit::run_kernel_case(c, kernel, "cuda", budgets);
+          results.emplace_back(std::move(result), std::move(detail));
         }
       } catch (const std::exception& e) {
         out.flush();
@@ -304,7 +303,9 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       }
       for (auto& [result, detail] : results) {
         write_row(out, widths, result);
-        for (const auto& b : result.breaches) failures.push_back(b.message);
+        for (const auto& b : result.breaches) {
+          failures.push_back(widths.backend == 0 ? b.message : result.backend + ": " + b.message);
+        }
         nlohmann::json record = audit::to_json(result);
         if (result.backend == "cuda") {
           record["device"] = cuda.device;
@@ -312,9 +313,9 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         }
         records.push_back(std::move(record));
       }
-      if (on_cuda && !plans[i * policies.size() + j].plan) {
-        write_not_run(out, widths, c, plans[i * policies.size() + j].reason);
-        records.push_back(not_run_record(c, plans[i * policies.size() + j].reason));
+      if (planned != nullptr && !planned->plan) {
+        write_not_run(out, widths, c, planned->reason);
+        records.push_back(not_run_record(c, planned->reason));
       }
       if (!args.json.empty() && !write_records(args.json, records, cuda_unavailable, err)) {
         return kExitUsage;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,16 +91,26 @@ TEST_F(CudaBackendTest, EachCompute32FTypeRunsAndReportsItsAlgorithm) {
   }
 }
 
-// Down-converting fp32 inputs loses what fp32 GEMMs keep: tf32 keeps 11 significant bits, fp16
-// 11 with a narrow range, bf16 8; each is far from the fp32 result of 32F.
-TEST_F(CudaBackendTest, FastComputeTypesAreLessAccurateThanFp32ByTheirInputPrecision) {
-  const double fp32 = *run("gemm", "fp32", GemmCompute::f32).result.summary.normwise_rel_error;
-  const double tf32 =
-      *run("gemm", "fp32", GemmCompute::f32_fast_tf32).result.summary.normwise_rel_error;
-  const double bf16 =
-      *run("gemm", "fp32", GemmCompute::f32_fast_16bf).result.summary.normwise_rel_error;
-  EXPECT_GT(tf32, 10 * fp32);
-  EXPECT_GT(bf16, 4 * tf32);  // 3 bits fewer than tf32
+// The FAST types only allow cuBLAS to down-convert fp32 inputs (to tf32, or to fp16 / bf16 or
+// tf32: cublas_api.h), so which conversion ran is a finding, printed here, not an assumption. What
+// holds whichever ran: the error is at most that of rounding the inputs to the narrowest allowed
+// format (normal inputs, k = 256: about u_in, far below these limits), and fp32 without
+// conversion is far more accurate still.
+TEST_F(CudaBackendTest, FastComputeTypesStayWithinTheErrorOfTheirDownConversion) {
+  const struct {
+    GemmCompute compute;
+    double limit;  // a few times the unit roundoff of the narrowest format allowed
+  } rows[] = {{GemmCompute::f32_pedantic, 1e-6},
+              {GemmCompute::f32_fast_tf32, 4 * 0x1p-11},
+              {GemmCompute::f32_fast_16f, 4 * 0x1p-11},
+              {GemmCompute::f32_fast_16bf, 4 * 0x1p-8}};
+  for (const auto& row : rows) {
+    const Run r = run("gemm", "fp32", row.compute);
+    const double normwise = *r.result.summary.normwise_rel_error;
+    std::cout << compute_name(row.compute) << ": normwise " << normwise << ", max_ulp "
+              << *r.result.summary.max_ulp << ", ran " << r.detail["algorithm"].dump() << '\n';
+    EXPECT_LT(normwise, row.limit) << compute_name(row.compute);
+  }
 }
 
 TEST_F(CudaBackendTest, Fp16AccumulationIsMeasurablyWorseThanFp32) {
