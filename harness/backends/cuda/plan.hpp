@@ -25,11 +25,11 @@ namespace ampbench::backends::cuda {
 // cuBLAS compute types (cublasComputeType_t) for floating-point GEMMs, named as the command line's
 // --gemm-compute takes them: the enumerator's name without CUBLAS_COMPUTE_.
 enum class GemmCompute {
-  f32,            // 32F: fp32 arithmetic; the library may use Tensor Cores only for 16-bit inputs
+  f32,            // 32F: fp32 accumulation; 16-bit inputs run on Tensor Cores, fp32 inputs do not
   f32_pedantic,   // 32F_PEDANTIC: fp32 arithmetic throughout, no reduced-precision shortcuts
   f32_fast_tf32,  // 32F_FAST_TF32: fp32 inputs may be converted to tf32 for Tensor Cores
-  f32_fast_16f,   // 32F_FAST_16F: fp32 inputs may be converted to fp16
-  f32_fast_16bf,  // 32F_FAST_16BF: fp32 inputs may be converted to bf16
+  f32_fast_16f,   // 32F_FAST_16F: fp32 inputs may be converted to fp16 or tf32
+  f32_fast_16bf,  // 32F_FAST_16BF: fp32 inputs may be converted to bf16 or tf32
   f16,            // 16F: fp16 arithmetic and accumulation
 };
 inline constexpr GemmCompute kGemmComputes[] = {
@@ -109,12 +109,12 @@ struct GemmCall {
 // other ops and for sizes beyond cuBLASLt's 32-bit batch count.
 GemmCall gemm_call(const ops::OpInfo& op, const ops::Shape& shape);
 
-// Values of a format that `type` holds, as the device stores them (little-endian binary32 or
-// binary16 patterns). std::invalid_argument names the first value the type does not hold exactly:
-// the audit's operands are values of the policy's input format, and converting them must not
-// round.
+// Values of a format that `type` holds, as the device stores them (binary32 or 16-bit patterns in
+// the host's byte order, which is the device's). std::invalid_argument names the first value the
+// type does not hold exactly: the audit's operands are values of the policy's input format, and
+// converting them must not round.
 std::vector<std::byte> to_device(std::span<const double> values, DeviceType type);
-// The values of `count` elements stored as `type`; exact.
+// The values stored as `type` in `bytes`; exact.
 std::vector<double> from_device(std::span<const std::byte> bytes, DeviceType type);
 
 // What the audit's records say of the device a CUDA case ran on: its name and compute capability,
