@@ -63,6 +63,12 @@ void log_cuda_error(cudaError_t status, const char* call, const char* file, int 
                or_unknown(cudaGetErrorName(status)), or_unknown(cudaGetErrorString(status)));
 }
 
+void log_cublas_error(cublasStatus_t status, const char* call, const char* file,
+                      int line) noexcept {
+  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s: %s\n", file, line, call,
+               or_unknown(cublasGetStatusName(status)), or_unknown(cublasGetStatusString(status)));
+}
+
 void log_cupti_error(CUptiResult status, const char* call, const char* file, int line) noexcept {
   const char* name = nullptr;
   const char* text = nullptr;

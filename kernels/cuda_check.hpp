@@ -4,6 +4,7 @@
 //   AMPBENCH_CUBLAS_CHECK(cublasCreate(&handle));     likewise for cuBLAS
 //   AMPBENCH_CUDNN_CHECK(cudnnCreate(&handle));       likewise for cuDNN
 //   AMPBENCH_CUDA_CHECK_NOTHROW(cudaFree(p));         logs to stderr: for destructors
+//   AMPBENCH_CUBLAS_CHECK_NOTHROW(cublasLtDestroy(h)); likewise for cuBLAS
 //   if (!AMPBENCH_CUPTI_CHECK(cuptiActivityFlushAll(0))) return;   logs, evaluates to false
 //
 // Profiling must degrade rather than abort, hence CUPTI failures are not exceptions. The macros
@@ -54,6 +55,7 @@ namespace detail {
 [[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
                                     int line);
 void log_cuda_error(cudaError_t status, const char* call, const char* file, int line) noexcept;
+void log_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) noexcept;
 void log_cupti_error(CUptiResult status, const char* call, const char* file, int line) noexcept;
 
 inline bool cupti_ok(CUptiResult status, const char* call, const char* file, int line) noexcept {
@@ -100,6 +102,15 @@ inline bool cupti_ok(CUptiResult status, const char* call, const char* file, int
       ::ampbench::kernels::detail::log_cuda_error(ampbench_check_status_, #call, __FILE__, \
                                                   __LINE__);                               \
     }                                                                                      \
+  } while (false)
+
+#define AMPBENCH_CUBLAS_CHECK_NOTHROW(call)                                                  \
+  do {                                                                                       \
+    const cublasStatus_t ampbench_check_status_ = (call);                                    \
+    if (ampbench_check_status_ != CUBLAS_STATUS_SUCCESS) {                                   \
+      ::ampbench::kernels::detail::log_cublas_error(ampbench_check_status_, #call, __FILE__, \
+                                                    __LINE__);                               \
+    }                                                                                        \
   } while (false)
 
 // An expression: true when the CUPTI call succeeded; otherwise logs to stderr and gives false.

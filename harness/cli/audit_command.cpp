@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "harness/audit/audit.hpp"
+#include "harness/backends/cuda/plan.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/json_file.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
@@ -31,10 +33,11 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-// The widths of the table's first and third columns: the longest op name and shape (convolutions
-// with their options), and two blanks.
+// The widths of the table's op, backend and shape columns: the longest op name and shape
+// (convolutions with their options), and two blanks; no backend column unless cuda was asked for.
 struct Widths {
   std::size_t op = 24;
+  std::size_t backend = 0;
   std::size_t shape = 16;
 };
 
@@ -42,9 +45,10 @@ void write_row(std::ostream& out, const Widths& w, const audit::CaseResult& r) {
   const auto& s = r.summary;
   const auto& e = s.output_events;
   out << fmt::format(
-      "{:<{}}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, w.op,
-      r.policy, r.shape, w.shape, r.distribution, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-",
-      number(s.mean_ulp), number(s.normwise_rel_error), number(s.bound_ratio),
+      "{:<{}}{:<10}{:<{}}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, w.op,
+      r.policy, w.backend == 0 ? "" : r.backend, w.backend, r.shape, w.shape, r.distribution,
+      s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
+      number(s.normwise_rel_error), number(s.bound_ratio),
       number(s.fraction_correctly_rounded
                  ? std::optional<double>(100 * *s.fraction_correctly_rounded)
                  : std::nullopt,
@@ -54,10 +58,26 @@ void write_row(std::ostream& out, const Widths& w, const audit::CaseResult& r) {
       e[numeric::RoundingEvent::nan], r.pass() ? "PASS" : "FAIL");
 }
 
+// A case the CUDA backend cannot run, in the table and in the records: never left out silently.
+void write_not_run(std::ostream& out, const Widths& w, const audit::Case& c,
+                   const std::string& reason) {
+  out << fmt::format("{:<{}}{:<10}{:<{}}{:<{}}NOT RUN  {}\n", c.op->name, w.op, c.policy.name,
+                     "cuda", w.backend, ops::to_string(c.shape), w.shape, reason);
+}
+
+nlohmann::json not_run_record(const audit::Case& c, const std::string& reason) {
+  return {{"op", c.op->name},       {"policy", c.policy.name},
+          {"backend", "cuda"},      {"shape", ops::to_string(c.shape)},
+          {"dist", c.distribution}, {"seed", c.seed},
+          {"status", "NOT_RUN"},    {"reason", reason}};
+}
+
 // Writes the records so far, so that the file is always a complete JSON document.
-bool write_records(const std::string& path, const nlohmann::json& records, std::ostream& err) {
-  if (auto problem = write_json_file(
-          path, nlohmann::json{{"schema", "ampbench.audit/1"}, {"cases", records}})) {
+bool write_records(const std::string& path, const nlohmann::json& records,
+                   const std::string& cuda_unavailable, std::ostream& err) {
+  nlohmann::json document{{"schema", "ampbench.audit/1"}, {"cases", records}};
+  if (!cuda_unavailable.empty()) document["cuda_unavailable"] = cuda_unavailable;
+  if (auto problem = write_json_file(path, document)) {
     err << fmt::format("{}: --json {}: {}\n", kCommand, path, *problem);
     return false;
   }
@@ -72,9 +92,39 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     err << kCommand << ": give exactly one of --op OP and --all\n";
     return kExitUsage;
   }
-  if (args.backend != "cpu") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu)\n", kCommand,
-                       args.backend);
+  const bool on_cpu = args.backend == "cpu" || args.backend == "all";
+  bool on_cuda = args.backend == "cuda" || args.backend == "all";
+  if (!on_cpu && !on_cuda) {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
+                       kCommand, args.backend);
+    return kExitUsage;
+  }
+  // The device first: without one, --backend cuda has nothing to check the rest for, and all
+  // runs the CPU alone.
+  CudaBackend cuda;
+  if (on_cuda) {
+    cuda = open_cuda_backend();
+    if (!cuda.available && !on_cpu) {
+      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+      return kExitNoDevice;
+    }
+    on_cuda = cuda.available;
+  }
+  std::optional<backends::cuda::GemmCompute> gemm_compute;
+  if (!args.gemm_compute.empty()) {
+    if (args.backend == "cpu") {
+      err << kCommand << ": --gemm-compute goes with --backend cuda or all\n";
+      return kExitUsage;
+    }
+    gemm_compute = backends::cuda::compute_from_name(args.gemm_compute);
+    if (!gemm_compute) {
+      err << fmt::format("{}: --gemm-compute: unknown compute type '{}' (known: {})\n", kCommand,
+                         args.gemm_compute, backends::cuda::compute_names());
+      return kExitUsage;
+    }
+  }
+  if (!args.mma.empty() && !on_cpu) {
+    err << kCommand << ": --mma models the CPU backend's Tensor Cores: not with --backend cuda\n";
     return kExitUsage;
   }
   if (args.all && !args.shape.empty()) {
@@ -93,11 +143,19 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<const ops::OpInfo*> op_list;
   if (args.all) {
     for (const auto& op : ops::catalog()) op_list.push_back(&op);
-  } else if (const ops::OpInfo* op = ops::find_op(args.op)) {
-    op_list.push_back(op);
   } else {
-    err << fmt::format("{}: --op: unknown op '{}' (known: {})\n", kCommand, args.op,
-                       ops::op_names());
+    for (const std::string& name : split_list(args.op)) {
+      const ops::OpInfo* op = ops::find_op(name);
+      if (op == nullptr) {
+        err << fmt::format("{}: --op: unknown op '{}' (known: {})\n", kCommand, name,
+                           ops::op_names());
+        return kExitUsage;
+      }
+      op_list.push_back(op);
+    }
+  }
+  if (op_list.size() > 1 && !args.all && !args.shape.empty()) {
+    err << kCommand << ": --shape goes with a single --op (several use each op's default shape)\n";
     return kExitUsage;
   }
   std::vector<ops::Shape> shapes;
@@ -131,11 +189,27 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   for (const auto* op : op_list) {
-    for (std::size_t j = 0; j < policies.size(); ++j) {
+    for (std::size_t j = 0; j < policies.size() && on_cpu; ++j) {
       if (const auto problem = audit::why_not_runnable(*op, policies[j], models[j].has_value())) {
         err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
         return kExitUsage;
       }
+    }
+  }
+  // What the CUDA backend runs of each case (op i under policy j at [i * policies + j]), or why
+  // it cannot.
+  std::vector<backends::cuda::Planning> plans;
+  if (on_cuda) {
+    for (const auto* op : op_list) {
+      for (const auto& p : policies) {
+        plans.push_back(backends::cuda::plan(*op, audit::precision_of(p, *op), gemm_compute));
+      }
+    }
+    if (!on_cpu && std::none_of(plans.begin(), plans.end(),
+                                [](const auto& planned) { return planned.plan.has_value(); })) {
+      err << fmt::format("{}: --backend cuda: no case can run on the CUDA backend:\n", kCommand);
+      for (const auto& planned : plans) err << "  " << planned.reason << '\n';
+      return kExitUsage;
     }
   }
   try {
@@ -169,6 +243,22 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
                                           ? std::string("built-in only (bound ratio <= 1, no "
                                                         "NaN/Inf mismatches)")
                                           : budgets_path);
+  const std::string cuda_unavailable = args.backend == "all" && !on_cuda ? cuda.unavailable : "";
+  if (!cuda_unavailable.empty()) {
+    out << fmt::format("cuda: unavailable, {}; the CPU backend runs alone\n", cuda_unavailable);
+  }
+  if (on_cuda) {
+    out << fmt::format(
+        "cuda: {}, compute capability {}; driver {}, CUDA runtime {}, cuBLAS {}, "
+        "cuDNN {}\n",
+        cuda.device["name"].get<std::string>(),
+        cuda.device["compute_capability"].get<std::string>(),
+        cuda.device["driver"].get<std::string>(), cuda.device["cuda_runtime"].get<std::string>(),
+        cuda.device["cublas"].get<std::string>(), cuda.device["cudnn"].get<std::string>());
+    for (const auto& planned : plans) {
+      if (!planned.plan) out << "not on cuda: " << planned.reason << '\n';
+    }
+  }
   if (!args.mma.empty()) {
     out << fmt::format(
         "mma: {} (gemm, bmm, dot, their gradients and the convolutions run on the Tensor Core "
@@ -176,13 +266,16 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         args.mma);
   }
   Widths widths;
+  if (args.backend != "cpu") widths.backend = 9;
   for (std::size_t i = 0; i < op_list.size(); ++i) {
     widths.op = std::max(widths.op, op_list[i]->name.size() + 2);
     widths.shape = std::max(widths.shape, ops::to_string(shapes[i]).size() + 2);
   }
-  out << fmt::format("{:<{}}{:<10}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n",
-                     "op", widths.op, "policy", "shape", widths.shape, "dist", "max_ulp",
-                     "mean_ulp", "normwise", "bound", "CR%", "uflow", "oflow", "nan", "status");
+  out << fmt::format(
+      "{:<{}}{:<10}{:<{}}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", "op",
+      widths.op, "policy", widths.backend == 0 ? "" : "backend", widths.backend, "shape",
+      widths.shape, "dist", "max_ulp", "mean_ulp", "normwise", "bound", "CR%", "uflow", "oflow",
+      "nan", "status");
   nlohmann::json records = nlohmann::json::array();
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
@@ -191,25 +284,53 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       const auto& p = policies[j];
       audit::Case c{op_list[i], shapes[i],    p,         args.dist,
                     args.seed,  args.samples, summation, models[j]};
-      audit::CaseResult result;
+      const backends::cuda::Planning* planned = on_cuda ? &plans[i * policies.size() + j] : nullptr;
+      // Each backend's result of the case (and what ran on the GPU), one after the other: side
+      // by side in the table.
+      std::vector<std::pair<audit::CaseResult, nlohmann::json>> results;
       try {
-        result = audit::run_case(c, budgets);
+        if (on_cpu) results.emplace_back(audit::run_case(c, budgets), nlohmann::json());
+        if (planned != nullptr && planned->plan) {
+          nlohmann::json detail;
+          const audit::Kernel kernel = cuda_kernel(*c.op, c.shape, *planned->plan, &detail);
+          audit::CaseResult result = audit::run_kernel_case(c, kernel, "cuda", budgets);
+          results.emplace_back(std::move(result), std::move(detail));
+        }
       } catch (const std::exception& e) {
         out.flush();
         err << fmt::format("{}: {} under {}: {}\n", kCommand, op_list[i]->name, p.name, e.what());
         return kExitUsage;
       }
-      write_row(out, widths, result);
-      for (const auto& b : result.breaches) failures.push_back(b.message);
-      records.push_back(audit::to_json(result));
-      if (!args.json.empty() && !write_records(args.json, records, err)) return kExitUsage;
+      for (auto& [result, detail] : results) {
+        write_row(out, widths, result);
+        for (const auto& b : result.breaches) {
+          failures.push_back(widths.backend == 0 ? b.message : result.backend + ": " + b.message);
+        }
+        nlohmann::json record = audit::to_json(result);
+        if (result.backend == "cuda") {
+          record["device"] = cuda.device;
+          record["cuda"] = std::move(detail);
+        }
+        records.push_back(std::move(record));
+      }
+      if (planned != nullptr && !planned->plan) {
+        write_not_run(out, widths, c, planned->reason);
+        records.push_back(not_run_record(c, planned->reason));
+      }
+      if (!args.json.empty() && !write_records(args.json, records, cuda_unavailable, err)) {
+        return kExitUsage;
+      }
     }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out << fmt::format("\n{} case(s) in {:.1f} s, {} failed.\n", records.size(), seconds,
-                     std::count_if(records.begin(), records.end(),
-                                   [](const auto& r) { return r["status"] == "FAIL"; }));
+  const auto count = [&](const char* status) {
+    return std::count_if(records.begin(), records.end(),
+                         [&](const auto& r) { return r["status"] == status; });
+  };
+  out << fmt::format("\n{} case(s) in {:.1f} s, {} failed{}.\n", records.size(), seconds,
+                     count("FAIL"),
+                     on_cuda ? fmt::format(", {} not run on cuda", count("NOT_RUN")) : "");
   for (const auto& f : failures) out << "FAIL " << f << '\n';
   out << "max_ulp/mean_ulp: ulps of the output format from the correctly rounded result; "
          "normwise: ||c - x|| / ||x||;\nbound: largest error / a-priori bound; CR%: outputs "

@@ -14,6 +14,8 @@ namespace ampbench::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFail = 1;   // the run worked and a check failed (an audit budget)
 inline constexpr int kExitUsage = 2;  // bad command line or bad input
+// --backend cuda without a usable GPU, or in a build without CUDA
+inline constexpr int kExitNoDevice = 3;
 
 int run_formats(bool json, std::ostream& out);
 
@@ -51,6 +53,8 @@ struct AuditArgs {
   std::uint64_t seed = 1;
   std::size_t samples = 0;  // reference positions; 0: all
   std::string backend = "cpu";
+  // --gemm-compute: a cuBLAS compute type for the GEMMs on cuda; empty: the policy's
+  std::string gemm_compute;
   std::string summation = "sequential";
   std::string mma;      // Tensor Core model: an architecture or a preset name; empty: none
   std::string budgets;  // empty: suites/budgets.toml when it exists; "none": built-in only

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
       "audit",
       "Per-op precision audit: error of an op under precision policies against its correctly "
       "rounded reference, with bounds and budgets (exit 1 when a case fails)");
-  audit->add_option("--op", audit_args.op, "The op (see docs/audit.md); or --all");
+  audit->add_option("--op", audit_args.op,
+                    "The op, or ops separated by commas (docs/audit.md); or --all");
   audit->add_flag("--all", audit_args.all,
                   "Every op at its default shape under every built-in policy");
   audit->add_option("--shape", audit_args.shape, "Sizes separated by x: 64x1024, gemm MxNxK");
@@ -97,7 +98,13 @@ int main(int argc, char** argv) {
       ->add_option("--samples", audit_args.samples,
                    "Compute the reference at K seeded output positions (0: all)")
       ->capture_default_str();
-  audit->add_option("--backend", audit_args.backend, "cpu")->capture_default_str();
+  audit
+      ->add_option("--backend", audit_args.backend,
+                   "cpu, cuda (exit 3 without a usable GPU) or all (each case on both)")
+      ->capture_default_str();
+  audit->add_option("--gemm-compute", audit_args.gemm_compute,
+                    "cuBLAS compute type of the GEMMs on cuda: 32F 32F_PEDANTIC 32F_FAST_TF32 "
+                    "32F_FAST_16F 32F_FAST_16BF 16F (default: the policy's, docs/audit.md)");
   audit->add_option("--summation", audit_args.summation, "sequential or pairwise")
       ->capture_default_str();
   audit->add_option("--mma", audit_args.mma,

@@ -66,6 +66,14 @@ TEST(CudaCheck, NoThrowVariantOnlyLogs) {
   EXPECT_NO_THROW(AMPBENCH_CUDA_CHECK_NOTHROW(cudaErrorInvalidValue));
 }
 
+TEST(CudaCheck, CublasNoThrowVariantLogsTheCallAndStatus) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(AMPBENCH_CUBLAS_CHECK_NOTHROW(CUBLAS_STATUS_INVALID_VALUE));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("cuda_check_test.cpp:"));
+  EXPECT_THAT(log, HasSubstr("CUBLAS_STATUS_INVALID_VALUE failed: CUBLAS_STATUS_INVALID_VALUE"));
+}
+
 TEST(CudaCheck, CuptiFailureIsFalseNotAnException) {
   bool ok = true;
   EXPECT_NO_THROW(ok = AMPBENCH_CUPTI_CHECK(CUPTI_ERROR_INVALID_PARAMETER));

@@ -545,7 +545,7 @@ TEST(CliAudit, BadInputExitsWith2BeforeAnyWork) {
       {"--op gemm --policy fp17", "--policy: unknown policy 'fp17'"},
       {"--op gemm --policy /nonexistent/p.toml", "--policy: /nonexistent/p.toml: cannot open"},
       {"--op gemm --dist gauss", "--dist: "},
-      {"--op gemm --backend tpu", "--backend: unknown backend 'tpu' (available: cpu)"},
+      {"--op gemm --backend tpu", "--backend: unknown backend 'tpu' (available: cpu, cuda, all)"},
       {"--op gemm --summation kahan", "--summation: unknown order 'kahan'"},
       {"--op gemm --budgets /nonexistent/b.toml", "--budgets: /nonexistent/b.toml: cannot open"},
       {"--op gemm --json /nonexistent/dir/r.json", "--json /nonexistent/dir/r.json: directory"},

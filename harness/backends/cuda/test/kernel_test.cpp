@@ -1,0 +1,142 @@
+// The CUDA backend on the device, judged as the CPU backend is (audit::run_kernel_case): each GEMM
+// op and the cast under every built-in policy it can run, within the checked-in budgets
+// (suites/budgets.toml) and the a-priori bound; each compute type against what it promises.
+// Every test skips with the reason where there is no device.
+#include "harness/backends/cuda/kernel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/audit/budgets.hpp"
+#include "kernels/test/gpu_test.hpp"
+
+namespace ampbench::backends::cuda {
+namespace {
+
+class CudaBackendTest : public kernels::test::GpuTest {
+ protected:
+  static const std::vector<audit::Budget>& budgets() {
+    static const std::vector<audit::Budget> loaded = audit::load_budgets(AMPBENCH_BUDGETS);
+    return loaded;
+  }
+
+  // The case at the op's default shape (the one the budgets were measured at), its plan and what
+  // ran.
+  struct Run {
+    audit::CaseResult result;
+    nlohmann::json detail;
+  };
+  static Run run(const char* op_name, const char* policy_name,
+                 std::optional<GemmCompute> compute = std::nullopt, const char* shape = nullptr) {
+    const ops::OpInfo& op = *ops::find_op(op_name);
+    audit::Case c;
+    c.op = &op;
+    c.shape = ops::parse_shape(op, shape != nullptr ? shape : op.default_shape);
+    c.policy = *policy::find_builtin(policy_name);
+    const Planning planning = plan(op, audit::precision_of(c.policy, op), compute);
+    if (!planning.plan) throw std::invalid_argument(planning.reason);
+    Run r;
+    const audit::Kernel kernel = make_kernel(op, c.shape, *planning.plan, &r.detail);
+    r.result = audit::run_kernel_case(c, kernel, "cuda", budgets());
+    return r;
+  }
+};
+
+TEST_F(CudaBackendTest, EveryRunnableCaseOfTheBuiltInPoliciesIsWithinTheCpuBudgets) {
+  for (const char* op : {"gemm", "bmm", "dot", "gemm_backward_a", "gemm_backward_b", "cast"}) {
+    for (const char* policy_name : {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}) {
+      const ops::OpInfo& info = *ops::find_op(op);
+      const policy::Policy& p = *policy::find_builtin(policy_name);
+      if (!plan(info, audit::precision_of(p, info)).plan) continue;  // bf16 accumulation
+      const Run r = run(op, policy_name);
+      EXPECT_EQ(r.result.backend, "cuda");
+      EXPECT_TRUE(r.result.pass()) << op << " " << policy_name << ": "
+                                   << audit::to_json(r.result).dump() << " ran " << r.detail.dump();
+      if (r.result.summary.bound_ratio) {
+        EXPECT_LE(*r.result.summary.bound_ratio, 1.0) << op << " " << policy_name;
+      }
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, TheCastIsCorrectlyRoundedEverywhere) {
+  for (const char* policy_name : {"tf32", "fp16", "bf16"}) {
+    const Run r = run("cast", policy_name);
+    EXPECT_EQ(*r.result.summary.fraction_correctly_rounded, 1.0) << policy_name;
+    EXPECT_EQ(r.detail["kernel"], "ampbench::kernels::round_kernel");
+  }
+}
+
+TEST_F(CudaBackendTest, PedanticFp32GemmStaysWithinTheFp32Bound) {
+  for (const char* op : {"gemm", "bmm", "gemm_backward_b"}) {
+    const Run r = run(op, "fp32", GemmCompute::f32_pedantic);
+    ASSERT_TRUE(r.result.summary.bound_ratio.has_value());
+    EXPECT_LE(*r.result.summary.bound_ratio, 1.0) << op;
+    EXPECT_EQ(r.detail["compute_type"], "CUBLAS_COMPUTE_32F_PEDANTIC");
+  }
+}
+
+TEST_F(CudaBackendTest, EachCompute32FTypeRunsAndReportsItsAlgorithm) {
+  for (const GemmCompute c :
+       {GemmCompute::f32, GemmCompute::f32_pedantic, GemmCompute::f32_fast_tf32,
+        GemmCompute::f32_fast_16f, GemmCompute::f32_fast_16bf}) {
+    const Run r = run("gemm", "fp32", c);
+    EXPECT_EQ(r.detail["compute_type"], "CUBLAS_COMPUTE_" + std::string(compute_name(c)));
+    EXPECT_TRUE(r.detail["algorithm"].contains("id")) << r.detail.dump();
+    EXPECT_TRUE(r.result.summary.normwise_rel_error.has_value());
+  }
+}
+
+// The FAST types only allow cuBLAS to down-convert fp32 inputs (to tf32, or to fp16 / bf16 or
+// tf32: cublas_api.h), so which conversion ran is a finding, printed here, not an assumption. What
+// holds whichever ran: the error is at most that of rounding the inputs to the narrowest allowed
+// format (normal inputs, k = 256: about u_in, far below these limits), and fp32 without
+// conversion is far more accurate still.
+TEST_F(CudaBackendTest, FastComputeTypesStayWithinTheErrorOfTheirDownConversion) {
+  const struct {
+    GemmCompute compute;
+    double limit;  // a few times the unit roundoff of the narrowest format allowed
+  } rows[] = {{GemmCompute::f32_pedantic, 1e-6},
+              {GemmCompute::f32_fast_tf32, 4 * 0x1p-11},
+              {GemmCompute::f32_fast_16f, 4 * 0x1p-11},
+              {GemmCompute::f32_fast_16bf, 4 * 0x1p-8}};
+  for (const auto& row : rows) {
+    const Run r = run("gemm", "fp32", row.compute);
+    const double normwise = *r.result.summary.normwise_rel_error;
+    std::cout << compute_name(row.compute) << ": normwise " << normwise << ", max_ulp "
+              << *r.result.summary.max_ulp << ", ran " << r.detail["algorithm"].dump() << '\n';
+    EXPECT_LT(normwise, row.limit) << compute_name(row.compute);
+  }
+}
+
+TEST_F(CudaBackendTest, Fp16AccumulationIsMeasurablyWorseThanFp32) {
+  const Run accumulate16 = run("gemm", "fp16", GemmCompute::f16);
+  const Run accumulate32 = run("gemm", "fp16", GemmCompute::f32);
+  EXPECT_EQ(accumulate16.detail["compute_type"], "CUBLAS_COMPUTE_16F");
+  EXPECT_EQ(accumulate32.detail["a_b_type"], "CUDA_R_16F");
+  EXPECT_GT(*accumulate16.result.summary.mean_ulp, 2 * *accumulate32.result.summary.mean_ulp);
+  // One rounding of an fp32 sum to fp16: almost always correctly rounded.
+  EXPECT_GT(*accumulate32.result.summary.fraction_correctly_rounded, 0.9);
+}
+
+TEST_F(CudaBackendTest, ASampledReferenceJudgesTheFullDeviceOutput) {
+  const ops::OpInfo& op = *ops::find_op("gemm");
+  audit::Case c;
+  c.op = &op;
+  c.shape = ops::parse_shape(op, "512x512x512");
+  c.policy = *policy::find_builtin("amp-bf16");
+  c.samples = 200;
+  const Planning planning = plan(op, audit::precision_of(c.policy, op));
+  const audit::CaseResult r =
+      audit::run_kernel_case(c, make_kernel(op, c.shape, *planning.plan, nullptr), "cuda", {});
+  EXPECT_EQ(r.references, 200u);
+  EXPECT_EQ(r.outputs, 512u * 512u);
+  EXPECT_TRUE(r.pass());
+}
+
+}  // namespace
+}  // namespace ampbench::backends::cuda

@@ -1,0 +1,291 @@
+// The CUDA backend's decisions, checked without a device: the compute type each policy gets, what
+// cuBLAS's type tables refuse, the column-major call of each op (run here by a host emulation of
+// cuBLASLt's definition of D = op(A) op(B)), and the exactness of the conversions to device types.
+#include "harness/backends/cuda/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/audit/audit.hpp"
+
+namespace ampbench::backends::cuda {
+namespace {
+
+namespace formats = numeric::formats;
+
+const ops::OpInfo& op_named(const char* name) {
+  return *ops::find_op(name);
+}
+
+Planning plan_under(const char* op, const char* policy_name,
+                    std::optional<GemmCompute> compute = std::nullopt) {
+  const ops::OpInfo& info = op_named(op);
+  return plan(info, audit::precision_of(*policy::find_builtin(policy_name), info), compute);
+}
+
+void expect_gemm(const Planning& p, GemmCompute compute, DeviceType inputs, DeviceType output) {
+  ASSERT_TRUE(p.plan.has_value()) << p.reason;
+  ASSERT_EQ(p.plan->kind, Plan::Kind::gemm);
+  EXPECT_EQ(compute_name(p.plan->gemm.compute), compute_name(compute));
+  EXPECT_EQ(device_type_name(p.plan->gemm.inputs), device_type_name(inputs));
+  EXPECT_EQ(device_type_name(p.plan->gemm.output), device_type_name(output));
+}
+
+TEST(GemmComputeNames, AreCublasEnumeratorsWithoutThePrefixAndReadCaseInsensitively) {
+  EXPECT_EQ(compute_names(), "32F, 32F_PEDANTIC, 32F_FAST_TF32, 32F_FAST_16F, 32F_FAST_16BF, 16F");
+  for (const GemmCompute c : kGemmComputes) {
+    EXPECT_EQ(compute_from_name(compute_name(c)), c);
+  }
+  EXPECT_EQ(compute_from_name("32f_fast_tf32"), GemmCompute::f32_fast_tf32);
+  EXPECT_FALSE(compute_from_name("64F").has_value());
+  EXPECT_FALSE(compute_from_name("").has_value());
+}
+
+// The mapping documented in docs/audit.md ("The CUDA backend").
+TEST(DefaultCompute, FollowsPytorchForEachBuiltInPolicy) {
+  expect_gemm(plan_under("gemm", "fp32"), GemmCompute::f32, DeviceType::f32, DeviceType::f32);
+  expect_gemm(plan_under("gemm", "tf32"), GemmCompute::f32_fast_tf32, DeviceType::f32,
+              DeviceType::f32);
+  expect_gemm(plan_under("gemm", "amp-fp16"), GemmCompute::f32, DeviceType::f16, DeviceType::f16);
+  expect_gemm(plan_under("bmm", "amp-bf16"), GemmCompute::f32, DeviceType::bf16, DeviceType::bf16);
+  expect_gemm(plan_under("gemm_backward_a", "fp16"), GemmCompute::f16, DeviceType::f16,
+              DeviceType::f16);
+  const Planning tf32 = plan_under("gemm", "tf32");
+  EXPECT_NE(tf32.plan->gemm.rule.find("allow_tf32"), std::string::npos);
+  EXPECT_NE(tf32.plan->gemm.rule.find("aten/src/ATen/cuda/CUDABlas.cpp"), std::string::npos);
+}
+
+TEST(DefaultCompute, DotIsAOneByOneGemmAndKeepsFp32UnderTf32) {
+  const Planning dot = plan_under("dot", "tf32");  // the tf32 policy's exception for dot
+  expect_gemm(dot, GemmCompute::f32, DeviceType::f32, DeviceType::f32);
+  EXPECT_EQ(dot.plan->gemm.rule.rfind("as a 1 x 1 x N GEMM; ", 0), 0u) << dot.plan->gemm.rule;
+}
+
+TEST(DefaultCompute, Bf16AccumulationHasNoCublasComputeType) {
+  const Planning p = plan_under("gemm", "bf16");
+  EXPECT_FALSE(p.plan.has_value());
+  EXPECT_EQ(p.reason,
+            "gemm (bf16 inputs, bf16 accumulation, bf16 output): cuBLAS has no compute type that "
+            "accumulates bf16 inputs in bf16 (its floating-point ones accumulate in fp16, fp32 or "
+            "fp64); --gemm-compute chooses one");
+  // An explicit compute type runs it, with fp32 accumulation.
+  expect_gemm(plan_under("gemm", "bf16", GemmCompute::f32), GemmCompute::f32, DeviceType::bf16,
+              DeviceType::bf16);
+}
+
+// cuBLAS's tables of supported types: 16F takes and writes fp16 only; the FAST types take fp32
+// A and B (narrower inputs widen exactly) and write fp32 D; 32F writes the A/B type or fp32.
+TEST(ComputeOverride, IsCheckedAgainstCublasTypeTables) {
+  struct Row {
+    const char* policy;
+    GemmCompute compute;
+    bool runs;
+  };
+  const Row rows[] = {
+      {"fp32", GemmCompute::f32, true},           {"fp32", GemmCompute::f32_pedantic, true},
+      {"fp32", GemmCompute::f32_fast_tf32, true}, {"fp32", GemmCompute::f32_fast_16f, true},
+      {"fp32", GemmCompute::f32_fast_16bf, true}, {"fp32", GemmCompute::f16, false},
+      {"amp-fp16", GemmCompute::f32, true},       {"amp-fp16", GemmCompute::f32_pedantic, true},
+      {"amp-fp16", GemmCompute::f16, true},       {"amp-fp16", GemmCompute::f32_fast_tf32, false},
+      {"amp-bf16", GemmCompute::f16, false},      {"amp-bf16", GemmCompute::f32_fast_16bf, false},
+      {"fp16", GemmCompute::f32, true},           {"tf32", GemmCompute::f32_pedantic, true},
+  };
+  for (const Row& row : rows) {
+    const Planning p = plan_under("gemm", row.policy, row.compute);
+    EXPECT_EQ(p.plan.has_value(), row.runs)
+        << row.policy << " " << compute_name(row.compute) << ": " << p.reason;
+    if (p.plan) {
+      EXPECT_EQ(p.plan->gemm.rule,
+                std::string(compute_name(row.compute)) + " chosen with --gemm-compute");
+    }
+  }
+  EXPECT_EQ(plan_under("gemm", "fp32", GemmCompute::f16).reason,
+            "gemm (fp32 inputs, fp32 accumulation, fp32 output): 16F takes fp16 A and B (cuBLAS's "
+            "table of supported types)");
+  EXPECT_EQ(plan_under("gemm", "amp-fp16", GemmCompute::f32_fast_tf32).reason,
+            "gemm (fp16 inputs, fp32 accumulation, fp16 output): 32F_FAST_TF32 with 32F A and B "
+            "writes a 32F D (cuBLAS's table of supported types), not 16F");
+  // fp16 inputs under a FAST type travel as fp32.
+  expect_gemm(plan_under("gemm", "fp32", GemmCompute::f32_fast_16bf), GemmCompute::f32_fast_16bf,
+              DeviceType::f32, DeviceType::f32);
+}
+
+TEST(Unsupported, OpsWithoutAGpuImplementationSaySo) {
+  const Planning p = plan_under("softmax", "fp32");
+  EXPECT_FALSE(p.plan.has_value());
+  EXPECT_EQ(p.reason,
+            "softmax has no CUDA implementation yet (the CUDA backend runs gemm, bmm, dot, "
+            "gemm_backward_a, gemm_backward_b, cast)");
+}
+
+TEST(Unsupported, FormatsCublasLtIsNotGivenHere) {
+  policy::OpPrecision fp8;
+  fp8.input = formats::e4m3;
+  EXPECT_EQ(plan(op_named("gemm"), fp8).reason,
+            "gemm (e4m3 inputs, fp32 accumulation, fp32 output): cuBLASLt GEMMs here take fp32, "
+            "tf32, fp16 or bf16 inputs");
+  policy::OpPrecision saturating;
+  saturating.output = formats::fp16;
+  saturating.output.overflow = numeric::Overflow::saturate;
+  EXPECT_NE(plan(op_named("gemm"), saturating).reason.find("write fp32, fp16 or bf16 outputs"),
+            std::string::npos);
+}
+
+TEST(CastPlan, RoundsToTheFormatGemmReadsInItsMode) {
+  const Planning bf16 = plan_under("cast", "amp-bf16");
+  ASSERT_TRUE(bf16.plan.has_value()) << bf16.reason;
+  EXPECT_EQ(bf16.plan->kind, Plan::Kind::cast);
+  EXPECT_STREQ(bf16.plan->cast.format.name, "bf16");
+  EXPECT_EQ(bf16.plan->cast.mode, numeric::Rounding::nearest_even);
+  EXPECT_STREQ(plan_under("cast", "tf32").plan->cast.format.name, "tf32");
+
+  policy::OpPrecision stochastic;
+  stochastic.output = formats::bf16;
+  stochastic.mode = numeric::Rounding::stochastic_proportional;
+  const Planning refused = plan(op_named("cast"), stochastic);
+  EXPECT_FALSE(refused.plan.has_value());
+  EXPECT_NE(refused.reason.find("does not replay the device's stochastic draws"), std::string::npos)
+      << refused.reason;
+  policy::OpPrecision wide;
+  wide.output = formats::fp64;
+  EXPECT_NE(plan(op_named("cast"), wide).reason.find("the rounding kernel takes binary32 inputs"),
+            std::string::npos);
+}
+
+// cuBLASLt's definition of one call, on the host: D[i + j m] = sum_l op(A)(i, l) op(B)(l, j) for
+// each batch, column-major, with the stored shapes checked against m, n, k.
+std::vector<double> emulate(const GemmCall& c, const ops::Inputs& in) {
+  const std::vector<double>& a = in.values.at(c.a.operand);
+  const std::vector<double>& b = in.values.at(c.b.operand);
+  EXPECT_EQ(c.a.transposed ? c.a.cols : c.a.rows, c.m);
+  EXPECT_EQ(c.a.transposed ? c.a.rows : c.a.cols, c.k);
+  EXPECT_EQ(c.b.transposed ? c.b.cols : c.b.rows, c.k);
+  EXPECT_EQ(c.b.transposed ? c.b.rows : c.b.cols, c.n);
+  EXPECT_GE(c.a.ld, static_cast<std::int64_t>(c.a.rows));
+  EXPECT_GE(c.b.ld, static_cast<std::int64_t>(c.b.rows));
+  EXPECT_EQ(a.size(), c.a.rows * c.a.cols * static_cast<std::uint64_t>(c.batch));
+  EXPECT_EQ(b.size(), c.b.rows * c.b.cols * static_cast<std::uint64_t>(c.batch));
+  std::vector<double> d(c.m * c.n * static_cast<std::uint64_t>(c.batch));
+  for (std::int32_t batch = 0; batch < c.batch; ++batch) {
+    const std::size_t sa = static_cast<std::size_t>(batch * c.stride_a);
+    const std::size_t sb = static_cast<std::size_t>(batch * c.stride_b);
+    const std::size_t sd = static_cast<std::size_t>(batch * c.stride_d);
+    const auto lda = static_cast<std::size_t>(c.a.ld), ldb = static_cast<std::size_t>(c.b.ld);
+    for (std::size_t j = 0; j < c.n; ++j) {
+      for (std::size_t i = 0; i < c.m; ++i) {
+        double sum = 0;
+        for (std::size_t l = 0; l < c.k; ++l) {
+          const double x = c.a.transposed ? a[sa + l + i * lda] : a[sa + i + l * lda];
+          const double y = c.b.transposed ? b[sb + j + l * ldb] : b[sb + l + j * ldb];
+          sum += x * y;
+        }
+        d[sd + i + j * c.m] = sum;
+      }
+    }
+  }
+  return d;
+}
+
+// Small integers: every product and sum is exact, so any order gives the same result.
+ops::Inputs integer_inputs(const ops::OpInfo& op, const ops::Shape& shape) {
+  ops::Inputs in;
+  int next = 0;
+  for (const ops::Operand& operand : ops::operands(op, shape)) {
+    std::vector<double> values;
+    if (!operand.optional) {
+      values.resize(ops::element_count(operand.shape));
+      for (double& v : values) v = static_cast<double>((next++ * 7) % 13 - 6);
+    }
+    in.values.push_back(std::move(values));
+    in.indices.emplace_back();
+  }
+  return in;
+}
+
+TEST(GemmCall, EveryGemmOpMapsOntoOneColumnMajorCall) {
+  const backends::cpu::Arithmetic exact{formats::fp64, formats::fp64, formats::fp64};
+  for (const auto& [name, shape_text] :
+       std::vector<std::pair<const char*, const char*>>{{"gemm", "3x5x7"},
+                                                        {"bmm", "4x3x5x7"},
+                                                        {"dot", "9"},
+                                                        {"gemm_backward_a", "3x5x7"},
+                                                        {"gemm_backward_b", "3x5x7"}}) {
+    const ops::OpInfo& op = op_named(name);
+    const ops::Shape shape = ops::parse_shape(op, shape_text);
+    const ops::Inputs in = integer_inputs(op, shape);
+    const GemmCall call = gemm_call(op, shape);
+    const std::vector<double> want =
+        ops::run_cpu(op, shape, exact, backends::cpu::Summation::sequential, in).output;
+    EXPECT_EQ(emulate(call, in), want) << name;
+  }
+}
+
+TEST(GemmCall, BmmIsOneStridedBatchedCall) {
+  const GemmCall c = gemm_call(op_named("bmm"), ops::parse_shape(op_named("bmm"), "4x3x5x7"));
+  EXPECT_EQ(c.batch, 4);
+  EXPECT_EQ(c.stride_a, 7 * 5);  // B_b: K x N
+  EXPECT_EQ(c.stride_b, 3 * 7);  // A_b: M x K
+  EXPECT_EQ(c.stride_d, 3 * 5);
+}
+
+TEST(GemmCall, OtherOpsAreNotGemms) {
+  EXPECT_THROW(gemm_call(op_named("cast"), ops::parse_shape(op_named("cast"), "2x2")),
+               std::invalid_argument);
+}
+
+TEST(DeviceValues, AreTheFormatsEncodingsBothWays) {
+  const std::vector<double> values = {
+      1.0, -2.5, 0.0, -0.0, 65504.0, std::ldexp(1.0, -24), std::numeric_limits<double>::infinity()};
+  const std::vector<std::byte> half = to_device(values, DeviceType::f16);
+  ASSERT_EQ(half.size(), values.size() * 2);
+  std::uint16_t first = 0;
+  std::memcpy(&first, half.data(), 2);
+  EXPECT_EQ(first, 0x3C00);  // binary16 1.0
+  const std::vector<double> back = from_device(half, DeviceType::f16);
+  ASSERT_EQ(back.size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(back[i]), std::bit_cast<std::uint64_t>(values[i])) << i;
+  }
+  const std::vector<std::byte> bf16 = to_device(std::vector<double>{1.0}, DeviceType::bf16);
+  std::memcpy(&first, bf16.data(), 2);
+  EXPECT_EQ(first, 0x3F80);  // bfloat16 1.0
+  const std::vector<double> fp32_values = {0.1f, -3.4028234663852886e38, std::ldexp(1.0, -149)};
+  EXPECT_EQ(from_device(to_device(fp32_values, DeviceType::f32), DeviceType::f32), fp32_values);
+}
+
+TEST(DeviceValues, AValueTheTypeDoesNotHoldIsAnError) {
+  try {
+    to_device(std::vector<double>{1.0, 0.1}, DeviceType::f16);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "element 1 (0.1) is not a fp16 value");
+  }
+  EXPECT_THROW(to_device(std::vector<double>{1.0 / 3}, DeviceType::f32), std::invalid_argument);
+  EXPECT_THROW(to_device(std::vector<double>{70000.0}, DeviceType::f16), std::invalid_argument);
+}
+
+TEST(DeviceRecord, NamesTheDeviceAndEveryLibraryVersion) {
+  kernels::DeviceStatus device;
+  device.available = true;
+  device.name = "NVIDIA H200";
+  device.compute_major = 9;
+  device.compute_minor = 0;
+  kernels::LibraryVersions versions;
+  versions.cuda_driver = {13, 0, 0};
+  versions.cuda_runtime = {13, 0, 0};
+  versions.cublas = {13, 1, 0};
+  versions.cudnn = {9, 19, 0};
+  const nlohmann::json record = device_record(device, versions);
+  EXPECT_EQ(record, nlohmann::json::parse(R"({"name": "NVIDIA H200", "compute_capability": "9.0",
+      "driver": "13.0.0", "cuda_runtime": "13.0.0", "cublas": "13.1.0", "cudnn": "9.19.0"})"));
+}
+
+}  // namespace
+}  // namespace ampbench::backends::cuda

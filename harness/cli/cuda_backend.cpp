@@ -1,0 +1,44 @@
+#include "harness/cli/cuda_backend.hpp"
+
+#include <stdexcept>
+
+#if AMPBENCH_HAVE_CUDA
+#include "harness/backends/cuda/kernel.hpp"
+#include "kernels/device.hpp"
+#endif
+
+namespace ampbench::cli {
+
+#if AMPBENCH_HAVE_CUDA
+
+CudaBackend open_cuda_backend() {
+  const kernels::DeviceStatus status = kernels::probe_device();
+  CudaBackend backend;
+  backend.available = status.available;
+  if (!status.available) {
+    backend.unavailable = "no usable CUDA device: " + status.error;
+    return backend;
+  }
+  backend.device = backends::cuda::device_record(status, kernels::library_versions());
+  return backend;
+}
+
+audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
+                          const backends::cuda::Plan& plan, nlohmann::json* detail) {
+  return backends::cuda::make_kernel(op, shape, plan, detail);
+}
+
+#else
+
+CudaBackend open_cuda_backend() {
+  return {false, "this build has no CUDA backend (configure with the CUDA toolkit)", {}};
+}
+
+audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,
+                          nlohmann::json*) {
+  throw std::logic_error("cuda_kernel: this build has no CUDA backend");
+}
+
+#endif
+
+}  // namespace ampbench::cli

@@ -1,0 +1,28 @@
+// The CUDA backend as the commands see it, in every build: whether it can run here (the device
+// probe, or the build's lack of CUDA), what the records say of the device, and the kernel of a
+// plan. Only this file's implementation knows whether the build has CUDA.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/audit/audit.hpp"
+#include "harness/backends/cuda/plan.hpp"
+
+namespace ampbench::cli {
+
+struct CudaBackend {
+  bool available = false;
+  std::string unavailable;  // why not, with the CUDA error's text and name where there is one
+  nlohmann::json device;    // backends::cuda::device_record, when available
+};
+
+// Probes the device (making its context): never throws.
+CudaBackend open_cuda_backend();
+
+// backends::cuda::make_kernel; only to be called when open_cuda_backend() found a device (a build
+// without CUDA throws std::logic_error).
+audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
+                          const backends::cuda::Plan& plan, nlohmann::json* detail);
+
+}  // namespace ampbench::cli
