@@ -23,7 +23,6 @@ namespace ampbench::cli {
 namespace {
 
 constexpr const char* kCommand = "ampbench fingerprint";
-constexpr int kExitNoDevice = 3;  // --backend cuda without a usable GPU (or CUDA backend)
 
 std::optional<numeric::Format> input_format(const std::string& name) {
   if (name == "fp16") return numeric::formats::fp16;
