@@ -124,10 +124,11 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err);
 
 // Runs a suite (docs/results.md): one record per case in DIR/result.json, rewritten after each.
 struct RunArgs {
-  std::string suite;          // suites/NAME.toml
-  std::string shard = "0/1";  // I/N: the cases whose index % N == I
-  std::string out;            // empty: results/<suite name>
-  std::string history;        // empty: history.sqlite beside DIR; "none": the run is not recorded
+  std::string suite;            // suites/NAME.toml
+  std::string shard = "0/1";    // I/N: the cases whose index % N == I
+  std::string out;              // empty: results/<suite name>
+  std::string history;          // empty: history.sqlite beside DIR; "none": the run is not recorded
+  std::string backend = "cpu";  // cpu, cuda (exit 3 without a usable GPU) or all
 };
 int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err);
 

@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
   run->add_option("--shard", run_args.shard, "I/N: only the cases whose index % N == I")
       ->capture_default_str();
   run->add_option("--out", run_args.out, "Directory of result.json (default: results/<suite>)");
+  run->add_option("--backend", run_args.backend,
+                  "cpu, cuda (exit 3 without a usable GPU) or all: each audit case on the CPU "
+                  "and the GPU; what the GPU cannot run is listed")
+      ->capture_default_str();
   run->add_option("--history", run_args.history,
                   "History database the run is recorded in (default: history.sqlite beside the "
                   "--out directory; none: not recorded)");

@@ -3,6 +3,7 @@
 // leaves the finished cases readable; the finished run is then recorded in the history database.
 // The suite, the shard, the output directory and the history are checked before any case runs.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,9 +13,13 @@
 #include <ostream>
 #include <string>
 #include <system_error>
+#include <variant>
+#include <vector>
 
+#include "harness/backends/cuda/plan.hpp"
 #include "harness/cli/build_info.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/json_file.hpp"
 #include "harness/results/history.hpp"
 #include "harness/results/record.hpp"
@@ -80,6 +85,48 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: --shard {}\n", kCommand, e.what());
     return kExitUsage;
   }
+  // The backends: the CPU, the GPU or both. A GPU that cannot be used stops `cuda` here, before
+  // any work; `all` then runs the CPU alone and says so.
+  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
+                       kCommand, args.backend);
+    return kExitUsage;
+  }
+  CudaBackend cuda;
+  if (args.backend != "cpu") {
+    cuda = open_cuda_backend();
+    if (!cuda.available && args.backend == "cuda") {
+      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+      return kExitNoDevice;
+    }
+  }
+  std::vector<std::string> backends;
+  if (args.backend != "cuda") backends.emplace_back("cpu");
+  if (cuda.available) backends.emplace_back("cuda");
+  // What the CUDA backend cannot run is listed, never silently left out.
+  const auto why_not = [](const results::SuiteCase& c,
+                          const std::string& backend) -> std::optional<std::string> {
+    if (backend == "cpu") return std::nullopt;
+    const auto* audit_case = std::get_if<audit::Case>(&c.work);
+    if (audit_case == nullptr) return fmt::format("{} runs have no CUDA backend yet", c.kind());
+    if (audit_case->mma) {
+      return std::string(
+          "a Tensor Core model case is the CPU's emulation of one; on the GPU "
+          "the case without the model runs the hardware itself");
+    }
+    const backends::cuda::Planning planned = backends::cuda::plan(
+        *audit_case->op, audit::precision_of(audit_case->policy, *audit_case->op));
+    if (!planned.plan) return planned.reason;
+    return std::nullopt;
+  };
+  const results::BackendCases on_backends = results::on_backends(suite.cases, backends, why_not);
+  const results::KernelFor kernel_for = [&cuda](const audit::Case& c, nlohmann::json* ran) {
+    const backends::cuda::Planning planned =
+        backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
+    (*ran)["device"] = cuda.device;
+    return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
+  };
+
   const std::filesystem::path directory = args.out.empty()
                                               ? std::filesystem::path("results") / suite.name
                                               : std::filesystem::path(args.out);
@@ -118,7 +165,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   // ---- the cases ------------------------------------------------------------------------------
-  const auto cases = results::select_shard(suite.cases, shard);
+  const auto cases = results::select_shard(on_backends.cases, shard);
   results::Environment environment = results::host_environment();
   environment.ampbench_version = build_info::kVersion;
   environment.git_revision = build_info::kGitRevision;
@@ -135,9 +182,19 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   environment.seed = suite.seed;
   environment.started = results::utc_now();
   out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",
-                     suite.name, cases.size(), suite.cases.size(), results::to_string(shard),
+                     suite.name, cases.size(), on_backends.cases.size(), results::to_string(shard),
                      suite.budgets_path.empty() ? "built-in only" : suite.budgets_path,
                      result_path);
+  if (args.backend != "cpu") {
+    out << fmt::format(
+        "backends: {}{}\n", fmt::join(backends, ", "),
+        cuda.available ? "" : fmt::format(" (cuda unavailable: {})", cuda.unavailable));
+  }
+  nlohmann::json not_run = nlohmann::json::array();
+  for (const auto& [key, why] : on_backends.not_run) {
+    out << fmt::format("not run: {}: {}\n", key, why);
+    not_run.push_back({{"key", key}, {"why", why}});
+  }
   out.flush();
   nlohmann::json records = nlohmann::json::array();
   nlohmann::json document;
@@ -145,6 +202,9 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   const auto write_result = [&]() {
     environment.finished = results::utc_now();
     document = results::result_document(suite.name, shard, environment, records);
+    document["backend"] = args.backend;
+    if (!cuda.available && args.backend == "all") document["cuda_unavailable"] = cuda.unavailable;
+    document["not_run"] = not_run;
     if (auto problem = write_json_file(result_path, document)) {
       err << fmt::format("{}: {}: {}\n", kCommand, result_path, *problem);
       return false;
@@ -155,7 +215,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   std::size_t failed = 0;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const results::Record record = results::run_case(cases[i], suite.budgets);
+    const results::Record record = results::run_case(cases[i], suite.budgets, kernel_for);
     failed += record.pass ? 0 : 1;
     out << fmt::format("[{}/{}] {}  {}  {}  ({:.1f} s)\n", i + 1, cases.size(), record.key,
                        record.pass ? "PASS" : "FAIL", key_metric(record), record.seconds);

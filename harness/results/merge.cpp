@@ -135,6 +135,19 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
                      {"environment", merged_environment(shards)},
                      {"merged_from", merged_from},
                      {"records", records}};
+  // What a backend could not run is the same list in every shard of a run: kept once.
+  nlohmann::json not_run = nlohmann::json::array();
+  std::set<std::string> listed;
+  for (const std::size_t i : present) {
+    const auto& d = by_index[i]->document;
+    if (!d.contains("not_run") || !d["not_run"].is_array()) continue;
+    for (const auto& entry : d["not_run"]) {
+      if (entry.is_object() && entry.contains("key") && listed.insert(entry["key"].dump()).second) {
+        not_run.push_back(entry);
+      }
+    }
+  }
+  if (!not_run.empty()) merged.document["not_run"] = not_run;
   return merged;
 }
 

@@ -23,7 +23,8 @@ struct Merged {
 // (shard I holds the cases at index I, I+N, I+2N...). The merged record's shard is "0/1" when
 // every shard is there, otherwise the indices present ("0,2/4"). Environment members the shards
 // agree on are kept; others become "mixed", and each shard's environment is kept under
-// merged_from. Throws ResultError naming the input and what is wrong.
+// merged_from; the cases a backend could not run (not_run) are listed once. Throws ResultError
+// naming the input and what is wrong.
 Merged merge_shards(std::span<const ResultDocument> shards);
 
 }  // namespace ampbench::results

@@ -20,13 +20,18 @@ void put(std::map<std::string, double>& metrics, const std::string& name, double
   if (std::isfinite(value)) metrics[name] = value;
 }
 
-Record run_audit_case(const audit::Case& c, const std::vector<audit::Budget>& budgets) {
-  const audit::CaseResult result = audit::run_case(c, budgets);
+Record run_audit_case(const audit::Case& c, const std::string& backend,
+                      const std::vector<audit::Budget>& budgets, const KernelFor& kernel_for) {
+  nlohmann::json ran;
+  const audit::CaseResult result =
+      backend == "cpu" ? audit::run_case(c, budgets)
+                       : audit::run_kernel_case(c, kernel_for(c, &ran), backend, budgets);
   Record record;
   record.kind = "audit";
   record.pass = result.pass();
   for (const auto& b : result.breaches) record.breaches.push_back(b.message);
   record.detail = audit::to_json(result);
+  if (!ran.is_null()) record.detail["ran"] = std::move(ran);
   record.metrics = audit_metrics(record.detail);
   return record;
 }
@@ -112,12 +117,16 @@ nlohmann::json to_json(const Environment& e) {
           {"finished", e.finished}};
 }
 
-Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets) {
+Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
+                const KernelFor& kernel_for) {
   const auto start = std::chrono::steady_clock::now();
   Record record;
   try {
+    if (c.backend != "cpu" && (c.kind() != "audit" || !kernel_for)) {
+      throw std::invalid_argument(fmt::format("no {} backend for this case", c.backend));
+    }
     if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
-      record = run_audit_case(*audit_case, budgets);
+      record = run_audit_case(*audit_case, c.backend, budgets, kernel_for);
     } else if (const auto* training = std::get_if<train::TrainConfig>(&c.work)) {
       record = run_training(*training);
     } else {

@@ -3,6 +3,7 @@
 // and the case's full audit or training record.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,7 +56,13 @@ struct Record {
 // set with 512 samples held out, as `ampbench train` does; a profile run on the model's default
 // data set, as `ampbench profile` does (it always passes: its numbers are reported). A case that
 // throws is a failed record whose breach says why.
-Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets);
+// An audit case on a backend other than the CPU: its kernel, writing into `ran` what ran (the
+// device, the library call), which the record's detail keeps under "ran".
+using KernelFor = std::function<audit::Kernel(const audit::Case& c, nlohmann::json* ran)>;
+// A case on another backend (c.backend != "cpu") runs through `kernel_for`
+// (audit::run_kernel_case), which must then be given.
+Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
+                const KernelFor& kernel_for = {});
 
 // The metrics of a record. Audit: max_ulp, mean_ulp, normwise_rel_error, componentwise_rel_error,
 // bound_ratio, fraction_correctly_rounded, mismatches. Training, per policy P: P.eval_loss,

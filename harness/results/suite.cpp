@@ -373,6 +373,26 @@ std::string to_string(const Shard& shard) {
   return fmt::format("{}/{}", shard.index, shard.count);
 }
 
+BackendCases on_backends(
+    const std::vector<SuiteCase>& cases, const std::vector<std::string>& backends,
+    const std::function<std::optional<std::string>(const SuiteCase&, const std::string& backend)>&
+        why_not) {
+  BackendCases result;
+  for (const auto& c : cases) {
+    for (const auto& backend : backends) {
+      SuiteCase on = c;
+      on.backend = backend;
+      if (backend != "cpu") on.key += "/backend=" + backend;
+      if (auto reason = why_not(c, backend)) {
+        result.not_run.emplace_back(on.key, std::move(*reason));
+      } else {
+        result.cases.push_back(std::move(on));
+      }
+    }
+  }
+  return result;
+}
+
 std::vector<SuiteCase> select_shard(const std::vector<SuiteCase>& cases, const Shard& shard) {
   std::vector<SuiteCase> selected;
   for (std::size_t i = shard.index; i < cases.size(); i += shard.count)

@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -38,6 +41,7 @@ struct SuiteCase {
   // "profile/mlp/steps=20/warmup=3/seed=1"
   std::string key;
   std::variant<audit::Case, train::TrainConfig, ProfileConfig> work;
+  std::string backend = "cpu";  // what runs it: "cpu", or "cuda" (an audit case only)
   // "audit", "train" or "profile": the record's kind and the key's first part.
   std::string_view kind() const;
 };
@@ -57,6 +61,19 @@ struct Suite {
 Suite parse_suite(std::string_view text, std::string_view source_name,
                   const std::filesystem::path& directory);
 Suite load_suite(const std::string& path);
+
+// The cases on each backend of `backends` (in that order, case by case, so that the order stays
+// deterministic for shards): the CPU's cases as they are, another backend's with "/backend=NAME"
+// added to the key, for the cases `why_not` has no objection to; the others are listed with the
+// reason (an op that backend cannot run yet, a training run).
+struct BackendCases {
+  std::vector<SuiteCase> cases;
+  std::vector<std::pair<std::string, std::string>> not_run;  // key on that backend, why
+};
+BackendCases on_backends(
+    const std::vector<SuiteCase>& cases, const std::vector<std::string>& backends,
+    const std::function<std::optional<std::string>(const SuiteCase&, const std::string& backend)>&
+        why_not);
 
 // Which cases a run takes: those whose index in the suite's order is index % count == index.
 struct Shard {

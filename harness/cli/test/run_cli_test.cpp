@@ -225,6 +225,52 @@ batch = 8
   EXPECT_EQ(compare.status, 0) << compare.out;
 }
 
+// --backend cuda needs a usable GPU: without one (this machine, or a build without CUDA) it stops
+// with status 3 and the reason before any work; --backend all then runs the CPU alone and says
+// so. With a GPU, the audit cases run on both and what the GPU cannot run is listed.
+TEST_F(RunCli, TheCudaBackendRunsWhereThereIsAGpuAndSaysWhyNotElsewhere) {
+  const std::string suite = write("tiny.toml", kTiny);
+  const Outcome cuda = ampbench("run " + suite + " --backend cuda --out " + path("cuda"));
+  const Outcome all = ampbench("run " + suite + " --backend all --out " + path("all"));
+  ASSERT_EQ(all.status, 0) << all.out << all.err;
+  const auto result = nlohmann::json::parse(slurp(path("all/result.json")));
+  EXPECT_EQ(result["backend"], "all");
+  if (cuda.status == 3) {
+    EXPECT_NE(cuda.err.find("ampbench run: --backend cuda: "), std::string::npos) << cuda.err;
+    EXPECT_TRUE(cuda.err.find("no CUDA backend") != std::string::npos ||
+                cuda.err.find("no usable CUDA device") != std::string::npos)
+        << cuda.err;
+    EXPECT_EQ(cuda.out, "");
+    EXPECT_FALSE(std::filesystem::exists(path("cuda")));
+    EXPECT_NE(all.out.find("backends: cpu (cuda unavailable: "), std::string::npos) << all.out;
+    EXPECT_TRUE(result["cuda_unavailable"].is_string());
+    EXPECT_EQ(result["records"].size(), 3u);  // the CPU's cases
+    EXPECT_TRUE(result["not_run"].empty());
+    return;
+  }
+  // A GPU: dot and sum run on it too, the training run does not (listed, with the reason).
+  ASSERT_EQ(cuda.status, 0) << cuda.out << cuda.err;
+  EXPECT_NE(all.out.find("audit/dot/16/fp32/normal/seed=3/backend=cuda  PASS"), std::string::npos)
+      << all.out;
+  bool training_listed = false;
+  for (const auto& entry : result["not_run"]) {
+    training_listed =
+        training_listed || entry["key"] == "train/mlp/steps=2/seed=3/batch=8/backend=cuda";
+  }
+  EXPECT_TRUE(training_listed) << result["not_run"].dump();
+}
+
+TEST_F(RunCli, AnUnknownBackendIsNamed) {
+  const std::string suite = write("tiny.toml", kTiny);
+  const Outcome run = ampbench("run " + suite + " --backend tpu --out " + path("x"));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("ampbench run: --backend: unknown backend 'tpu' (available: cpu, cuda, "
+                         "all)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_FALSE(std::filesystem::exists(path("x")));
+}
+
 TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {
   write("strict.toml",
         "[[budget]]\nop = \"dot\"\npolicy = \"*\"\nmetric = \"fraction_correctly_rounded\"\n"

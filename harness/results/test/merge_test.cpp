@@ -83,6 +83,18 @@ TEST(Merge, MissingShardsAreReportedAndNamedInTheShardMember) {
   EXPECT_EQ(merged.document["shard"], "0,2/3");
 }
 
+TEST(Merge, WhatABackendCouldNotRunIsListedOnce) {
+  std::vector<ResultDocument> shards{shard(0, 2, 4), shard(1, 2, 4)};
+  for (auto& s : shards) {
+    s.document["not_run"] = {{{"key", "train/mlp/backend=cuda"}, {"why", "no CUDA training"}}};
+  }
+  const nlohmann::json merged = merge_shards(shards).document;
+  ASSERT_EQ(merged["not_run"].size(), 1u);
+  EXPECT_EQ(merged["not_run"][0]["why"], "no CUDA training");
+  EXPECT_FALSE(
+      merge_shards(std::vector<ResultDocument>{shard(0, 1, 2)}).document.contains("not_run"));
+}
+
 TEST(Merge, EmptyShardsMergeToo) {
   // More shards than cases: some shards ran nothing, and their records are still a valid part.
   const std::vector<ResultDocument> shards{shard(0, 4, 2), shard(1, 4, 2), shard(2, 4, 2),

@@ -115,6 +115,32 @@ steps = 2
   EXPECT_EQ(std::get<ProfileConfig>(suite.cases[2].work).warmup, 0u);
 }
 
+// Each case on each backend, case by case; another backend's keys name it, and what it cannot run
+// is listed with the reason.
+TEST(Suite, CasesOnSeveralBackendsKeepTheirOrderAndListWhatCannotRun) {
+  const Suite suite = parse(kValid);
+  const auto why_not = [](const SuiteCase& c,
+                          const std::string& backend) -> std::optional<std::string> {
+    if (backend == "cuda" && c.kind() != "audit") return "no training on the GPU";
+    if (backend == "cuda" && c.key.starts_with("audit/sum")) return "no sum on the GPU";
+    return std::nullopt;
+  };
+  const BackendCases on = on_backends(suite.cases, {"cpu", "cuda"}, why_not);
+  ASSERT_EQ(on.cases.size(), 2 * suite.cases.size() - 2);
+  EXPECT_EQ(on.cases[0].key, "audit/dot/16/fp32/normal/seed=7");
+  EXPECT_EQ(on.cases[0].backend, "cpu");
+  EXPECT_EQ(on.cases[1].key, "audit/dot/16/fp32/normal/seed=7/backend=cuda");
+  EXPECT_EQ(on.cases[1].backend, "cuda");
+  EXPECT_EQ(on.cases[2].key, "audit/sum/16/fp32/normal/seed=7");
+  EXPECT_EQ(on.cases[3].key, "audit/gemm/8x8x8/amp-fp16/normal/seed=7/mma=hopper/samples=3");
+  ASSERT_EQ(on.not_run.size(), 2u);
+  EXPECT_EQ(on.not_run[0].first, "audit/sum/16/fp32/normal/seed=7/backend=cuda");
+  EXPECT_EQ(on.not_run[0].second, "no sum on the GPU");
+  EXPECT_EQ(on.not_run[1].first, "train/mlp/steps=5/seed=7/batch=8/backend=cuda");
+  // The CPU alone is the suite itself.
+  EXPECT_EQ(keys(on_backends(suite.cases, {"cpu"}, why_not).cases), keys(suite.cases));
+}
+
 TEST(Suite, ThePoliciesFilesAndTheBudgetsOfASuiteAreFoundNextToIt) {
   const Suite suite = parse_suite(R"(name = "p"
 [[audit]]
