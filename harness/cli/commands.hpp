@@ -136,7 +136,9 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err);
 struct CompareArgs {
   std::string base;
   std::string current;
-  double tolerance = 0.1;  // relative change for the worse that is still not a regression
+  // Relative change for the worse that is still not a regression; default: the baseline's suite's
+  // (its record's tolerance), or 0.1.
+  std::optional<double> tolerance;
   double floor = 1e-12;    // absolute change that never is one
   // The main metrics of every case side by side; on by itself when the files come from two
   // different devices (the architecture comparison).

@@ -22,9 +22,9 @@ std::string number(const std::optional<double>& v) {
 }  // namespace
 
 int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
-  if (!(args.tolerance >= 0) || !std::isfinite(args.tolerance)) {
+  if (args.tolerance && (!(*args.tolerance >= 0) || !std::isfinite(*args.tolerance))) {
     err << fmt::format("{}: --tolerance: {} is not a finite value >= 0\n", kCommand,
-                       args.tolerance);
+                       *args.tolerance);
     return kExitUsage;
   }
   if (!(args.floor >= 0) || !std::isfinite(args.floor)) {
@@ -40,11 +40,15 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: {}\n", kCommand, e.what());
     return kExitUsage;
   }
-  const results::Comparison comparison =
-      results::compare(base, current, {args.tolerance, args.floor});
+  const double tolerance = args.tolerance.value_or(base.tolerance.value_or(0.1));
+  const char* tolerance_source = args.tolerance    ? ""
+                                 : base.tolerance ? " (the baseline suite's)"
+                                                  : " (the default)";
+  const results::Comparison comparison = results::compare(base, current, {tolerance, args.floor});
 
-  out << fmt::format("base {} (suite {}), new {} (suite {}); tolerance {:g}, floor {:g}\n",
-                     args.base, base.suite, args.current, current.suite, args.tolerance,
+  out << fmt::format("base {} (suite {}), new {} (suite {}); tolerance {:g}{}, floor {:g}\n",
+                     args.base, base.suite, args.current, current.suite, tolerance,
+                     tolerance_source,
                      args.floor);
   if (!comparison.changes.empty()) {
     out << fmt::format("\n{:<13}{:<28}{:>14}{:>14}  {}\n", "change", "metric", "base", "new",

@@ -252,10 +252,11 @@ int main(int argc, char** argv) {
       "missing cases (exit 1 on a regression, a new failure or a missing case)");
   compare->add_option("base", compare_args.base, "The baseline result.json")->required();
   compare->add_option("new", compare_args.current, "The result.json to judge")->required();
-  compare
-      ->add_option("--tolerance", compare_args.tolerance,
-                   "Relative change for the worse that is not a regression")
-      ->capture_default_str();
+  double compare_tolerance = 0.1;
+  auto* compare_tolerance_option = compare->add_option(
+      "--tolerance", compare_tolerance,
+      "Relative change for the worse that is not a regression (default: the baseline suite's "
+      "tolerance, or 0.1)");
   compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
       ->capture_default_str();
   compare->add_flag("--side-by-side", compare_args.side_by_side,
@@ -367,7 +368,10 @@ int main(int argc, char** argv) {
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
-  if (*compare) return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
+  if (*compare) {
+    if (*compare_tolerance_option) compare_args.tolerance = compare_tolerance;
+    return ampbench::cli::run_compare(compare_args, std::cout, std::cerr);
+  }
   if (*merge) return ampbench::cli::run_merge(merge_args, std::cout, std::cerr);
   if (*report) return ampbench::cli::run_report(report_args, std::cout, std::cerr);
   if (*history) return ampbench::cli::run_history(history_args, std::cout, std::cerr);

@@ -203,6 +203,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     environment.finished = results::utc_now();
     document = results::result_document(suite.name, shard, environment, records);
     document["backend"] = args.backend;
+    document["tolerance"] = suite.tolerance;
     if (!cuda.available && args.backend == "all") document["cuda_unavailable"] = cuda.unavailable;
     document["not_run"] = not_run;
     if (auto problem = write_json_file(result_path, document)) {

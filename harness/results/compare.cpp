@@ -39,6 +39,13 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
   ResultFile file;
   if (document.contains("suite") && document["suite"].is_string())
     file.suite = document["suite"].get<std::string>();
+  if (document.contains("tolerance")) {
+    const auto& tolerance = document["tolerance"];
+    if (!tolerance.is_number() || !(tolerance.get<double>() >= 0)) {
+      throw bad("tolerance is not a number >= 0");
+    }
+    file.tolerance = tolerance.get<double>();
+  }
   if (document.contains("environment") && document["environment"].is_object()) {
     const auto& environment = document["environment"];
     const auto text = [&](const char* name) {

@@ -32,6 +32,7 @@ struct ResultFile {
   // What ran the cases: the environment's gpu when it names a device, otherwise its cpu; empty
   // when the record does not say (a hand-written one).
   std::string device;
+  std::optional<double> tolerance;  // the suite's, when the record carries it
   std::vector<ResultRecord> records;
 };
 // Checks the schema and the members compare reads; `source` names the document in messages.

@@ -135,6 +135,15 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
                      {"environment", merged_environment(shards)},
                      {"merged_from", merged_from},
                      {"records", records}};
+  // The run's settings, when every shard has the same.
+  for (const char* member : {"backend", "tolerance"}) {
+    const auto& first = shards.front().document;
+    if (!first.contains(member)) continue;
+    const bool agree = std::all_of(shards.begin(), shards.end(), [&](const ResultDocument& s) {
+      return s.document.contains(member) && s.document[member] == first[member];
+    });
+    merged.document[member] = agree ? first[member] : nlohmann::json("mixed");
+  }
   // What a backend could not run is the same list in every shard of a run: kept once.
   nlohmann::json not_run = nlohmann::json::array();
   std::set<std::string> listed;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -43,6 +44,15 @@ class Reader {
     const auto* s = node.as_string();
     if (s == nullptr) fail(node, where, "must be a string");
     return s->get();
+  }
+
+  // A finite number >= 0, integer or float.
+  double non_negative(const toml::node& node, std::string_view where) const {
+    const std::optional<double> value = node.value<double>();
+    if (!value || !std::isfinite(*value) || *value < 0) {
+      fail(node, where, "must be a finite number >= 0");
+    }
+    return *value;
   }
 
   std::uint64_t natural(const toml::node& node, std::string_view where, std::int64_t least) const {
@@ -281,7 +291,8 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   }
   const Reader reader(source_name);
   reader.check_keys(root, "",
-                    {"name", "description", "seed", "budgets", "audit", "train", "profile"});
+                    {"name", "description", "seed", "tolerance", "budgets", "audit", "train",
+                     "profile"});
   Suite suite;
   const toml::node* name = root.get("name");
   if (name == nullptr) {
@@ -295,6 +306,9 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
     suite.description = reader.string(*node, "description");
   }
   if (const toml::node* node = root.get("seed")) suite.seed = reader.natural(*node, "seed", 0);
+  if (const toml::node* node = root.get("tolerance")) {
+    suite.tolerance = reader.non_negative(*node, "tolerance");
+  }
 
   if (const toml::node* node = root.get("budgets")) {
     const std::string path = reader.string(*node, "budgets");

@@ -50,6 +50,9 @@ struct Suite {
   std::string name;
   std::string description;
   std::uint64_t seed = 1;
+  // The relative change for the worse that compare still accepts against a result of this suite
+  // used as the baseline (--tolerance overrides it).
+  double tolerance = 0.1;
   std::string budgets_path;  // empty: no budgets file (the built-in rules only)
   std::vector<audit::Budget> budgets;
   // audit entries in file order, then training entries, then profile entries

@@ -271,6 +271,38 @@ TEST_F(RunCli, AnUnknownBackendIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(path("x")));
 }
 
+// A suite's tolerance travels in its records: compare judges against the baseline's unless told.
+TEST_F(RunCli, CompareTakesTheBaselineSuitesTolerance) {
+  const auto result = [&](const std::string& name, const std::string& tolerance, double error) {
+    return write(name, R"({"schema": "ampbench.result/1", "suite": "s", )" + tolerance +
+                           R"("records": [{"key": "k", "status": "pass", "metrics":
+                           {"normwise_rel_error": )" +
+                           std::to_string(error) + "}}]}");
+  };
+  const std::string loose = result("loose.json", R"("tolerance": 0.5, )", 1.0);
+  const std::string plain = result("plain.json", "", 1.0);
+  const std::string worse = result("worse.json", "", 1.3);
+  const Outcome by_suite = ampbench("compare " + loose + " " + worse);
+  EXPECT_EQ(by_suite.status, 0) << by_suite.out;
+  EXPECT_NE(by_suite.out.find("tolerance 0.5 (the baseline suite's)"), std::string::npos)
+      << by_suite.out;
+  EXPECT_EQ(ampbench("compare " + loose + " " + worse + " --tolerance 0.1").status, 1);
+  const Outcome by_default = ampbench("compare " + plain + " " + worse);
+  EXPECT_EQ(by_default.status, 1);
+  EXPECT_NE(by_default.out.find("tolerance 0.1 (the default)"), std::string::npos)
+      << by_default.out;
+  const std::string bad = result("bad.json", R"("tolerance": "ten", )", 1.0);
+  const Outcome refused = ampbench("compare " + bad + " " + worse);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find(bad + ": not an ampbench.result/1 record: tolerance is not a number"),
+            std::string::npos)
+      << refused.err;
+  // A suite run records its tolerance.
+  const std::string suite = write("t.toml", std::string(kTiny).replace(0, 13, "name = \"t\"\ntolerance = 0.3"));
+  ASSERT_EQ(ampbench("run " + suite + " --out " + path("t")).status, 0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("t/result.json")))["tolerance"], 0.3);
+}
+
 TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {
   write("strict.toml",
         "[[budget]]\nop = \"dot\"\npolicy = \"*\"\nmetric = \"fraction_correctly_rounded\"\n"

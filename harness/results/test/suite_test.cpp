@@ -45,6 +45,11 @@ TEST(Suite, ExpandsTheCrossProductInFileOrderWithStableKeys) {
   const Suite suite = parse(kValid);
   EXPECT_EQ(suite.name, "tiny");
   EXPECT_EQ(suite.seed, 7u);
+  EXPECT_EQ(suite.tolerance, 0.1);  // the default
+  EXPECT_EQ(parse("name = \"t\"\ntolerance = 0.25\n[[audit]]\nops = [\"dot\"]\n"
+                  "policies = [\"fp32\"]\n")
+                .tolerance,
+            0.25);
   EXPECT_TRUE(suite.budgets_path.empty());
   const std::vector<std::string> expected{
       "audit/dot/16/fp32/normal/seed=7",
@@ -198,6 +203,8 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:5: [[train]] steps: must be an integer >= 1"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nlr = 0.1\n",
        "suites/x.toml:5: [[train]] lr: unknown key"},
+      {"name = \"x\"\ntolerance = -0.5\n", "suites/x.toml:2: tolerance: must be a finite number >= 0"},
+      {"name = \"x\"\ntolerance = \"10%\"\n", "suites/x.toml:2: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nwarmup = -1\n",
        "suites/x.toml:5: [[profile]] warmup: must be an integer >= 0"},
       {"name = \"x\"\n[[profile]]\nmodel = \"gpt\"\npolicies = [\"fp32\"]\n",
