@@ -1,7 +1,8 @@
 # The embedding test: installs this build into a fresh prefix, configures and builds
 # scripts/embed-example against it with find_package(ampbench), and runs the example, which exits
 # 0 only when the audit tells its good kernel from its bad one.
-# Arguments: -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR=
+# Arguments: -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR= -DFLAGS= (compile and link flags
+# the example needs: the sanitizers of a sanitized build)
 file(REMOVE_RECURSE ${WORK_DIR})
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -12,6 +13,7 @@ function(step)
 endfunction()
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/scripts/embed-example -B ${WORK_DIR}/build -G ${GENERATOR}
-     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+     "-DCMAKE_CXX_FLAGS=${FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${FLAGS}")
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${WORK_DIR}/build/audit_my_softmax)

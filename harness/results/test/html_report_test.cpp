@@ -3,11 +3,11 @@
 // page needs nothing from a network.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "harness/results/report.hpp"
+#include "harness/results/test/svg_scan.hpp"
 
 namespace ampbench::results {
 namespace {
@@ -27,14 +27,7 @@ std::vector<std::string> charts(const std::string& html) {
   return svgs;
 }
 
-std::vector<std::size_t> polyline_points(const std::string& svg) {
-  std::vector<std::size_t> points;
-  const std::regex polyline("<polyline[^>]*points=\"([^\"]*)\"");
-  for (std::sregex_iterator it(svg.begin(), svg.end(), polyline), end; it != end; ++it) {
-    points.push_back(count((*it)[1].str(), ","));
-  }
-  return points;
-}
+using test::polyline_points;
 
 nlohmann::json histogram(std::vector<int> counts) {
   nlohmann::json buckets = nlohmann::json::array();

@@ -6,9 +6,10 @@
 
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <string>
 #include <vector>
+
+#include "harness/results/test/svg_scan.hpp"
 
 namespace ampbench::results::svg {
 namespace {
@@ -23,9 +24,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 std::vector<double> attribute_values(const std::string& svg, const std::string& element,
                                      const std::string& attribute) {
   std::vector<double> values;
-  const std::regex tag("<" + element + "[^>]*\\b" + attribute + "=\"([-0-9.e]+)\"");
-  for (std::sregex_iterator it(svg.begin(), svg.end(), tag), end; it != end; ++it) {
-    values.push_back(std::stod((*it)[1].str()));
+  for (const auto& text : test::attribute_texts(svg, element, attribute)) {
+    values.push_back(std::stod(text));
   }
   return values;
 }
@@ -99,12 +99,7 @@ TEST(Svg, LineChartDrawsEveryPointAndNamesWhatALogAxisCannot) {
   EXPECT_EQ(count(svg, "<svg"), 1u);
   // One polyline of 3 points; the second series' 0 ends its line after 2 points, and its last
   // drawable point is alone, a dot without a line.
-  std::vector<std::size_t> points;
-  const std::regex polyline("<polyline[^>]*points=\"([^\"]*)\"");
-  for (std::sregex_iterator it(svg.begin(), svg.end(), polyline), end; it != end; ++it) {
-    points.push_back(count((*it)[1].str(), ","));
-  }
-  EXPECT_EQ(points, (std::vector<std::size_t>{3, 2})) << svg;
+  EXPECT_EQ(test::polyline_points(svg), (std::vector<std::size_t>{3, 2})) << svg;
   EXPECT_NE(svg.find("a&lt;b&gt;: 1 value 0, 1 value NaN (not drawn on the log axis)"),
             std::string::npos)
       << svg;
