@@ -139,7 +139,7 @@ struct CompareArgs {
   // Relative change for the worse that is still not a regression; default: the baseline's suite's
   // (its record's tolerance), or 0.1.
   std::optional<double> tolerance;
-  double floor = 1e-12;    // absolute change that never is one
+  double floor = 1e-12;  // absolute change that never is one
   // The main metrics of every case side by side; on by itself when the files come from two
   // different devices (the architecture comparison).
   bool side_by_side = false;

@@ -41,15 +41,14 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const double tolerance = args.tolerance.value_or(base.tolerance.value_or(0.1));
-  const char* tolerance_source = args.tolerance    ? ""
+  const char* tolerance_source = args.tolerance   ? ""
                                  : base.tolerance ? " (the baseline suite's)"
                                                   : " (the default)";
   const results::Comparison comparison = results::compare(base, current, {tolerance, args.floor});
 
   out << fmt::format("base {} (suite {}), new {} (suite {}); tolerance {:g}{}, floor {:g}\n",
                      args.base, base.suite, args.current, current.suite, tolerance,
-                     tolerance_source,
-                     args.floor);
+                     tolerance_source, args.floor);
   if (!comparison.changes.empty()) {
     out << fmt::format("\n{:<13}{:<28}{:>14}{:>14}  {}\n", "change", "metric", "base", "new",
                        "case");

@@ -290,9 +290,9 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
     throw SuiteError(fmt::format("{}:{}: {}", source_name, e.source().begin.line, e.description()));
   }
   const Reader reader(source_name);
-  reader.check_keys(root, "",
-                    {"name", "description", "seed", "tolerance", "budgets", "audit", "train",
-                     "profile"});
+  reader.check_keys(
+      root, "",
+      {"name", "description", "seed", "tolerance", "budgets", "audit", "train", "profile"});
   Suite suite;
   const toml::node* name = root.get("name");
   if (name == nullptr) {

@@ -298,7 +298,8 @@ TEST_F(RunCli, CompareTakesTheBaselineSuitesTolerance) {
             std::string::npos)
       << refused.err;
   // A suite run records its tolerance.
-  const std::string suite = write("t.toml", std::string(kTiny).replace(0, 13, "name = \"t\"\ntolerance = 0.3"));
+  const std::string suite =
+      write("t.toml", std::string(kTiny).replace(0, 13, "name = \"t\"\ntolerance = 0.3"));
   ASSERT_EQ(ampbench("run " + suite + " --out " + path("t")).status, 0);
   EXPECT_EQ(nlohmann::json::parse(slurp(path("t/result.json")))["tolerance"], 0.3);
 }
