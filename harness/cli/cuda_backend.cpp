@@ -15,6 +15,8 @@ CudaBackend open_cuda_backend() {
   const kernels::DeviceStatus status = kernels::probe_device();
   CudaBackend backend;
   backend.available = status.available;
+  backend.gpu = kernels::describe(status);
+  backend.libraries = kernels::describe(kernels::library_versions());
   if (!status.available) {
     backend.unavailable = "no usable CUDA device: " + status.error;
     return backend;
@@ -31,7 +33,11 @@ audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
 #else
 
 CudaBackend open_cuda_backend() {
-  return {false, "this build has no CUDA backend (configure with the CUDA toolkit)", {}};
+  return {false,
+          "this build has no CUDA backend (configure with the CUDA toolkit)",
+          {},
+          "not probed: this build has no CUDA backend",
+          "none: this build has no CUDA backend"};
 }
 
 audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,

@@ -15,6 +15,10 @@ struct CudaBackend {
   bool available = false;
   std::string unavailable;  // why not, with the CUDA error's text and name where there is one
   nlohmann::json device;    // backends::cuda::device_record, when available
+  // For a run's environment: the device in one line, or why there is none; the CUDA library
+  // versions this process loaded.
+  std::string gpu;
+  std::string libraries;
 };
 
 // Probes the device (making its context): never throws.

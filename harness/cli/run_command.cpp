@@ -24,9 +24,6 @@
 #include "harness/results/history.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
-#if AMPBENCH_HAVE_CUDA
-#include "kernels/device.hpp"
-#endif
 
 namespace ampbench::cli {
 namespace {
@@ -92,17 +89,15 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
                        kCommand, args.backend);
     return kExitUsage;
   }
-  CudaBackend cuda;
-  if (args.backend != "cpu") {
-    cuda = open_cuda_backend();
-    if (!cuda.available && args.backend == "cuda") {
-      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
-      return kExitNoDevice;
-    }
+  // Probed whatever the backend: the run's environment names the GPU, or why there is none.
+  const CudaBackend cuda = open_cuda_backend();
+  if (!cuda.available && args.backend == "cuda") {
+    err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+    return kExitNoDevice;
   }
   std::vector<std::string> backends;
   if (args.backend != "cuda") backends.emplace_back("cpu");
-  if (cuda.available) backends.emplace_back("cuda");
+  if (cuda.available && args.backend != "cpu") backends.emplace_back("cuda");
   // What the CUDA backend cannot run is listed, never silently left out.
   const auto why_not = [](const results::SuiteCase& c,
                           const std::string& backend) -> std::optional<std::string> {
@@ -172,13 +167,8 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   environment.compiler = fmt::format("{} {}", build_info::kCompiler, build_info::kCompilerVersion);
   environment.build_type = build_info::kBuildType;
   environment.cuda = build_info::kCuda;
-#if AMPBENCH_HAVE_CUDA
-  environment.gpu = kernels::describe(kernels::probe_device());
-  environment.cuda_libraries = kernels::describe(kernels::library_versions());
-#else
-  environment.gpu = "not probed: this build has no CUDA backend";
-  environment.cuda_libraries = "none: this build has no CUDA backend";
-#endif
+  environment.gpu = cuda.gpu;
+  environment.cuda_libraries = cuda.libraries;
   environment.seed = suite.seed;
   environment.started = results::utc_now();
   out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",

@@ -13,6 +13,7 @@
 
 #include "harness/results/report.hpp"
 #include "harness/results/svg.hpp"
+#include "harness/train/profile_record.hpp"
 
 namespace ampbench::results {
 namespace {
@@ -317,13 +318,12 @@ std::string time_chart(const nlohmann::json& records) {
 // A profile run's step as stacked bars per policy: the median step's milliseconds split by the
 // phases' shares of the step time; what no phase covers (the loss, scaling the loss) is "rest".
 std::string profile_chart(const nlohmann::json& detail) {
-  static constexpr const char* kPhases[] = {"forward", "backward",  "unscale",
-                                            "clip",    "optimizer", "update"};
+  using train::kProfilePhases;
   svg::BarChart chart{
       .title = "Median step time per policy, by phase", .y = {"milliseconds", 0}, .stacked = true};
   const auto& runs = member(detail, "runs");
   if (!runs.is_array() || runs.empty()) return "";
-  for (const char* phase : kPhases) {
+  for (const char* phase : kProfilePhases) {
     chart.series.push_back(phase);
     chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
   }
@@ -335,8 +335,8 @@ std::string profile_chart(const nlohmann::json& detail) {
     const auto& median = member(member(run, "step_ms"), "median");
     const double step_ms = median.is_number() ? median.get<double>() : 0.0;
     double covered = 0;
-    for (std::size_t i = 0; i < std::size(kPhases); ++i) {
-      const auto& share = member(member(run, "phase_share"), kPhases[i]);
+    for (std::size_t i = 0; i < std::size(kProfilePhases); ++i) {
+      const auto& share = member(member(run, "phase_share"), kProfilePhases[i]);
       const double fraction = share.is_number() ? share.get<double>() : 0.0;
       covered += fraction;
       chart.values[i].push_back(step_ms * fraction);
