@@ -1,0 +1,65 @@
+// The CUDA backend's own kernels for the ops that are not GEMMs: what a GPU framework runs for
+// them, so that the audit and the training steps judge what the device computes. Each launcher
+// enqueues on `stream` and returns; every pointer is device memory. Arithmetic is binary32 for
+// every element type (PyTorch's opmath_type for half and bfloat16), and each result is rounded once
+// to its element type, to nearest even. The per-element math lives in __host__ __device__ headers
+// shared with the host (docs/cuda-backend.md).
+//
+// Unless a launcher says otherwise, all tensor inputs and outputs of one call have the element
+// type `type`: the caller casts operands to the op's input type first (cast below), as autocast
+// does. Statistics (mean, reciprocal standard deviation) and losses are binary32.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace ampbench::kernels {
+
+enum class DType { f32, f16, bf16 };
+std::size_t dtype_bytes(DType type);
+std::string_view dtype_name(DType type);  // "fp32", "fp16", "bf16"
+
+enum class Activation { none, relu, gelu, gelu_tanh, silu };
+
+// y[i] = x[i] converted from `from` to `to` (round to nearest even; exact when widening).
+void cast(DType from, DType to, const void* x, void* y, std::size_t n, cudaStream_t stream);
+
+// y = a + b, element by element, n elements.
+void add(DType type, const void* a, const void* b, void* y, std::size_t n, cudaStream_t stream);
+
+// y = act(x + bias) for rows x cols row-major x; bias (cols) may be null.
+void bias_activation(DType type, Activation act, const void* x, const void* bias, void* y,
+                     std::size_t rows, std::size_t cols, cudaStream_t stream);
+// dx = dy * act'(x), n elements (act != none).
+void activation_backward(DType type, Activation act, const void* x, const void* dy, void* dx,
+                         std::size_t n, cudaStream_t stream);
+
+// out[j] = sum over i of x[i][j], for rows x cols x: the bias gradient of a linear layer.
+void column_sums(DType type, const void* x, void* out, std::size_t rows, std::size_t cols,
+                 cudaStream_t stream);
+
+// Layer norm over the last dimension of rows x cols x: y = (x - mean) * rstd * gamma + beta, with
+// rstd = 1 / sqrt(var + eps) (biased variance). mean and rstd (rows, binary32) are kept for the
+// backward; either may be null when not needed.
+void layer_norm(DType type, const void* x, const void* gamma, const void* beta, void* y,
+                float* mean, float* rstd, std::size_t rows, std::size_t cols, float eps,
+                cudaStream_t stream);
+// dx (rows x cols), dgamma and dbeta (cols) from the forward's x, gamma, mean and rstd. Any of the
+// three outputs may be null.
+void layer_norm_backward(DType type, const void* x, const void* dy, const void* gamma,
+                         const float* mean, const float* rstd, void* dx, void* dgamma,
+                         void* dbeta, std::size_t rows, std::size_t cols, cudaStream_t stream);
+
+// Mean cross-entropy of rows x classes logits against targets (rows, each in [0, classes)),
+// written to *loss (one binary32 on the device).
+void cross_entropy(DType type, const void* logits, const std::int64_t* targets, float* loss,
+                   std::size_t rows, std::size_t classes, cudaStream_t stream);
+// dlogits = (softmax(logits) - onehot(target)) * d_loss / rows.
+void cross_entropy_backward(DType type, const void* logits, const std::int64_t* targets,
+                            float d_loss, void* dlogits, std::size_t rows, std::size_t classes,
+                            cudaStream_t stream);
+
+}  // namespace ampbench::kernels
