@@ -50,8 +50,8 @@ void layer_norm(DType type, const void* x, const void* gamma, const void* beta, 
 // dx (rows x cols), dgamma and dbeta (cols) from the forward's x, gamma, mean and rstd. Any of the
 // three outputs may be null.
 void layer_norm_backward(DType type, const void* x, const void* dy, const void* gamma,
-                         const float* mean, const float* rstd, void* dx, void* dgamma,
-                         void* dbeta, std::size_t rows, std::size_t cols, cudaStream_t stream);
+                         const float* mean, const float* rstd, void* dx, void* dgamma, void* dbeta,
+                         std::size_t rows, std::size_t cols, cudaStream_t stream);
 
 // Mean cross-entropy of rows x classes logits against targets (rows, each in [0, classes)),
 // written to *loss (one binary32 on the device).

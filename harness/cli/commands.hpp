@@ -106,6 +106,7 @@ struct TrainArgs {
   std::size_t eval = 512;
   std::size_t print_every = 0;  // 0: a tenth of the steps
   std::string json;
+  std::string backend = "cpu";  // cpu, cuda
 };
 int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err);
 

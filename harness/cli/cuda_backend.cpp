@@ -4,6 +4,7 @@
 
 #if AMPBENCH_HAVE_CUDA
 #include "harness/backends/cuda/kernel.hpp"
+#include "harness/backends/cuda/train.hpp"
 #include "kernels/device.hpp"
 #endif
 
@@ -30,6 +31,17 @@ audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
   return backends::cuda::make_kernel(op, shape, plan, detail);
 }
 
+train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
+                              const train::Dataset& eval_set,
+                              const std::function<void(std::size_t)>& progress) {
+  return backends::cuda::train_on_device(config, train_set, eval_set, progress);
+}
+
+train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
+                                  std::size_t warmup) {
+  return backends::cuda::profile_on_device(config, train_set, warmup);
+}
+
 #else
 
 CudaBackend open_cuda_backend() {
@@ -43,6 +55,15 @@ CudaBackend open_cuda_backend() {
 audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,
                           nlohmann::json*) {
   throw std::logic_error("cuda_kernel: this build has no CUDA backend");
+}
+
+train::TrainResult cuda_train(const train::TrainConfig&, const train::Dataset&,
+                              const train::Dataset&, const std::function<void(std::size_t)>&) {
+  throw std::logic_error("cuda_train: this build has no CUDA backend");
+}
+
+train::ProfileResult cuda_profile(const train::TrainConfig&, const train::Dataset&, std::size_t) {
+  throw std::logic_error("cuda_profile: this build has no CUDA backend");
 }
 
 #endif

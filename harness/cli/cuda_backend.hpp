@@ -3,11 +3,14 @@
 // plan. Only this file's implementation knows whether the build has CUDA.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/train/trainer.hpp"
 
 namespace ampbench::cli {
 
@@ -28,5 +31,13 @@ CudaBackend open_cuda_backend();
 // without CUDA throws std::logic_error).
 audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
                           const backends::cuda::Plan& plan, nlohmann::json* detail);
+
+// backends::cuda::train_on_device and profile_on_device (the latter with NVTX ranges around every
+// phase); likewise only after open_cuda_backend() found a device.
+train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
+                              const train::Dataset& eval_set,
+                              const std::function<void(std::size_t)>& progress);
+train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
+                                  std::size_t warmup);
 
 }  // namespace ampbench::cli

@@ -206,6 +206,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--print-every", train_args.print_every, "Table row every N steps");
   train->add_option("--json", train_args.json, "Write the record ampbench.train/1 to this file");
+  train
+      ->add_option("--backend", train_args.backend,
+                   "cpu (the emulator) or cuda (the policies on the GPU, the reference on the CPU)")
+      ->capture_default_str();
 
   ampbench::cli::ProfileArgs profile_args;
   auto* profile = app.add_subcommand(

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/json_file.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
@@ -54,6 +56,20 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   auto policies = read_policies(kCommand, split_list(args.policies), err);
   if (!policies) return kExitUsage;
   config.policies = std::move(*policies);
+  if (args.backend != "cpu" && args.backend != "cuda") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
+                       args.backend);
+    return kExitUsage;
+  }
+  const bool on_cuda = args.backend == "cuda";
+  if (on_cuda) {
+    for (const auto& p : config.policies) {
+      if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
+        err << fmt::format("{}: --backend cuda: {}\n", kCommand, *why);
+        return kExitUsage;
+      }
+    }
+  }
   if (args.reference_bits < 64 || args.reference_bits > 4096) {
     err << fmt::format("{}: --reference-bits: {} is outside [64, 4096]\n", kCommand,
                        args.reference_bits);
@@ -144,6 +160,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const train::Split split = train::split(data, args.eval, args.seed);
+  // Last of the checks, as it makes the device's context.
+  CudaBackend cuda;
+  if (on_cuda) {
+    cuda = open_cuda_backend();
+    if (!cuda.available) {
+      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+      return kExitNoDevice;
+    }
+  }
 
   // ---- the run ----------------------------------------------------------------------------------
   out << fmt::format(
@@ -151,17 +176,33 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       "reference {} bits\n",
       config.model, data.name, split.train.samples(), split.eval.samples(), config.steps,
       config.accumulate, config.batch, config.seed, config.reference_bits);
+  if (on_cuda) {
+    out << fmt::format("policies on {}; the reference on the CPU\n", cuda.gpu);
+    for (const auto& p : config.policies) {
+      if (auto note = backends::cuda::non_gemm_compute_note(p)) out << "note: " << *note << "\n";
+    }
+  }
   out.flush();
   train::TrainResult result;
   try {
     const std::size_t tick = std::max<std::size_t>(1, config.steps / 10);
-    result = train::train(config, split.train, split.eval, [&](std::size_t step) {
+    const auto progress = [&](std::size_t step) {
       if ((step + 1) % tick == 0)
         err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, config.steps);
-    });
+    };
+    if (on_cuda) {
+      result = cuda_train(config, split.train, split.eval, progress);
+      result.backend = "cuda";
+      result.device = cuda.device;
+    } else {
+      result = train::train(config, split.train, split.eval, progress);
+    }
   } catch (const std::invalid_argument& e) {
     err << fmt::format("{}: {}\n", kCommand, e.what());
     return kExitUsage;
+  } catch (const std::runtime_error& e) {  // a failed CUDA, cuBLAS or cuDNN call
+    err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, e.what());
+    return kExitFail;
   }
 
   const std::size_t every =

@@ -93,6 +93,8 @@ struct TrainResult {
   RunResult reference;
   std::vector<RunResult> runs;
   double seconds = 0;
+  std::string backend = "cpu";               // where the policies ran: cpu or cuda
+  nlohmann::json device = nlohmann::json();  // the GPU's record (backends::cuda::device_record)
 };
 
 // The models this build can train ("mlp").

@@ -43,15 +43,6 @@ std::optional<DeviceType> holding_type(const numeric::Format& f) {
   return std::nullopt;
 }
 
-// The device type a result format is stored in: the same values and the same overflow (cuBLAS
-// converts D with IEEE overflow to infinity).
-std::optional<DeviceType> output_type(const numeric::Format& f) {
-  for (const DeviceType t : {DeviceType::f32, DeviceType::f16, DeviceType::bf16}) {
-    if (numeric::same_format(f, device_type_format(t))) return t;
-  }
-  return std::nullopt;
-}
-
 struct ComputeChoice {
   std::optional<GemmCompute> compute;
   std::string text;  // the rule when chosen, why not otherwise
@@ -172,6 +163,13 @@ LtOperand row_major(std::size_t operand, std::uint64_t rows, std::uint64_t cols,
 }
 
 }  // namespace
+
+std::optional<DeviceType> output_type(const numeric::Format& f) {
+  for (const DeviceType t : {DeviceType::f32, DeviceType::f16, DeviceType::bf16}) {
+    if (numeric::same_format(f, device_type_format(t))) return t;
+  }
+  return std::nullopt;
+}
 
 std::string_view compute_name(GemmCompute c) {
   switch (c) {

@@ -44,6 +44,9 @@ enum class DeviceType { f32, f16, bf16 };
 std::string_view device_type_name(DeviceType t);  // "32F", "16F", "16BF"
 std::size_t device_type_bytes(DeviceType t);
 numeric::Format device_type_format(DeviceType t);
+// The device type a result in format `f` is stored in: the same values and the same overflow
+// (cuBLAS converts D with IEEE overflow to infinity); none when no type is.
+std::optional<DeviceType> output_type(const numeric::Format& f);
 
 // A GEMM as cuBLASLt runs it: the compute type, the types of A and B and of D (no C: the audit
 // measures A B alone), and why this compute type (the rule and its source, for the records).

@@ -8,27 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "harness/cli/test/device_available.hpp"
 #include "harness/cli/test/run_ampbench.hpp"
-
-#if AMPBENCH_HAVE_CUDA
-#include "kernels/device.hpp"
-#endif
 
 namespace {
 
 using ampbench::cli::test::ampbench;
+using ampbench::cli::test::device_available;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
 using ampbench::cli::test::temp_path;
-
-bool device_available() {
-#if AMPBENCH_HAVE_CUDA
-  static const bool available = ampbench::kernels::probe_device().available;
-  return available;
-#else
-  return false;
-#endif
-}
 
 // What the command says when it cannot use the GPU here.
 std::string why_no_gpu() {

@@ -95,6 +95,12 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --data x.npy", "ampbench train: --data x.npy: a .npy of inputs needs --targets"},
       {"train --data /nonexistent.csv", "ampbench train: --data: "},
       {"train --eval 100000", "ampbench train: --eval 100000: the data set has only 4608 samples"},
+      {"train --backend tpu",
+       "ampbench train: --backend: unknown backend 'tpu' (available: cpu, cuda)"},
+      {"train --backend cuda --model cnn",
+       "ampbench train: --backend cuda: model cnn: the CUDA backend trains mlp so far"},
+      {"train --backend cuda --policy fp32,bf16",
+       "ampbench train: --backend cuda: policy bf16: linear: gemm (bf16 inputs, bf16 accumulation"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench(c.args);

@@ -1,0 +1,86 @@
+// The rules that decide what trains on the GPU, checked on the CPU: which built-in policies and
+// models the CUDA backend trains, the linear layers' cuBLASLt plans, and the notes and refusals.
+#include "harness/backends/cuda/training_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness/policy/policy.hpp"
+
+namespace {
+
+using namespace ampbench;
+using backends::cuda::DeviceType;
+using backends::cuda::GemmCompute;
+
+const policy::Policy& builtin(const std::string& name) {
+  const policy::Policy* p = policy::find_builtin(name);
+  if (p == nullptr) throw std::invalid_argument(name);
+  return *p;
+}
+
+TEST(TrainingPlan, TheMlpTrainsUnderEveryPolicyWithACublasComputeType) {
+  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
+    EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "mlp"), std::nullopt) << name;
+  }
+  // Pure bf16 accumulates its products in bf16, which no cuBLAS compute type does.
+  const auto bf16 = backends::cuda::why_not_trainable(builtin("bf16"), "mlp");
+  ASSERT_TRUE(bf16.has_value());
+  EXPECT_NE(bf16->find("policy bf16: linear: "), std::string::npos) << *bf16;
+  EXPECT_NE(bf16->find("bf16 accumulation"), std::string::npos) << *bf16;
+}
+
+TEST(TrainingPlan, OtherModelsAreRefusedWithTheReason) {
+  for (const char* model : {"cnn", "transformer"}) {
+    const auto why = backends::cuda::why_not_trainable(builtin("fp32"), model);
+    ASSERT_TRUE(why.has_value()) << model;
+    EXPECT_EQ(why->find(std::string("model ") + model + ": the CUDA backend trains mlp so far"), 0u)
+        << *why;
+  }
+}
+
+TEST(TrainingPlan, LinearLayersRunAsPyTorchRunsThem) {
+  using numeric::formats::fp32;
+  const auto fp32_plan = backends::cuda::linear_plan(builtin("fp32"), fp32);
+  EXPECT_EQ(fp32_plan.compute, GemmCompute::f32);
+  EXPECT_EQ(fp32_plan.inputs, DeviceType::f32);
+  EXPECT_EQ(fp32_plan.output, DeviceType::f32);
+  const auto tf32 = backends::cuda::linear_plan(builtin("tf32"), fp32);
+  EXPECT_EQ(tf32.compute, GemmCompute::f32_fast_tf32);
+  EXPECT_EQ(tf32.inputs, DeviceType::f32);
+  // Autocast casts binary32 activations to the policy's type; the product accumulates in fp32.
+  const auto amp16 = backends::cuda::linear_plan(builtin("amp-fp16"), fp32);
+  EXPECT_EQ(amp16.compute, GemmCompute::f32);
+  EXPECT_EQ(amp16.inputs, DeviceType::f16);
+  EXPECT_EQ(amp16.output, DeviceType::f16);
+  const auto amp_bf16 = backends::cuda::linear_plan(builtin("amp-bf16"), fp32);
+  EXPECT_EQ(amp_bf16.inputs, DeviceType::bf16);
+  EXPECT_EQ(amp_bf16.output, DeviceType::bf16);
+  const auto fp16 = backends::cuda::linear_plan(builtin("fp16"), numeric::formats::fp16);
+  EXPECT_EQ(fp16.compute, GemmCompute::f16);
+  EXPECT_THROW(backends::cuda::linear_plan(builtin("bf16"), fp32), std::invalid_argument);
+}
+
+TEST(TrainingPlan, NarrowNonGemmArithmeticIsNotedNotHidden) {
+  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) {
+    EXPECT_EQ(backends::cuda::non_gemm_compute_note(builtin(name)), std::nullopt) << name;
+  }
+  const auto note = backends::cuda::non_gemm_compute_note(builtin("fp16"));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("policy fp16 computes gelu in fp16; the GPU kernels compute it in fp32"),
+            std::string::npos)
+      << *note;
+}
+
+TEST(TrainingPlan, RoundingModesTheKernelsDoNotHaveAreRefused) {
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-fp16-sr";
+  p.precision(policy::OpClass::activation).mode = numeric::Rounding::stochastic_proportional;
+  const auto why = backends::cuda::why_not_trainable(p, "mlp");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("policy amp-fp16-sr: gelu rounds "), std::string::npos) << *why;
+  EXPECT_NE(why->find("the GPU kernels round to nearest even only"), std::string::npos) << *why;
+}
+
+}  // namespace

@@ -1,0 +1,27 @@
+// Training and profiling on the GPU: train::train and train::profile_steps with the policies'
+// steps on the device (training_ops.hpp) and, for training, the multiprecision reference on the
+// CPU beside them, compared step by step exactly as on the CPU backend (harness/train/trainer.hpp).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "harness/profile/host_timer.hpp"
+#include "harness/train/data.hpp"
+#include "harness/train/trainer.hpp"
+
+namespace ampbench::backends::cuda {
+
+// Throws std::invalid_argument when the model or a policy cannot train on the device
+// (why_not_trainable), kernels::CudaError when a CUDA call fails.
+train::TrainResult train_on_device(const train::TrainConfig& config,
+                                   const train::Dataset& train_set, const train::Dataset& eval_set,
+                                   const std::function<void(std::size_t step)>& progress = {});
+
+// Each policy alone on the device, `warmup` untimed steps and config.steps timed ones, phase by
+// phase; `hooks` (e.g. NVTX) wrap every phase.
+train::ProfileResult profile_on_device(const train::TrainConfig& config,
+                                       const train::Dataset& train_set, std::size_t warmup,
+                                       profile::RangeHooks hooks = {});
+
+}  // namespace ampbench::backends::cuda

@@ -1,0 +1,343 @@
+#include "harness/backends/cuda/training_ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "harness/backends/cuda/lt_matmul.hpp"
+#include "harness/backends/cuda/training_plan.hpp"
+#include "harness/ops/catalog.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace ampbench::backends::cuda {
+namespace {
+
+using numeric::Format;
+namespace formats = numeric::formats;
+
+kernels::DType dtype_of(DeviceType t) {
+  switch (t) {
+    case DeviceType::f32: return kernels::DType::f32;
+    case DeviceType::f16: return kernels::DType::f16;
+    case DeviceType::bf16: return kernels::DType::bf16;
+  }
+  throw std::logic_error("unknown device type");
+}
+
+DeviceType device_type_of(kernels::DType t) {
+  switch (t) {
+    case kernels::DType::f32: return DeviceType::f32;
+    case kernels::DType::f16: return DeviceType::f16;
+    case kernels::DType::bf16: return DeviceType::bf16;
+  }
+  throw std::logic_error("unknown element type");
+}
+
+Format format_of(kernels::DType t) {
+  return device_type_format(device_type_of(t));
+}
+
+// The element type that stores results of format `f` (why_not_trainable has checked it exists).
+kernels::DType dtype_of(const Format& f) {
+  const std::optional<DeviceType> t = output_type(f);
+  if (!t) throw std::logic_error(fmt::format("no device type stores {}", f.name));
+  return dtype_of(*t);
+}
+
+const ops::OpInfo& op_info(std::string_view name) {
+  return *ops::find_op(name);
+}
+
+}  // namespace
+
+// ---- device memory ----------------------------------------------------------------------------
+
+DeviceArray::DeviceArray(std::size_t bytes, cudaStream_t stream) : bytes_(bytes), stream_(stream) {
+  if (bytes != 0) AMPBENCH_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
+}
+
+DeviceArray::~DeviceArray() {
+  if (data_ != nullptr) AMPBENCH_CUDA_CHECK_NOTHROW(cudaFreeAsync(data_, stream_));
+}
+
+std::uint64_t peak_pool_bytes() {
+  int device = 0;
+  AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  AMPBENCH_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t high = 0;
+  AMPBENCH_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+  return high;
+}
+
+void reset_peak_pool_bytes() {
+  int device = 0;
+  AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  AMPBENCH_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t zero = 0;  // resets the high-water mark to the current use
+  AMPBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+}
+
+// ---- the ops ------------------------------------------------------------------------------------
+
+struct CudaOps::Context {
+  cudaStream_t stream = nullptr;
+  LtMatmul matmul;
+
+  Context() {
+    AMPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    // Keep freed memory in the pool between steps instead of returning it to the driver at
+    // every synchronization, as a caching allocator does.
+    int device = 0;
+    AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t pool = nullptr;
+    AMPBENCH_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+    AMPBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  ~Context() {
+    if (stream != nullptr) {
+      AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
+      AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream));
+    }
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+};
+
+CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
+  if (auto why = why_not_trainable(policy_, "mlp")) throw std::invalid_argument(*why);
+  context_ = std::make_unique<Context>();
+}
+
+CudaOps::~CudaOps() = default;
+CudaOps::CudaOps(CudaOps&&) noexcept = default;
+CudaOps& CudaOps::operator=(CudaOps&&) noexcept = default;
+
+cudaStream_t CudaOps::stream() const {
+  return context_->stream;
+}
+
+policy::OpPrecision CudaOps::resolved(policy::Op op, std::span<const Format> inputs) const {
+  return policy::resolve(policy_.precision(op), inputs);
+}
+
+CudaTensor CudaOps::empty(std::size_t size, kernels::DType type) const {
+  return {std::make_shared<DeviceArray>(size * kernels::dtype_bytes(type), context_->stream), size,
+          type, format_of(type)};
+}
+
+CudaTensor CudaOps::cast(const Tensor& t, kernels::DType to) const {
+  if (t.type == to) return t;
+  Tensor r = empty(t.size, to);
+  kernels::cast(t.type, to, t.data(), r.data(), t.size, context_->stream);
+  return r;
+}
+
+CudaTensor CudaOps::cast(const Tensor& t, const Format& to) const {
+  return cast(t, dtype_of(to));
+}
+
+CudaTensor CudaOps::constant(std::span<const double> values) const {
+  std::vector<float> binary32(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    binary32[i] = static_cast<float>(values[i]);
+    if (static_cast<double>(binary32[i]) != values[i] && !std::isnan(values[i])) {
+      throw std::invalid_argument("training data must be binary32");
+    }
+  }
+  return parameter(binary32);
+}
+
+CudaTensor CudaOps::parameter(std::span<const Master> values) const {
+  Tensor t = empty(values.size(), kernels::DType::f32);
+  if (!values.empty()) {
+    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(t.data(), values.data(), values.size_bytes(),
+                                        cudaMemcpyHostToDevice, context_->stream));
+  }
+  return t;
+}
+
+std::vector<CudaOps::Master> CudaOps::master_gradient(const Tensor& gradient) const {
+  if (gradient.type != kernels::DType::f32) {
+    throw std::logic_error("a parameter's gradient is not in binary32");
+  }
+  std::vector<Master> host(gradient.size);
+  if (!host.empty()) {
+    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(host.data(), gradient.data(), gradient.size * sizeof(float),
+                                        cudaMemcpyDeviceToHost, context_->stream));
+  }
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(context_->stream));
+  return host;
+}
+
+std::vector<double> CudaOps::to_doubles(const Tensor& t) {
+  std::vector<double> out(t.size);
+  if (t.size == 0) return out;
+  const cudaStream_t stream = t.storage->stream();
+  std::vector<std::byte> bytes(t.storage->bytes());
+  AMPBENCH_CUDA_CHECK(
+      cudaMemcpyAsync(bytes.data(), t.data(), bytes.size(), cudaMemcpyDeviceToHost, stream));
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return from_device(bytes, device_type_of(t.type));
+}
+
+CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows,
+                           std::size_t in, std::size_t out) {
+  const GemmPlan plan = linear_plan(policy_, x.format);
+  const Tensor xa = cast(x, dtype_of(plan.inputs));
+  const Tensor wa = cast(w, dtype_of(plan.inputs));
+  const Tensor ba = cast(b, dtype_of(plan.output));
+  Tensor y = empty(rows * out, dtype_of(plan.output));
+  // C = X W as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
+  const GemmCall call = gemm_call(op_info("gemm"), ops::Shape{{rows, out, in}});
+  const void* operands[] = {xa.data(), wa.data()};
+  gemm_detail_["forward"] =
+      context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(),
+                           ba.data(), context_->stream);
+  return y;
+}
+
+CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
+                                                  const Tensor& dy, std::size_t rows,
+                                                  std::size_t in, std::size_t out, bool need_dx) {
+  const GemmPlan plan = linear_plan(policy_, x.format);
+  const kernels::DType inputs = dtype_of(plan.inputs);
+  const Tensor xa = cast(x, inputs);
+  const Tensor dya = cast(dy, inputs);
+  const ops::Shape shape{{rows, out, in}};
+  LinearGradients g;
+  if (need_dx) {
+    // dX = dY W^T: the catalog's gemm_backward_a, operands dY and W.
+    const Tensor wa = cast(w, inputs);
+    Tensor dx = empty(rows * in, dtype_of(plan.output));
+    const GemmCall call = gemm_call(op_info("gemm_backward_a"), shape);
+    const void* operands[] = {dya.data(), wa.data()};
+    gemm_detail_["backward_data"] =
+        context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand],
+                             dx.data(), nullptr, context_->stream);
+    g.dx = cast(dx, x.format);
+  }
+  // dW = X^T dY: gemm_backward_b, operands X and dY.
+  Tensor dw = empty(in * out, dtype_of(plan.output));
+  const GemmCall call = gemm_call(op_info("gemm_backward_b"), shape);
+  const void* operands[] = {xa.data(), dya.data()};
+  gemm_detail_["backward_weights"] =
+      context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand],
+                           dw.data(), nullptr, context_->stream);
+  g.dw = cast(dw, w.format);
+  // The bias gradient: dY summed over the rows, in dY's type, as autograd's sum(0) gives it.
+  Tensor db = empty(out, inputs);
+  kernels::column_sums(inputs, dya.data(), db.data(), rows, out, context_->stream);
+  g.db = cast(db, b.format);
+  return g;
+}
+
+CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  Tensor y = empty(xa.size, xa.type);
+  kernels::bias_activation(xa.type, kernels::Activation::gelu, xa.data(), nullptr, y.data(), rows,
+                           cols, context_->stream);
+  return cast(y, q.output);
+}
+
+CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
+  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format, dy.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor dya = cast(dy, q.input);
+  Tensor dx = empty(xa.size, xa.type);
+  kernels::activation_backward(xa.type, kernels::Activation::gelu, xa.data(), dya.data(), dx.data(),
+                               xa.size, context_->stream);
+  return cast(dx, x.format);
+}
+
+CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               std::size_t rows, std::size_t cols) {
+  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor ga = cast(gamma, q.input);
+  const Tensor ba = cast(beta, q.input);
+  Tensor y = empty(xa.size, xa.type);
+  kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), y.data(), nullptr, nullptr, rows,
+                      cols, static_cast<float>(train::kLayerNormEps), context_->stream);
+  return cast(y, q.output);
+}
+
+CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const Tensor& dy,
+                                                         const Tensor& gamma, const Tensor& beta,
+                                                         std::size_t rows, std::size_t cols) {
+  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor dya = cast(dy, q.input);
+  const Tensor ga = cast(gamma, q.input);
+  const Tensor ba = cast(beta, q.input);
+  Tensor mean = empty(rows, kernels::DType::f32);
+  Tensor rstd = empty(rows, kernels::DType::f32);
+  Tensor scratch = empty(xa.size, xa.type);  // the forward's output, not needed
+  kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), scratch.data(),
+                      static_cast<float*>(mean.data()), static_cast<float*>(rstd.data()), rows,
+                      cols, static_cast<float>(train::kLayerNormEps), context_->stream);
+  Tensor dx = empty(xa.size, xa.type);
+  Tensor dgamma = empty(cols, xa.type);
+  Tensor dbeta = empty(cols, xa.type);
+  kernels::layer_norm_backward(xa.type, xa.data(), dya.data(), ga.data(),
+                               static_cast<const float*>(mean.data()),
+                               static_cast<const float*>(rstd.data()), dx.data(), dgamma.data(),
+                               dbeta.data(), rows, cols, context_->stream);
+  LayerNormGradients g;
+  g.dx = cast(dx, x.format);
+  g.dgamma = cast(dgamma, gamma.format);
+  g.dbeta = cast(dbeta, beta.format);
+  return g;
+}
+
+CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const {
+  // Stored as an fp32-typed array of the right byte size: only the kernels read it.
+  Tensor t{std::make_shared<DeviceArray>(targets.size_bytes(), context_->stream), targets.size(),
+           kernels::DType::f32, formats::fp32};
+  if (!targets.empty()) {
+    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(t.data(), targets.data(), targets.size_bytes(),
+                                        cudaMemcpyHostToDevice, context_->stream));
+  }
+  return t;
+}
+
+double CudaOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
+                              std::size_t rows, std::size_t classes) {
+  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
+  const Tensor la = cast(logits, q.input);
+  const Tensor t = upload_targets(targets);
+  Tensor loss = empty(1, kernels::DType::f32);
+  kernels::cross_entropy(la.type, la.data(), static_cast<const std::int64_t*>(t.data()),
+                         static_cast<float*>(loss.data()), rows, classes, context_->stream);
+  return to_doubles(loss).front();
+}
+
+CudaTensor CudaOps::cross_entropy_backward(const Tensor& logits,
+                                           std::span<const std::int64_t> targets, std::size_t rows,
+                                           std::size_t classes, double d_loss) {
+  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
+  const Tensor la = cast(logits, q.input);
+  const Tensor t = upload_targets(targets);
+  Tensor dlogits = empty(la.size, la.type);
+  // d_loss is the loss scale over the micro-batches, a binary32 value.
+  kernels::cross_entropy_backward(la.type, la.data(), static_cast<const std::int64_t*>(t.data()),
+                                  static_cast<float>(d_loss), dlogits.data(), rows, classes,
+                                  context_->stream);
+  return cast(dlogits, logits.format);
+}
+
+numeric::Format CudaOps::gradient_format() const {
+  return policy::resolve(policy_.precision(policy::Op::linear),
+                         std::initializer_list<Format>{formats::fp32})
+      .output;
+}
+
+}  // namespace ampbench::backends::cuda

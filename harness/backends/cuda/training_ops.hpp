@@ -1,0 +1,139 @@
+// The training ops of the CUDA backend: the ops interface of harness/train/ops.hpp (the subset the
+// mlp runs) on the device, under a precision policy, with autocast's dtype flow as
+// train::EmulatedOps models it: each op casts its inputs to the policy's input type on the device,
+// linear layers run through cuBLASLt with the compute type the policy's plan names, the other ops
+// through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type), and a
+// gradient comes back in the type of its input. Parameters (master weights) are binary32 on the
+// host, uploaded for each step; gradients come back to the host, where the trainer unscales,
+// clips and steps them as on the CPU backend.
+//
+// All work of one CudaOps runs in order on a stream of its own; device memory comes from the
+// stream-ordered pool (cudaMallocAsync), so that a step allocates without synchronizing, as a
+// framework's caching allocator does. Needs the CUDA toolkit and, to run, a device.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "harness/numeric/format.hpp"
+#include "harness/policy/policy.hpp"
+#include "harness/profile/host_timer.hpp"
+#include "harness/train/ops.hpp"
+#include "kernels/op_kernels.hpp"
+
+namespace ampbench::backends::cuda {
+
+// Device memory from the stream-ordered pool, freed on its stream when the last tensor holding it
+// goes.
+class DeviceArray {
+ public:
+  DeviceArray(std::size_t bytes, cudaStream_t stream);
+  ~DeviceArray();
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+// A tensor on the device: `size` elements of `type`, whose values are values of `format` (fp32,
+// fp16 or bf16: the format the type holds).
+struct CudaTensor {
+  std::shared_ptr<DeviceArray> storage;
+  std::size_t size = 0;
+  kernels::DType type = kernels::DType::f32;
+  numeric::Format format = numeric::formats::fp32;
+
+  const void* data() const { return storage ? storage->data() : nullptr; }
+  void* data() { return storage ? storage->data() : nullptr; }
+};
+
+class CudaOps {
+ public:
+  using Tensor = CudaTensor;
+  using Scalar = double;  // losses and the upstream gradient
+  using Master = float;   // master weights and their gradients: binary32, on the host
+
+  // Throws std::invalid_argument when the policy cannot run on the device (why_not_trainable),
+  // kernels::CudaError when the stream or cuBLASLt cannot be created.
+  explicit CudaOps(policy::Policy policy);
+  ~CudaOps();
+  CudaOps(CudaOps&&) noexcept;
+  CudaOps& operator=(CudaOps&&) noexcept;
+
+  const policy::Policy& policy() const { return policy_; }
+  cudaStream_t stream() const;
+
+  // Phases timed into `recorder` from now on (null: none); with NVTX hooks in the recorder they
+  // are NVTX ranges too.
+  void record_phases(profile::PhaseRecorder* recorder) { recorder_ = recorder; }
+  std::optional<profile::ScopedPhase> phase(const char* name) {
+    if (recorder_ == nullptr) return std::nullopt;
+    return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, name);
+  }
+
+  Tensor constant(std::span<const double> values) const;  // binary32 values
+  Tensor parameter(std::span<const Master> values) const;
+  std::vector<Master> master_gradient(const Tensor& gradient) const;  // waits for the stream
+  static std::vector<double> to_doubles(const Tensor& t);             // waits for the stream
+  static double to_double(Scalar s) { return s; }
+
+  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
+                std::size_t out);
+  using LinearGradients = train::LinearGradients<Tensor>;
+  LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
+                                  const Tensor& dy, std::size_t rows, std::size_t in,
+                                  std::size_t out, bool need_dx);
+  Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor gelu_backward(const Tensor& x, const Tensor& dy);
+  Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
+                    std::size_t cols);
+  using LayerNormGradients = train::LayerNormGradients<Tensor>;
+  // Recomputes the rows' mean and reciprocal standard deviation (one more layer-norm kernel): the
+  // ops interface hands the backward the forward's input, not its saved statistics.
+  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t rows, std::size_t cols);
+  Scalar cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
+                       std::size_t rows, std::size_t classes);  // waits for the stream
+  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
+                                std::size_t rows, std::size_t classes, Scalar d_loss);
+
+  // The format the weight gradients of matmuls come out in (fp16 under amp-fp16).
+  numeric::Format gradient_format() const;
+
+  // What cuBLASLt ran for the most recent linear layer of each pass (forward, backward data,
+  // backward weights), for the records.
+  const nlohmann::json& gemm_detail() const { return gemm_detail_; }
+
+ private:
+  struct Context;
+  Tensor empty(std::size_t size, kernels::DType type) const;
+  Tensor cast(const Tensor& t, kernels::DType to) const;
+  Tensor cast(const Tensor& t, const numeric::Format& to) const;
+  Tensor upload_targets(std::span<const std::int64_t> targets) const;
+  policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
+
+  policy::Policy policy_;
+  std::unique_ptr<Context> context_;
+  profile::PhaseRecorder* recorder_ = nullptr;
+  nlohmann::json gemm_detail_ = nlohmann::json::object();
+};
+
+// Peak bytes in use in the device's default memory pool since the last reset, and the reset.
+std::uint64_t peak_pool_bytes();
+void reset_peak_pool_bytes();
+
+}  // namespace ampbench::backends::cuda

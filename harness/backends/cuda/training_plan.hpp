@@ -1,0 +1,33 @@
+// What the GPU training ops (training_ops.hpp) run under a policy, decided on the host without a
+// GPU: whether a model can train on the CUDA backend under the policy, and why not. Plain C++,
+// built in every configuration, so that the command line refuses a run before any work and the
+// CPU tests check every rule.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness/backends/cuda/plan.hpp"
+#include "harness/policy/policy.hpp"
+
+namespace ampbench::backends::cuda {
+
+// The models the CUDA backend trains: "mlp".
+std::string trainable_models();
+
+// The policy's ops of the model that the GPU cannot run as the policy says, as one sentence that
+// names the op, the formats and the reason; none when every op can run. The GPU's own kernels
+// compute in binary32 and round their results once (kernels/op_kernels.hpp): a policy whose
+// non-GEMM ops compute in a narrower format runs them wider on the device, which the caller must
+// say (non_gemm_compute_note).
+std::optional<std::string> why_not_trainable(const policy::Policy& policy, std::string_view model);
+
+// The policy's linear layer as cuBLASLt runs it, for inputs of format `input`.
+GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input);
+
+// When the policy asks for non-GEMM arithmetic narrower than binary32 (pure fp16 and bf16), the
+// sentence that says the GPU's kernels compute those ops in binary32; none otherwise.
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& policy);
+
+}  // namespace ampbench::backends::cuda

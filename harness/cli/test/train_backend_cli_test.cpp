@@ -1,0 +1,68 @@
+// `ampbench train --backend cuda` end to end, on the branch this machine takes: without CUDA in the
+// build or without a usable device the command stops with exit status 3 before any work; with a
+// device a short run trains on it and its record names the device. (Usage errors of --backend are
+// in train_cli_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli/test/device_available.hpp"
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::device_available;
+using ampbench::cli::test::Outcome;
+using ampbench::cli::test::slurp;
+using ampbench::cli::test::temp_path;
+
+TEST(CliTrainBackend, CudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: training runs on it";
+  const std::string json = temp_path("train-cuda.json");
+  const Outcome run = ampbench("train --backend cuda --steps 2 --json " + json);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_EQ(run.out, "");
+#if AMPBENCH_HAVE_CUDA
+  EXPECT_NE(run.err.find("ampbench train: --backend cuda: no usable CUDA device: "),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("(cudaError"), std::string::npos) << run.err;
+#else
+  EXPECT_NE(run.err.find("ampbench train: --backend cuda: this build has no CUDA backend"),
+            std::string::npos)
+      << run.err;
+#endif
+  std::FILE* written = std::fopen(json.c_str(), "r");
+  EXPECT_EQ(written, nullptr) << "no record without a run";
+  if (written != nullptr) std::fclose(written);
+}
+
+TEST(CliTrainBackend, ShortRunOnTheGpuTracksTheReference) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const std::string json = temp_path("train-cuda.json");
+  const Outcome run = ampbench(
+      "train --backend cuda --steps 5 --batch 32 --eval 128 --policy fp32,tf32,amp-fp16,amp-bf16 "
+      "--json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("policies on "), std::string::npos) << run.out;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["backend"], "cuda");
+  EXPECT_TRUE(record["device"].contains("name")) << record["device"].dump();
+  ASSERT_EQ(record["runs"].size(), 4u);
+  for (const auto& r : record["runs"]) {
+    EXPECT_TRUE(r["pass"].get<bool>()) << r["policy"] << ": " << r["verdict"];
+    // fp32 on the GPU sums in another order than the reference, but within binary32's error.
+    if (r["policy"] == "fp32") {
+      for (const auto& s : r["steps"]) {
+        EXPECT_LT(s["loss_rel_error"].get<double>(), 1e-5) << "step " << s["step"];
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,445 @@
+// The trainer's steps as templates over the ops a policy runs on (train::EmulatedOps on the CPU,
+// backends::cuda::CudaOps on the GPU), so that every backend trains, compares with the reference
+// and profiles through the same code (trainer.hpp says what a step is). Not an interface for users:
+// trainer.cpp instantiates it for the CPU backend, harness/backends/cuda/train.cpp for the GPU.
+//
+// A policy's ops type provides the model ops of ops.hpp (at least those of the models it trains),
+// phase(name), record_phases(recorder), gradient_format(), master_gradient(tensor), and a
+// constructor from the policy.
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <future>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "harness/numeric/rounding.hpp"
+#include "harness/profile/attribution.hpp"
+#include "harness/train/clip.hpp"
+#include "harness/train/models.hpp"
+#include "harness/train/ops.hpp"
+#include "harness/train/trainer.hpp"
+#include "reference/mp/multiprecision.hpp"
+
+namespace ampbench::train::steps {
+
+using reference::Real;
+
+using reference::Real;
+
+// One run: its ops, binary32 (or Real) master weights, optimizer, scaler, and this step's values.
+template <class Ops>
+struct Run {
+  using Master = typename Ops::Master;
+  Ops ops;
+  std::vector<std::vector<Master>> weights;
+  Optimizer<Master> optimizer;
+  std::optional<LossScaler> scaler;
+  std::vector<std::vector<Master>> grads;
+  std::vector<std::vector<double>> unscaled;  // this step's unscaled gradients, for the metrics
+  RunResult result;
+};
+
+template <class Master>
+std::vector<std::vector<Master>> to_master(const std::vector<std::vector<double>>& values) {
+  std::vector<std::vector<Master>> m;
+  for (const auto& v : values) {
+    std::vector<Master> t;
+    t.reserve(v.size());
+    for (const double x : v) {
+      if constexpr (std::is_same_v<Master, float>) {
+        t.push_back(static_cast<float>(x));  // exact: the values are binary32
+      } else {
+        t.push_back(reference::to_real(x));
+      }
+    }
+    m.push_back(std::move(t));
+  }
+  return m;
+}
+
+template <class Master>
+std::vector<double> to_doubles(const std::vector<Master>& v) {
+  std::vector<double> d;
+  d.reserve(v.size());
+  for (const auto& x : v) {
+    if constexpr (std::is_same_v<Master, float>) {
+      d.push_back(static_cast<double>(x));
+    } else {
+      d.push_back(reference::to_double(x));
+    }
+  }
+  return d;
+}
+
+// Forward and backward of every micro-batch, the gradients accumulated into the master gradients
+// (a binary32 addition per element for the policies, as PyTorch accumulates .grad), and the
+// mean loss.
+template <class Model, class Ops>
+double compute_gradients(const Model& model, Run<Ops>& run, const std::vector<Batch>& micro,
+                         const typename Ops::Scalar& d_loss) {
+  using Tensor = typename Ops::Tensor;
+  std::vector<Tensor> params;
+  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  run.grads.assign(run.weights.size(), {});
+  double loss = 0;
+  for (const Batch& b : micro) {
+    std::vector<Tensor> g;
+    loss += Ops::to_double(
+        model.loss_and_gradients(run.ops, params, b.inputs, b.targets, b.size, d_loss, g));
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      auto mg = run.ops.master_gradient(g[i]);
+      if (run.grads[i].empty()) {
+        run.grads[i] = std::move(mg);
+      } else {
+        for (std::size_t j = 0; j < mg.size(); ++j) run.grads[i][j] += mg[j];
+      }
+    }
+  }
+  return loss / static_cast<double>(micro.size());
+}
+
+// A policy's step: scaled backward, unscale and inf check, clip, optimizer step unless skipped,
+// scaler update.
+template <class Model, class PolicyOps>
+void policy_step(const Model& model, Run<PolicyOps>& run, const std::vector<Batch>& micro,
+                 const TrainConfig& config, StepRecord& record) {
+  const float scale = run.scaler ? run.scaler->scale() : 1.0f;
+  // d (loss / K * scale) / d loss, as autograd forms it in binary32.
+  const float d_loss = scale / static_cast<float>(micro.size());
+  record.loss = compute_gradients(model, run, micro, static_cast<double>(d_loss));
+  std::vector<std::span<float>> spans(run.grads.begin(), run.grads.end());
+  if (run.scaler) {
+    const auto phase = run.ops.phase("unscale");
+    record.scale = static_cast<double>(scale);
+    run.scaler->unscale(spans);
+  }
+  run.unscaled.clear();
+  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  if (config.clip_norm > 0) {
+    const auto phase = run.ops.phase("clip");
+    clip_grad_norm(spans, config.clip_norm);
+  }
+  const auto optimizer_step = [&] {
+    const auto phase = run.ops.phase("optimizer");
+    run.optimizer.step(run.weights, run.grads);
+  };
+  if (run.scaler) {
+    record.skipped = !run.scaler->step(spans, optimizer_step);
+    const auto phase = run.ops.phase("update");
+    run.scaler->update();
+    record.growth_tracker = run.scaler->growth_tracker();
+  } else {
+    optimizer_step();
+  }
+}
+
+// The reference's step: the same in Real, unscaled; clipping as clip_grad_norm_ defines it, in
+// Real.
+template <class Model>
+void reference_step(const Model& model, Run<ReferenceOps>& run, const std::vector<Batch>& micro,
+                    const TrainConfig& config, StepRecord& record) {
+  record.loss = compute_gradients(model, run, micro, Real(1) / static_cast<double>(micro.size()));
+  run.unscaled.clear();
+  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  if (config.clip_norm > 0) {
+    Real squares = 0;
+    for (const auto& g : run.grads) {
+      for (const auto& v : g) squares += v * v;
+    }
+    const Real coefficient = config.clip_norm / (reference::math::sqrt(squares) + 1e-6);
+    if (coefficient < 1) {
+      for (auto& g : run.grads) {
+        for (auto& v : g) v *= coefficient;
+      }
+    }
+  }
+  run.optimizer.step(run.weights, run.grads);
+}
+
+inline double norm(const std::vector<double>& v) {
+  double total = 0;
+  for (const double x : v) total += x * x;
+  return std::sqrt(total);
+}
+
+inline std::optional<double> normwise(const std::vector<double>& x,
+                                      const std::vector<double>& ref) {
+  double difference = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return std::nullopt;
+    difference += (x[i] - ref[i]) * (x[i] - ref[i]);
+  }
+  const double r = norm(ref);
+  return r == 0 ? (difference == 0 ? 0.0 : INFINITY) : std::sqrt(difference) / r;
+}
+
+template <class PolicyOps>
+void compare(StepRecord& record, const Run<PolicyOps>& run, const StepRecord& ref_record,
+             const std::vector<std::vector<double>>& ref_grads) {
+  record.loss_error = std::fabs(record.loss - ref_record.loss) / std::fabs(ref_record.loss);
+  std::vector<double> all, all_ref;
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    all.insert(all.end(), run.unscaled[i].begin(), run.unscaled[i].end());
+    all_ref.insert(all_ref.end(), ref_grads[i].begin(), ref_grads[i].end());
+  }
+  record.global_gradient_error = normwise(all, all_ref);
+  const double vanishing = std::ldexp(norm(all_ref), -40);
+  std::vector<bool> counted(ref_grads.size());
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    counted[i] = norm(ref_grads[i]) > vanishing;
+    record.gradient_error.push_back(counted[i] ? normwise(run.unscaled[i], ref_grads[i])
+                                               : std::nullopt);
+  }
+  // The underflow fractions leave out vanishing reference gradients too: their entries are the
+  // reference's rounding noise, which any format loses.
+  const numeric::Format f = run.ops.gradient_format();
+  const double scale = record.scale.value_or(1.0);
+  std::size_t nonzero = 0, lost = 0, lost_scaled = 0;
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    if (!counted[i]) continue;
+    for (const double v : ref_grads[i]) {
+      if (v == 0) continue;
+      ++nonzero;
+      lost += numeric::round_to(f, numeric::Rounding::nearest_even, v).value == 0;
+      lost_scaled += numeric::round_to(f, numeric::Rounding::nearest_even, v * scale).value == 0;
+    }
+  }
+  if (nonzero > 0) {
+    record.underflow_unscaled = static_cast<double>(lost) / static_cast<double>(nonzero);
+    record.underflow_scaled = static_cast<double>(lost_scaled) / static_cast<double>(nonzero);
+  }
+}
+
+// Loss and accuracy of a run's weights on the evaluation set, in the run's own arithmetic.
+template <class Model, class Ops>
+void evaluate(const Model& model, Run<Ops>& run, const Dataset& eval) {
+  if (eval.samples() == 0) return;
+  std::vector<typename Ops::Tensor> params;
+  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  // One row of logits per target: per sample, or per token of a sequence.
+  const std::size_t rows = eval.targets.size();
+  const auto logits = model.logits(run.ops, params, eval.inputs, eval.samples());
+  run.result.eval_loss =
+      Ops::to_double(run.ops.cross_entropy(logits, eval.targets, rows, model.classes()));
+  const auto values = Ops::to_doubles(logits);
+  std::size_t correct = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < model.classes(); ++c) {
+      if (values[r * model.classes() + c] > values[r * model.classes() + best]) best = c;
+    }
+    correct += static_cast<std::int64_t>(best) == eval.targets[r];
+  }
+  run.result.eval_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
+}
+
+inline bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format) {
+  if (mode != ScalerMode::automatic) return mode == ScalerMode::on;
+  return gradient_format.emin > numeric::formats::fp32.emin;
+}
+
+template <class PolicyOps>
+Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
+                          const std::vector<std::vector<double>>& initial) {
+  Run<PolicyOps> run{PolicyOps(p),
+                     to_master<float>(initial),
+                     Optimizer<float>(config.optimizer),
+                     std::nullopt,
+                     {},
+                     {},
+                     {}};
+  run.result.policy = p.name;
+  run.result.gradient_format = run.ops.gradient_format().name;
+  if (wants_scaler(config.scaler, run.ops.gradient_format())) {
+    run.scaler.emplace(config.scaler_options);
+    run.result.scaler = true;
+  }
+  return run;
+}
+
+inline std::vector<Batch> micro_batches(const TrainConfig& config, const Dataset& train_set,
+                                        std::size_t step) {
+  std::vector<Batch> micro;
+  for (std::size_t k = 0; k < config.accumulate; ++k) {
+    micro.push_back(gather(train_set, batch_indices(train_set.samples(), config.batch,
+                                                    step * config.accumulate + k, config.seed)));
+  }
+  return micro;
+}
+
+// What a backend adds to a profile: hooks that every phase calls (NVTX ranges), and calls around
+// each policy's timed steps (a device trace collector, memory counters), the second of which may
+// add to the policy's profile (device events into its trace) before the trace is attributed.
+struct ProfileHooks {
+  profile::RangeHooks ranges;
+  std::function<void()> begin_timed;
+  std::function<void(PolicyProfile&)> end_timed;
+};
+
+// Every policy alone, timed phase by phase after `warmup` untimed steps.
+template <class PolicyOps, class Model>
+ProfileResult run_profile(const Model& model, const TrainConfig& config, const Dataset& train_set,
+                          std::size_t warmup, const ProfileHooks& hooks = {}) {
+  const auto initial = initial_parameters(model.parameters(), config.seed);
+  ProfileResult result;
+  result.config = config;
+  result.warmup = warmup;
+  for (const auto& p : config.policies) {
+    Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial);
+    profile::PhaseRecorder recorder(hooks.ranges);
+    for (std::size_t step = 0; step < warmup + config.steps; ++step) {
+      if (step == warmup) {
+        if (hooks.begin_timed) hooks.begin_timed();
+        run.ops.record_phases(&recorder);
+      }
+      const auto micro = micro_batches(config, train_set, step);
+      StepRecord record;
+      const auto timed = run.ops.phase("step");
+      policy_step(model, run, micro, config, record);
+    }
+    PolicyProfile profiled;
+    profiled.policy = p.name;
+    profiled.trace = recorder.trace();
+    for (const auto& phase : recorder.phases()) {
+      if (phase.name == "step") profiled.step_ns.push_back(phase.end_ns - phase.start_ns);
+    }
+    if (hooks.end_timed) hooks.end_timed(profiled);
+    profiled.attribution = profile::attribute(profiled.trace);
+    result.policies.push_back(std::move(profiled));
+  }
+  return result;
+}
+
+template <class PolicyOps, class Model>
+TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
+                         const Dataset& eval_set,
+                         const std::function<void(std::size_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const reference::WorkingPrecision precision(config.reference_bits);
+  const auto specs = model.parameters();
+  const auto initial = initial_parameters(specs, config.seed);
+
+  TrainResult result;
+  result.config = config;
+  result.dataset = train_set.name;
+  result.train_samples = train_set.samples();
+  result.eval_samples = eval_set.samples();
+  for (const auto& s : specs) result.parameters.push_back(s.name);
+
+  Run<ReferenceOps> reference{
+      {}, to_master<Real>(initial), Optimizer<Real>(config.optimizer), std::nullopt, {}, {}, {}};
+  reference.result.policy = "reference";
+  reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
+  std::vector<Run<PolicyOps>> runs;
+  for (const auto& p : config.policies) runs.push_back(policy_run<PolicyOps>(p, config, initial));
+
+  for (std::size_t step = 0; step < config.steps; ++step) {
+    const std::vector<Batch> micro = micro_batches(config, train_set, step);
+    // The reference on a second core while the policies run on this one.
+    StepRecord ref_record;
+    ref_record.step = step;
+    auto reference_done = std::async(std::launch::async, [&] {
+      const reference::WorkingPrecision bits(config.reference_bits);
+      reference_step(model, reference, micro, config, ref_record);
+    });
+    std::vector<StepRecord> records(runs.size());
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      records[r].step = step;
+      policy_step(model, runs[r], micro, config, records[r]);
+    }
+    reference_done.get();
+    reference.result.steps.push_back(ref_record);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      compare(records[r], runs[r], ref_record, reference.unscaled);
+      if (records[r].skipped) runs[r].result.skipped_steps.push_back(step);
+      runs[r].result.steps.push_back(std::move(records[r]));
+    }
+    if (progress) progress(step);
+  }
+
+  evaluate(model, reference, eval_set);
+  std::vector<std::vector<double>> ref_weights;
+  for (const auto& w : reference.weights) ref_weights.push_back(to_doubles(w));
+  for (auto& run : runs) {
+    evaluate(model, run, eval_set);
+    RunResult& r = run.result;
+    for (std::size_t i = 0; i < run.weights.size(); ++i) {
+      r.weight_divergence.push_back(
+          normwise(to_doubles(run.weights[i]), ref_weights[i]).value_or(INFINITY));
+    }
+    if (run.scaler) {
+      for (const auto& w : run.scaler->collapse_warnings()) {
+        if (run.scaler->collapse_detection()) {
+          r.scaler_warnings.push_back(describe(w, *run.scaler->collapse_detection()));
+        }
+      }
+    }
+    const double loss_change =
+        (r.eval_loss - reference.result.eval_loss) / reference.result.eval_loss;
+    const double accuracy_change = r.eval_accuracy - reference.result.eval_accuracy;
+    r.pass = std::isfinite(r.eval_loss) && std::fabs(loss_change) <= config.loss_budget &&
+             -accuracy_change <= config.accuracy_budget;
+    r.verdict = fmt::format(
+        "{}: eval loss {:+.2f}% (budget {:.0f}%), accuracy {:+.1f} points (budget -{:.0f}); {} "
+        "skipped step(s)",
+        r.pass ? "tracks the reference" : "does not track the reference", 100 * loss_change,
+        100 * config.loss_budget, 100 * accuracy_change, 100 * config.accuracy_budget,
+        r.skipped_steps.size());
+  }
+  result.reference = std::move(reference.result);
+  for (auto& run : runs) result.runs.push_back(std::move(run.result));
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+// Calls `run(model)` with the model the configuration names, shaped for the data, or throws
+// std::invalid_argument when the data does not fit it.
+template <class Call>
+auto with_model(const TrainConfig& config, const Dataset& train_set, Call run) {
+  if (config.batch == 0 || config.accumulate == 0) {
+    throw std::invalid_argument("the batch and the number of micro-batches must be positive");
+  }
+  // What each model reads: feature vectors and one target per sample (mlp), images (cnn), token
+  // sequences with a target per token (transformer).
+  const auto& shape = train_set.sample_shape;
+  const auto fits = [&](bool ok, const std::string& what) {
+    if (!ok) {
+      throw std::invalid_argument(fmt::format(
+          "model {} takes {}; {} has samples of shape {} and "
+          "{} target(s) per sample",
+          config.model, what, train_set.name, fmt::join(shape, "x"), train_set.targets_per_sample));
+    }
+  };
+  if (config.model == "mlp") {
+    fits(train_set.targets_per_sample == 1, "feature vectors with one target each");
+    const Mlp model(MlpShape{train_set.sample_size(), 256, train_set.classes});
+    return run(model);
+  }
+  if (config.model == "cnn") {
+    fits(shape.size() == 3 && shape[1] == shape[2] && train_set.targets_per_sample == 1,
+         "square images (channels x size x size) with one target each");
+    const Cnn model(CnnShape{shape[0], shape[1], train_set.classes, 6, 8});
+    return run(model);
+  }
+  if (config.model == "transformer") {
+    fits(shape.size() == 2 && train_set.targets_per_sample == shape[0],
+         "sequences (length x features) with one target per token");
+    const Transformer model(TransformerShape{shape[0], shape[1], 16, 32, train_set.classes});
+    return run(model);
+  }
+  throw std::invalid_argument(
+      fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", config.model));
+}
+
+}  // namespace ampbench::train::steps
