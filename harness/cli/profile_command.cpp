@@ -99,6 +99,13 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
       combined.ranges.push_back(std::move(range));
     }
   }
+  bool verdicts = false;
+  for (std::size_t i = 0; i < result.policies.size(); ++i) {
+    if (const auto v = train::verdict(result, i)) {
+      out << (verdicts ? "" : "\n") << v->text << "\n";
+      verdicts = true;
+    }
+  }
   out << "\nstep_ms: median wall time of a step (min and max beside it); vs_fp32: median step "
          "time over fp32's; phases:\nshare of the step time. Peak device memory, kernel counts, "
          "launch overhead, cast and Tensor Core\nshares need the GPU (--backend cuda, to come).\n";

@@ -1,6 +1,10 @@
 #include "harness/train/profile_record.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "harness/profile/attribution.hpp"
 
@@ -34,6 +38,70 @@ std::vector<double> vs_fp32(const ProfileResult& result) {
   return ratios;
 }
 
+namespace {
+
+// Device time per timed step of each kernel category (and memcpy/memset) in milliseconds.
+std::map<std::string, double> category_ms_per_step(const PolicyProfile& p) {
+  std::map<std::string, double> ms;
+  if (p.step_ns.empty()) return ms;
+  const double steps = static_cast<double>(p.step_ns.size());
+  for (const auto& [category, stats] : p.attribution.total.categories) {
+    ms[std::string(profile::to_string(category))] =
+        static_cast<double>(stats.time_ns) * 1e-6 / steps;
+  }
+  return ms;
+}
+
+}  // namespace
+
+std::optional<Verdict> verdict(const ProfileResult& result, std::size_t index) {
+  const PolicyProfile* fp32 = nullptr;
+  for (const auto& p : result.policies) {
+    if (p.policy == "fp32") fp32 = &p;
+  }
+  const PolicyProfile& p = result.policies.at(index);
+  if (fp32 == nullptr || fp32 == &p || fp32->step_ns.empty() || p.step_ns.empty()) {
+    return std::nullopt;
+  }
+  Verdict v;
+  const StepTimes mine = step_times(p.step_ns), base = step_times(fp32->step_ns);
+  if (base.median_ms > 0) v.time_ratio = mine.median_ms / base.median_ms;
+  v.time = mine.max_ms < base.min_ms   ? "saves time"
+           : mine.min_ms > base.max_ms ? "costs time"
+                                       : "no clear difference";
+  if (p.peak_device_bytes && fp32->peak_device_bytes && *fp32->peak_device_bytes > 0) {
+    v.memory_ratio =
+        static_cast<double>(*p.peak_device_bytes) / static_cast<double>(*fp32->peak_device_bytes);
+  }
+  std::map<std::string, double> change = category_ms_per_step(p);
+  for (const auto& [category, ms] : category_ms_per_step(*fp32)) change[category] -= ms;
+  for (const auto& [category, ms] : change) {
+    if (ms != 0) v.category_change_ms.emplace_back(category, ms);
+  }
+  // Ties keep the categories' name order.
+  std::stable_sort(
+      v.category_change_ms.begin(), v.category_change_ms.end(),
+      [](const auto& a, const auto& b) { return std::fabs(a.second) > std::fabs(b.second); });
+  if (v.category_change_ms.size() > 3) v.category_change_ms.resize(3);
+
+  v.text = fmt::format("{} vs fp32: step {} ({:.2f}x the median)", p.policy, v.time,
+                       v.time_ratio.value_or(0));
+  if (v.memory_ratio) {
+    v.text += fmt::format(", peak memory {:.2f}x ({})", *v.memory_ratio,
+                          *v.memory_ratio < 1   ? "saves memory"
+                          : *v.memory_ratio > 1 ? "costs memory"
+                                                : "the same");
+  }
+  if (!v.category_change_ms.empty()) {
+    v.text += "; device time per step:";
+    for (std::size_t i = 0; i < v.category_change_ms.size(); ++i) {
+      v.text += fmt::format("{} {} {:+.3f} ms", i == 0 ? "" : ",", v.category_change_ms[i].first,
+                            v.category_change_ms[i].second);
+    }
+  }
+  return v;
+}
+
 nlohmann::json to_json(const ProfileResult& result, std::string_view backend) {
   const std::vector<double> ratios = vs_fp32(result);
   nlohmann::json runs = nlohmann::json::array();
@@ -47,7 +115,20 @@ nlohmann::json to_json(const ProfileResult& result, std::string_view backend) {
          {"step_ms", {{"median", t.median_ms}, {"min", t.min_ms}, {"max", t.max_ms}}},
          {"vs_fp32", ratios[i] > 0 ? nlohmann::json(ratios[i]) : nlohmann::json(nullptr)},
          {"phase_share", phases},
+         {"peak_device_bytes",
+          p.peak_device_bytes ? nlohmann::json(*p.peak_device_bytes) : nlohmann::json(nullptr)},
          {"attribution", profile::to_json(p.attribution)}});
+    if (const auto v = verdict(result, i)) {
+      nlohmann::json changes = nlohmann::json::object();
+      for (const auto& [category, ms] : v->category_change_ms) changes[category] = ms;
+      runs.back()["verdict"] = {
+          {"time", v->time},
+          {"time_ratio", v->time_ratio ? nlohmann::json(*v->time_ratio) : nlohmann::json(nullptr)},
+          {"memory_ratio",
+           v->memory_ratio ? nlohmann::json(*v->memory_ratio) : nlohmann::json(nullptr)},
+          {"category_change_ms_per_step", changes},
+          {"text", v->text}};
+    }
   }
   return {{"schema", "ampbench.profile-run/1"},
           {"backend", std::string(backend)},

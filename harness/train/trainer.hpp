@@ -117,8 +117,9 @@ TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dat
 struct PolicyProfile {
   std::string policy;
   std::vector<std::uint64_t> step_ns;  // each timed step's wall time
-  profile::Trace trace;                // its phases
+  profile::Trace trace;                // its phases, and the device's activity when profiled there
   profile::Attribution attribution;    // of `trace`
+  std::optional<std::uint64_t> peak_device_bytes;  // over the timed steps, on a GPU
 };
 struct ProfileResult {
   TrainConfig config;
