@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/numeric/host_device.hpp"
+
 namespace ampbench::kernels {
 
 // PyTorch's kChunkSize: 65536 elements per block, enough work per block for memory-bound kernels
@@ -27,6 +29,20 @@ struct ChunkTask {
 
   friend bool operator==(const ChunkTask&, const ChunkTask&) = default;
 };
+
+// The elements of a tensor of tensor_size elements that a task covers: [begin, begin + count).
+struct ChunkRange {
+  std::uint64_t begin;
+  std::uint64_t count;
+};
+
+AMPBENCH_HD inline ChunkRange chunk_range(
+    const ChunkTask& task, std::uint64_t tensor_size,
+    std::uint64_t chunk_elements = kMultiTensorChunkElements) {
+  const std::uint64_t begin = static_cast<std::uint64_t>(task.chunk) * chunk_elements;
+  const std::uint64_t left = tensor_size - begin;
+  return {begin, left < chunk_elements ? left : chunk_elements};
+}
 
 // The tasks of a list of tensors with `sizes` elements, in tensor order, then chunk order; an empty
 // tensor has none. Throws std::invalid_argument when chunk_elements is 0, and std::length_error

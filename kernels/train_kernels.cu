@@ -49,17 +49,6 @@ struct alignas(kVectorElements * sizeof(T)) Vector {
   T element[kVectorElements];
 };
 
-struct ChunkRange {
-  std::uint64_t begin;
-  std::uint64_t count;
-};
-
-__device__ ChunkRange chunk_range(const ChunkTask& task, std::uint64_t tensor_size) {
-  const std::uint64_t begin = static_cast<std::uint64_t>(task.chunk) * kMultiTensorChunkElements;
-  const std::uint64_t left = tensor_size - begin;
-  return {begin, left < kMultiTensorChunkElements ? left : kMultiTensorChunkElements};
-}
-
 __device__ float unscale_one(float value, float inv_scale, bool& non_finite) {
   const train::UnscaledElement r = train::unscale_and_check(value, inv_scale);
   non_finite = non_finite || r.non_finite;
@@ -216,6 +205,37 @@ std::string tensor_name(const char* list, std::size_t index) {
   return std::string(list) + ": tensor " + std::to_string(index);
 }
 
+// The checks come before any CUDA call (the step count is made after the table).
+detail::MultiTensorTable checked_sgd_table(std::span<const SgdTensor> tensors,
+                                           const train::SgdScalars<float>& scalars) {
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const SgdTensor& t = tensors[i];
+    if (t.size == 0) continue;
+    require(t.param != nullptr && t.grad != nullptr,
+            tensor_name("MultiTensorSgd", i) + " has no param or no grad");
+    require(!scalars.use_momentum || t.momentum_buffer != nullptr,
+            tensor_name("MultiTensorSgd", i) + " has no momentum buffer, and momentum is on");
+  }
+  return make_table(tensors);
+}
+
+detail::MultiTensorTable checked_adamw_table(std::span<const AdamWTensor> tensors,
+                                             std::span<const train::AdamWScalars<float>> schedule) {
+  require(!schedule.empty(), "MultiTensorAdamW: the schedule has no step");
+  const bool amsgrad = std::any_of(schedule.begin(), schedule.end(),
+                                   [](const train::AdamWScalars<float>& s) { return s.amsgrad; });
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const AdamWTensor& t = tensors[i];
+    if (t.size == 0) continue;
+    require(
+        t.param != nullptr && t.grad != nullptr && t.exp_avg != nullptr && t.exp_avg_sq != nullptr,
+        tensor_name("MultiTensorAdamW", i) + " lacks param, grad, exp_avg or exp_avg_sq");
+    require(!amsgrad || t.max_exp_avg_sq != nullptr,
+            tensor_name("MultiTensorAdamW", i) + " has no max_exp_avg_sq, and amsgrad is on");
+  }
+  return make_table(tensors);
+}
+
 }  // namespace
 
 namespace detail {
@@ -292,17 +312,7 @@ void DeviceStepCount::advance(const float* found_inf, cudaStream_t stream) {
 
 MultiTensorSgd::MultiTensorSgd(std::span<const SgdTensor> tensors,
                                const train::SgdScalars<float>& scalars)
-    : scalars_(scalars) {
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const SgdTensor& t = tensors[i];
-    if (t.size == 0) continue;
-    require(t.param != nullptr && t.grad != nullptr,
-            tensor_name("MultiTensorSgd", i) + " has no param or no grad");
-    require(!scalars.use_momentum || t.momentum_buffer != nullptr,
-            tensor_name("MultiTensorSgd", i) + " has no momentum buffer, and momentum is on");
-  }
-  table_ = make_table(tensors);
-}
+    : scalars_(scalars), table_(checked_sgd_table(tensors, scalars)) {}
 
 void MultiTensorSgd::step(const float* found_inf, cudaStream_t stream) {
   if (table_.blocks != 0) {
@@ -315,23 +325,9 @@ void MultiTensorSgd::step(const float* found_inf, cudaStream_t stream) {
 
 MultiTensorAdamW::MultiTensorAdamW(std::span<const AdamWTensor> tensors,
                                    std::span<const train::AdamWScalars<float>> schedule)
-    : schedule_steps_(schedule.size()) {
-  require(!schedule.empty(), "MultiTensorAdamW: the schedule has no step");
-  const bool amsgrad = std::any_of(schedule.begin(), schedule.end(),
-                                   [](const train::AdamWScalars<float>& s) { return s.amsgrad; });
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const AdamWTensor& t = tensors[i];
-    if (t.size == 0) continue;
-    require(
-        t.param != nullptr && t.grad != nullptr && t.exp_avg != nullptr && t.exp_avg_sq != nullptr,
-        tensor_name("MultiTensorAdamW", i) + " lacks param, grad, exp_avg or exp_avg_sq");
-    require(!amsgrad || t.max_exp_avg_sq != nullptr,
-            tensor_name("MultiTensorAdamW", i) + " has no max_exp_avg_sq, and amsgrad is on");
-  }
-  table_ = make_table(tensors);
-  schedule_ =
-      detail::DeviceCopy(schedule.data(), schedule.size() * sizeof(train::AdamWScalars<float>));
-}
+    : table_(checked_adamw_table(tensors, schedule)),
+      schedule_(schedule.data(), schedule.size() * sizeof(train::AdamWScalars<float>)),
+      schedule_steps_(schedule.size()) {}
 
 void MultiTensorAdamW::step(const float* found_inf, cudaStream_t stream) {
   if (calls_ >= schedule_steps_) {
