@@ -19,10 +19,12 @@ namespace {
 
 // PyTorch's multi-tensor kernels use 512 threads per chunk of 65536 elements.
 constexpr unsigned kThreadsPerBlock = 512;
-// Elements per vector access: 16 bytes of binary32, 8 of a 16-bit type.
-constexpr unsigned kVectorElements = 4;
-static_assert(kMultiTensorChunkElements % kVectorElements == 0,
-              "a chunk must start a vector wherever its tensor does");
+// The unscale reads and writes 16 bytes per access (4 binary32 or 8 16-bit elements), two accesses
+// in flight per thread: enough bytes in flight per SM for the memory system's latency.
+constexpr unsigned kVectorBytes = 16;
+constexpr unsigned kVectorsInFlight = 2;
+static_assert(kMultiTensorChunkElements * sizeof(std::uint16_t) % kVectorBytes == 0,
+              "a chunk of the narrowest type must start a vector wherever its tensor does");
 
 // Loads and stores of one element type in binary32 arithmetic (PyTorch's opmath_type), rounding to
 // nearest even on the way back, as a tensor's store does.
@@ -45,8 +47,9 @@ struct Element<__nv_bfloat16> {
 };
 
 template <typename T>
-struct alignas(kVectorElements * sizeof(T)) Vector {
-  T element[kVectorElements];
+struct alignas(kVectorBytes) Vector {
+  static constexpr unsigned kElements = kVectorBytes / sizeof(T);
+  T element[kElements];
 };
 
 __device__ float unscale_one(float value, float inv_scale, bool& non_finite) {
@@ -55,25 +58,42 @@ __device__ float unscale_one(float value, float inv_scale, bool& non_finite) {
   return r.value;
 }
 
+template <typename T>
+__device__ void unscale_vector(Vector<T>& x, float inv_scale, bool& non_finite) {
+#pragma unroll
+  for (unsigned j = 0; j < Vector<T>::kElements; ++j) {
+    x.element[j] =
+        Element<T>::narrow(unscale_one(Element<T>::widen(x.element[j]), inv_scale, non_finite));
+  }
+}
+
 // Unscales count elements at data in place; whether any was inf or NaN. Vector accesses where the
-// chunk is aligned for them (it starts where its tensor does, modulo the vector size), then the
-// remaining elements one by one.
+// chunk is aligned for them (it starts where its tensor does, modulo the vector size), all loads
+// of a round issued before any store, then the remaining elements one by one.
 template <typename T>
 __device__ bool unscale_chunk(T* data, std::uint64_t count, float inv_scale) {
   bool non_finite = false;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % sizeof(Vector<T>) == 0;
-  const std::uint64_t vectors = aligned ? count / kVectorElements : 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % kVectorBytes == 0;
+  const std::uint64_t vectors = aligned ? count / Vector<T>::kElements : 0;
   auto* vector_data = reinterpret_cast<Vector<T>*>(data);
-  for (std::uint64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    Vector<T> x = vector_data[v];
+  const std::uint64_t round = static_cast<std::uint64_t>(blockDim.x) * kVectorsInFlight;
+  for (std::uint64_t first = threadIdx.x; first < vectors; first += round) {
+    Vector<T> x[kVectorsInFlight];
 #pragma unroll
-    for (unsigned j = 0; j < kVectorElements; ++j) {
-      x.element[j] =
-          Element<T>::narrow(unscale_one(Element<T>::widen(x.element[j]), inv_scale, non_finite));
+    for (unsigned k = 0; k < kVectorsInFlight; ++k) {
+      const std::uint64_t v = first + k * static_cast<std::uint64_t>(blockDim.x);
+      if (v < vectors) x[k] = vector_data[v];
     }
-    vector_data[v] = x;
+#pragma unroll
+    for (unsigned k = 0; k < kVectorsInFlight; ++k) {
+      const std::uint64_t v = first + k * static_cast<std::uint64_t>(blockDim.x);
+      if (v < vectors) {
+        unscale_vector(x[k], inv_scale, non_finite);
+        vector_data[v] = x[k];
+      }
+    }
   }
-  for (std::uint64_t i = vectors * kVectorElements + threadIdx.x; i < count; i += blockDim.x) {
+  for (std::uint64_t i = vectors * Vector<T>::kElements + threadIdx.x; i < count; i += blockDim.x) {
     data[i] = Element<T>::narrow(unscale_one(Element<T>::widen(data[i]), inv_scale, non_finite));
   }
   return non_finite;
