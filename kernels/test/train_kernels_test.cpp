@@ -412,25 +412,62 @@ TEST_F(TrainKernelsTest, SgdMatchesTheHostOptimizerAcrossSkippedSteps) {
   }
 }
 
-TEST_F(TrainKernelsTest, SgdWithoutFoundInfAlwaysSteps) {
+// Random gradients with inf, -inf and NaN in a few places: what a step without a loss scaler
+// meets when it overflows.
+std::vector<std::vector<float>> gradients_with_non_finite(std::mt19937_64& rng) {
+  std::vector<std::vector<float>> grads = random_tensors(rng);
+  grads[0][0] = kInf;
+  grads[2][40000] = -kInf;
+  grads[2][40001] = std::numeric_limits<float>::quiet_NaN();
+  grads.back().back() = std::numeric_limits<float>::quiet_NaN();
+  return grads;
+}
+
+// Without found_inf every call steps, and non-finite gradients reach the parameters and the state
+// as on the host.
+TEST_F(TrainKernelsTest, WithoutFoundInfEveryCallStepsAndNonFiniteValuesPropagate) {
   std::mt19937_64 rng(6);
-  std::vector<std::vector<float>> params = random_tensors(rng);
-  const std::vector<std::vector<float>> grads = random_tensors(rng);
-  DeviceTensors d_params(params), d_grads(grads), d_buffers(poisoned_tensors());
-  std::vector<SgdTensor> tensors;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    tensors.push_back({d_params.data(i), d_grads.data(i), d_buffers.data(i), params[i].size()});
+  std::vector<std::vector<float>> sgd_params = random_tensors(rng);
+  std::vector<std::vector<float>> adamw_params = sgd_params;
+  const std::vector<std::vector<float>> grads = gradients_with_non_finite(rng);
+  DeviceTensors d_sgd_params(sgd_params), d_adamw_params(adamw_params), d_grads(grads),
+      d_buffers(poisoned_tensors()), d_exp_avg(zero_tensors()), d_exp_avg_sq(zero_tensors());
+  std::vector<SgdTensor> sgd_tensors;
+  std::vector<AdamWTensor> adamw_tensors;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    sgd_tensors.push_back(
+        {d_sgd_params.data(i), d_grads.data(i), d_buffers.data(i), grads[i].size()});
+    adamw_tensors.push_back({d_adamw_params.data(i), d_grads.data(i), d_exp_avg.data(i),
+                             d_exp_avg_sq.data(i), nullptr, grads[i].size()});
   }
-  const train::SgdOptions options{.lr = 0.1, .momentum = 0.9};
-  MultiTensorSgd device(tensors, train::make_sgd_scalars<float>(0.1, 0.9, 0, 0, false));
-  train::Sgd<float> host(options);
-  for (int step = 0; step < 3; ++step) {
-    device.step(nullptr, nullptr);
-    host.step(params, grads);
+  constexpr int kSteps = 3;
+  const train::SgdOptions sgd_options{.lr = 0.1, .momentum = 0.9};
+  MultiTensorSgd device_sgd(sgd_tensors, train::make_sgd_scalars<float>(0.1, 0.9, 0, 0, false));
+  train::Sgd<float> host_sgd(sgd_options);
+  const train::AdamWOptions adamw_options;
+  std::vector<train::AdamWScalars<float>> schedule;
+  for (std::int64_t step = 1; step <= kSteps; ++step) {
+    schedule.push_back(train::make_adamw_scalars<float>(
+        adamw_options.lr, adamw_options.beta1, adamw_options.beta2, adamw_options.eps,
+        adamw_options.weight_decay, false, step, train::TorchKernels::cuda));
+  }
+  MultiTensorAdamW device_adamw(adamw_tensors, schedule);
+  train::AdamW<float> host_adamw(adamw_options, train::TorchKernels::cuda);
+  for (int step = 0; step < kSteps; ++step) {
+    device_sgd.step(nullptr, nullptr);
+    device_adamw.step(nullptr, nullptr);
+    host_sgd.step(sgd_params, grads);
+    host_adamw.step(adamw_params, grads);
   }
   AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
-  expect_same_bits(d_params, params, "param");
-  EXPECT_EQ(device_steps(device.steps()), 3);
+  expect_same_bits(d_sgd_params, sgd_params, "sgd param");
+  expect_same_bits(d_buffers, host_sgd.momentum_buffers(), "sgd buffer");
+  expect_same_bits(d_adamw_params, adamw_params, "adamw param");
+  expect_same_bits(d_exp_avg, host_adamw.exp_avg(), "exp_avg");
+  expect_same_bits(d_exp_avg_sq, host_adamw.exp_avg_sq(), "exp_avg_sq");
+  EXPECT_EQ(device_steps(device_sgd.steps()), kSteps);
+  EXPECT_EQ(device_steps(device_adamw.steps()), kSteps);
+  EXPECT_TRUE(std::isnan(sgd_params[0][0]) || std::isinf(sgd_params[0][0]));
 }
 
 TEST_F(TrainKernelsTest, AdamWMatchesTheHostOptimizerAcrossSkippedSteps) {
