@@ -73,9 +73,9 @@ struct MultiTensorTable {
 // mixed types (fp32, fp16, bf16, as the GradScaler of bf16 or fp16 models meets them), in place.
 class GradientUnscaler {
  public:
-  // Throws std::invalid_argument for a null pointer in a non-empty tensor, std::length_error
-  // when the list does not fit one launch (plan_chunks). Copies the table to the device
-  // (synchronous).
+  // Throws std::invalid_argument for a null pointer in a non-empty tensor or an unknown type,
+  // std::length_error when the list does not fit one launch (plan_chunks). Copies the table to the
+  // device (synchronous).
   explicit GradientUnscaler(std::span<const GradientTensor> gradients);
 
   // Each element g becomes train::unscale_and_check(g, *inv_scale).value, computed in binary32
@@ -134,9 +134,9 @@ class DeviceStepCount {
 };
 
 // torch.optim.SGD (fp32, single-tensor rounding, train::sgd_update) over a fixed parameter list,
-// in one launch per step, skipped on the device when *found_inf != 0 as PyTorch's fused
-// optimizers do with the GradScaler's found_inf. The first step that runs copies d_p into the
-// momentum buffer, so a skipped first step leaves the buffer unused.
+// one launch updating the whole list per step, skipped on the device when *found_inf != 0 as
+// PyTorch's fused optimizers do with the GradScaler's found_inf. The first step that runs copies
+// d_p into the momentum buffer, so a skipped first step leaves the buffer unused.
 class MultiTensorSgd {
  public:
   // Throws std::invalid_argument for a null param or grad in a non-empty tensor, or a null
