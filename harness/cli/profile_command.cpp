@@ -1,11 +1,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/json_file.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
@@ -17,28 +20,92 @@ namespace {
 
 constexpr const char* kCommand = "ampbench profile";
 
+// Appends a policy's trace to `combined` under a range "policy NAME" that spans it. On the CPU
+// backend each policy's phases go on a host thread of their own (`thread`), side by side; a GPU
+// trace keeps its threads, which its API calls and kernels are linked to.
+void append_policy_trace(profile::Trace& combined, const train::PolicyProfile& p,
+                         std::optional<std::uint32_t> thread) {
+  const profile::Trace& t = p.trace;
+  if (!t.ranges.empty()) {
+    profile::RangeEvent whole = t.ranges.front();
+    whole.name = "policy " + p.policy;
+    whole.depth = 0;
+    for (const auto& range : t.ranges) {
+      whole.start_ns = std::min(whole.start_ns, range.start_ns);
+      whole.end_ns = std::max(whole.end_ns, range.end_ns);
+    }
+    if (thread) whole.thread_id = *thread;
+    combined.ranges.push_back(std::move(whole));
+  }
+  for (auto range : t.ranges) {
+    if (thread) range.thread_id = *thread;
+    ++range.depth;
+    combined.ranges.push_back(std::move(range));
+  }
+  const auto append = [](auto& to, const auto& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  append(combined.kernels, t.kernels);
+  append(combined.api_calls, t.api_calls);
+  append(combined.memcpys, t.memcpys);
+  append(combined.memsets, t.memsets);
+  append(combined.synchronizations, t.synchronizations);
+  append(combined.overheads, t.overheads);
+  append(combined.external_correlations, t.external_correlations);
+  append(combined.dropped_records, t.dropped_records);
+  for (const auto& [device, name] : t.metadata.device_names) {
+    combined.metadata.device_names[device] = name;
+  }
+  if (combined.metadata.process_id == 0) combined.metadata.process_id = t.metadata.process_id;
+  if (combined.metadata.host_name.empty()) combined.metadata.host_name = t.metadata.host_name;
+}
+
+std::string percent(const std::optional<double>& share) {
+  return share ? fmt::format("{:.1f}%", 100 * *share) : std::string("-");
+}
+
+// The device's side of each policy's steps.
+void write_device_table(std::ostream& out, const train::ProfileResult& result) {
+  out << fmt::format("\n{:<12}{:>10}{:>10}{:>9}{:>9}{:>13}{:>9}\n", "policy", "peak_MiB", "kernels",
+                     "launch", "cast", "tensor_core", "idle");
+  for (const auto& p : result.policies) {
+    const profile::Attribution& a = p.attribution;
+    const double steps = static_cast<double>(std::max<std::size_t>(1, p.step_ns.size()));
+    out << fmt::format(
+        "{:<12}{:>10}{:>10.1f}{:>9}{:>9}{:>13}{:>9}\n", p.policy,
+        p.peak_device_bytes
+            ? fmt::format("{:.1f}", static_cast<double>(*p.peak_device_bytes) / 1048576)
+            : std::string("-"),
+        static_cast<double>(a.total.kernel_count) / steps, percent(a.launch_overhead_share),
+        percent(a.cast_share), percent(a.tensor_core_share), percent(a.idle_share));
+    for (const auto& w : a.warnings) out << "  warning: " << w << "\n";
+  }
+}
+
 }  // namespace
 
 int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   // ---- everything is checked before any work starts -----------------------------------------
-  if (args.backend == "cuda") {
-    err << fmt::format(
-        "{}: --backend cuda: profiling on the GPU (CUPTI and NVTX) is not implemented yet; "
-        "--backend cpu times the CPU emulator phase by phase\n",
-        kCommand);
-    return kExitUsage;
-  }
-  if (args.backend != "cpu") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu)\n", kCommand,
+  if (args.backend != "cpu" && args.backend != "cuda") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
                        args.backend);
     return kExitUsage;
   }
+  const bool on_cuda = args.backend == "cuda";
   train::TrainConfig config;
   if (!known_model(kCommand, args.model, err)) return kExitUsage;
   config.model = args.model;
   auto policies = read_policies(kCommand, split_list(args.policies), err);
   if (!policies) return kExitUsage;
   config.policies = std::move(*policies);
+  if (on_cuda) {
+    for (const auto& p : config.policies) {
+      if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
+        err << fmt::format("{}: --backend cuda: {}\n", kCommand, *why);
+        return kExitUsage;
+      }
+    }
+  }
   if (args.steps == 0 || args.batch == 0) {
     err << fmt::format("{}: --steps and --batch must be positive\n", kCommand);
     return kExitUsage;
@@ -55,14 +122,39 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
 
+  // Last of the checks, as it makes the device's context.
+  CudaBackend cuda;
+  if (on_cuda) {
+    cuda = open_cuda_backend();
+    if (!cuda.available) {
+      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+      return kExitNoDevice;
+    }
+  }
+
   // ---- the run ----------------------------------------------------------------------------------
   const train::Dataset data = train::default_dataset(config.model, config.seed);
-  out << fmt::format(
-      "profile {} on the CPU backend: {} warm-up and {} timed steps of {} samples per policy\n"
-      "(host timers around each phase; the times are the CPU emulator's, not a GPU's)\n\n",
-      config.model, args.warmup, config.steps, config.batch);
+  if (on_cuda) {
+    out << fmt::format(
+        "profile {} on {}: {} warm-up and {} timed steps of {} samples per policy\n"
+        "(host timers and NVTX ranges around each phase, CUPTI activity records of the device; "
+        "the optimizer\nand the scaler run on the host, over gradients copied back)\n\n",
+        config.model, cuda.gpu, args.warmup, config.steps, config.batch);
+  } else {
+    out << fmt::format(
+        "profile {} on the CPU backend: {} warm-up and {} timed steps of {} samples per policy\n"
+        "(host timers around each phase; the times are the CPU emulator's, not a GPU's)\n\n",
+        config.model, args.warmup, config.steps, config.batch);
+  }
   out.flush();
-  const train::ProfileResult result = train::profile_steps(config, data, args.warmup);
+  train::ProfileResult result;
+  try {
+    result = on_cuda ? cuda_profile(config, data, args.warmup)
+                     : train::profile_steps(config, data, args.warmup);
+  } catch (const std::runtime_error& e) {  // a failed CUDA, cuBLAS or CUPTI call
+    err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, e.what());
+    return kExitFail;
+  }
 
   out << fmt::format("{:<12}{:>10}{:>10}{:>10}{:>9}", "policy", "step_ms", "min_ms", "max_ms",
                      "vs_fp32");
@@ -79,26 +171,11 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
       out << fmt::format("{:>9.1f}%", 100 * train::phase_share(p, phase));
     }
     out << "\n";
-    // One trace for all policies: each policy's phases on a host thread of its own, under a range
-    // that names the policy.
-    const auto thread = static_cast<std::uint32_t>(i + 1);
-    if (!p.trace.ranges.empty()) {
-      profile::RangeEvent whole = p.trace.ranges.front();
-      whole.name = "policy " + p.policy;
-      whole.depth = 0;
-      for (const auto& range : p.trace.ranges) {
-        whole.start_ns = std::min(whole.start_ns, range.start_ns);
-        whole.end_ns = std::max(whole.end_ns, range.end_ns);
-      }
-      whole.thread_id = thread;
-      combined.ranges.push_back(std::move(whole));
-    }
-    for (auto range : p.trace.ranges) {
-      range.thread_id = thread;
-      ++range.depth;
-      combined.ranges.push_back(std::move(range));
-    }
+    append_policy_trace(
+        combined, p,
+        on_cuda ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(i + 1)));
   }
+  if (on_cuda) write_device_table(out, result);
   bool verdicts = false;
   for (std::size_t i = 0; i < result.policies.size(); ++i) {
     if (const auto v = train::verdict(result, i)) {
@@ -107,8 +184,16 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   out << "\nstep_ms: median wall time of a step (min and max beside it); vs_fp32: median step "
-         "time over fp32's; phases:\nshare of the step time. Peak device memory, kernel counts, "
-         "launch overhead, cast and Tensor Core\nshares need the GPU (--backend cuda, to come).\n";
+         "time over fp32's; phases:\nshare of the step time.";
+  if (on_cuda) {
+    out << " peak_MiB: peak device memory of the timed steps; kernels: per step;\nlaunch: launch "
+           "API time / wall time; cast, tensor_core: share of kernel time; idle: device\nidle time "
+           "/ wall time (docs/profiling.md).";
+  } else {
+    out << " Peak device memory, kernel counts, launch overhead, cast and Tensor Core\nshares "
+           "need the GPU: --backend cuda.";
+  }
+  out << "\n";
   if (!args.trace.empty()) {
     try {
       profile::write_chrome_trace(combined, args.trace);
@@ -118,7 +203,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (!args.json.empty()) {
-    if (auto problem = write_json_file(args.json, train::to_json(result))) {
+    if (auto problem = write_json_file(args.json, train::to_json(result, args.backend))) {
       err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
       return kExitUsage;
     }

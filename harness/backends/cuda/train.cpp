@@ -6,6 +6,7 @@
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/trainer_steps.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace ampbench::backends::cuda {
 namespace {
@@ -50,6 +51,14 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   require_trainable(config);
   train::steps::ProfileHooks profile_hooks;
   profile_hooks.ranges = hooks;
+  profile_hooks.begin_timed = [] {
+    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    reset_peak_pool_bytes();
+  };
+  profile_hooks.end_timed = [](train::PolicyProfile& p) {
+    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    p.peak_device_bytes = peak_pool_bytes();
+  };
   return with_device_model(config, train_set, [&](const auto& model) {
     return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, profile_hooks);
   });

@@ -12,6 +12,7 @@
 #include "harness/backends/cuda/lt_matmul.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/ops/catalog.hpp"
+#include "harness/profile/classify.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace ampbench::backends::cuda {
@@ -199,8 +200,7 @@ CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, st
   const GemmCall call = gemm_call(op_info("gemm"), ops::Shape{{rows, out, in}});
   const void* operands[] = {xa.data(), wa.data()};
   gemm_detail_["forward"] =
-      context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(),
-                           ba.data(), context_->stream);
+      matmul(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(), ba.data());
   return y;
 }
 
@@ -220,8 +220,7 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
     const GemmCall call = gemm_call(op_info("gemm_backward_a"), shape);
     const void* operands[] = {dya.data(), wa.data()};
     gemm_detail_["backward_data"] =
-        context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand],
-                             dx.data(), nullptr, context_->stream);
+        matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dx.data(), nullptr);
     g.dx = cast(dx, x.format);
   }
   // dW = X^T dY: gemm_backward_b, operands X and dY.
@@ -229,14 +228,29 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
   const GemmCall call = gemm_call(op_info("gemm_backward_b"), shape);
   const void* operands[] = {xa.data(), dya.data()};
   gemm_detail_["backward_weights"] =
-      context_->matmul.run(plan, call, operands[call.a.operand], operands[call.b.operand],
-                           dw.data(), nullptr, context_->stream);
+      matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dw.data(), nullptr);
   g.dw = cast(dw, w.format);
   // The bias gradient: dY summed over the rows, in dY's type, as autograd's sum(0) gives it.
   Tensor db = empty(out, inputs);
   kernels::column_sums(inputs, dya.data(), db.data(), rows, out, context_->stream);
   g.db = cast(db, b.format);
   return g;
+}
+
+nlohmann::json CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a,
+                               const void* b, void* d, const void* bias) {
+  // The shape as the kernel sees it (m x n from k terms) and the type its inputs reach the
+  // Tensor Cores in: tf32 under 32F_FAST_TF32.
+  profile::GemmShape shape{call.m, call.n, call.k, profile::GemmDtype::fp32};
+  if (plan.compute == GemmCompute::f32_fast_tf32) {
+    shape.dtype = profile::GemmDtype::tf32;
+  } else if (plan.inputs == DeviceType::f16) {
+    shape.dtype = profile::GemmDtype::fp16;
+  } else if (plan.inputs == DeviceType::bf16) {
+    shape.dtype = profile::GemmDtype::bf16;
+  }
+  const auto range = phase(profile::gemm_range_name(shape));
+  return context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
 CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {

@@ -20,8 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "harness/backends/cuda/plan.hpp"
 #include "harness/numeric/format.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
@@ -80,9 +82,9 @@ class CudaOps {
   // Phases timed into `recorder` from now on (null: none); with NVTX hooks in the recorder they
   // are NVTX ranges too.
   void record_phases(profile::PhaseRecorder* recorder) { recorder_ = recorder; }
-  std::optional<profile::ScopedPhase> phase(const char* name) {
+  std::optional<profile::ScopedPhase> phase(std::string name) {
     if (recorder_ == nullptr) return std::nullopt;
-    return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, name);
+    return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, std::move(name));
   }
 
   Tensor constant(std::span<const double> values) const;  // binary32 values
@@ -124,6 +126,10 @@ class CudaOps {
   Tensor cast(const Tensor& t, kernels::DType to) const;
   Tensor cast(const Tensor& t, const numeric::Format& to) const;
   Tensor upload_targets(std::span<const std::int64_t> targets) const;
+  // Enqueues one product of a linear layer inside a range "gemm m=.. n=.. k=.. dtype=.." (when
+  // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
+  nlohmann::json matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
+                        void* d, const void* bias);
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
 
   policy::Policy policy_;

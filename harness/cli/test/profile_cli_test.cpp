@@ -65,10 +65,11 @@ struct BadInput {
 
 TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
   const BadInput cases[] = {
-      {"profile --backend cuda",
-       "ampbench profile: --backend cuda: profiling on the GPU (CUPTI and NVTX) is not "
-       "implemented yet"},
-      {"profile --backend tpu", "ampbench profile: --backend: unknown backend 'tpu'"},
+      {"profile --backend cuda --model transformer",
+       "ampbench profile: --backend cuda: model transformer: the CUDA backend trains mlp so far"},
+      {"profile --backend cuda --policy bf16", "ampbench profile: --backend cuda: policy bf16: "},
+      {"profile --backend tpu",
+       "ampbench profile: --backend: unknown backend 'tpu' (available: cpu, cuda)"},
       {"profile --model resnet", "ampbench profile: --model: unknown model 'resnet'"},
       {"profile --policy fp12", "ampbench profile: --policy: "},
       {"profile --steps 0", "ampbench profile: --steps and --batch must be positive"},

@@ -1,7 +1,7 @@
-// `ampbench train --backend cuda` end to end, on the branch this machine takes: without CUDA in the
-// build or without a usable device the command stops with exit status 3 before any work; with a
-// device a short run trains on it and its record names the device. (Usage errors of --backend are
-// in train_cli_test.cpp.)
+// `ampbench train --backend cuda` and `ampbench profile --backend cuda` end to end, on the branch
+// this machine takes: without CUDA in the build or without a usable device each command stops with
+// exit status 3 before any work; with a device short runs train and profile on it. (Usage errors of
+// --backend are in train_cli_test.cpp and profile_cli_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -38,6 +38,40 @@ TEST(CliTrainBackend, CudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   std::FILE* written = std::fopen(json.c_str(), "r");
   EXPECT_EQ(written, nullptr) << "no record without a run";
   if (written != nullptr) std::fclose(written);
+}
+
+TEST(CliTrainBackend, ProfileOnCudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: profiling runs on it";
+  const std::string trace = temp_path("profile-cuda-trace.json");
+  const Outcome run = ampbench("profile --backend cuda --steps 2 --trace " + trace);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err.find("ampbench profile: --backend cuda: "), 0u) << run.err;
+  std::FILE* written = std::fopen(trace.c_str(), "r");
+  EXPECT_EQ(written, nullptr) << "no trace without a run";
+  if (written != nullptr) std::fclose(written);
+}
+
+TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const std::string json = temp_path("profile-cuda.json");
+  const std::string trace = temp_path("profile-cuda-trace.json");
+  const Outcome run =
+      ampbench("profile --backend cuda --steps 3 --warmup 1 --json " + json + " --trace " + trace);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("peak_MiB"), std::string::npos) << run.out;
+  const auto record = nlohmann::json::parse(slurp(json));
+  const auto chrome = nlohmann::json::parse(slurp(trace));
+  std::remove(json.c_str());
+  std::remove(trace.c_str());
+  EXPECT_EQ(record["backend"], "cuda");
+  for (const auto& r : record["runs"]) {
+    EXPECT_GT(r["peak_device_bytes"].get<double>(), 0) << r["policy"];
+    EXPECT_GT(r["attribution"]["total"]["kernel_count"].get<double>(), 0) << r["policy"];
+  }
+  bool kernel = false;
+  for (const auto& e : chrome["traceEvents"]) kernel = kernel || e.value("cat", "") == "kernel";
+  EXPECT_TRUE(kernel) << "the trace holds the device's kernels";
 }
 
 TEST(CliTrainBackend, ShortRunOnTheGpuTracksTheReference) {
