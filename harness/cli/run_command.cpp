@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/build_info.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
@@ -103,7 +104,15 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
                           const std::string& backend) -> std::optional<std::string> {
     if (backend == "cpu") return std::nullopt;
     const auto* audit_case = std::get_if<audit::Case>(&c.work);
-    if (audit_case == nullptr) return fmt::format("{} runs have no CUDA backend yet", c.kind());
+    if (audit_case == nullptr) {
+      const auto* training = std::get_if<train::TrainConfig>(&c.work);
+      const train::TrainConfig& config =
+          training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
+      for (const auto& p : config.policies) {
+        if (auto why = backends::cuda::why_not_trainable(p, config.model)) return why;
+      }
+      return std::nullopt;
+    }
     if (audit_case->mma) {
       return std::string(
           "a Tensor Core model case is the CPU's emulation of one; on the GPU "
@@ -115,12 +124,19 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return std::nullopt;
   };
   const results::BackendCases on_backends = results::on_backends(suite.cases, backends, why_not);
-  const results::KernelFor kernel_for = [&cuda](const audit::Case& c, nlohmann::json* ran) {
+  results::BackendRunners on_cuda;
+  on_cuda.kernel = [&cuda](const audit::Case& c, nlohmann::json* ran) {
     const backends::cuda::Planning planned =
         backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
     (*ran)["device"] = cuda.device;
     return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
   };
+  on_cuda.train = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                     const train::Dataset& eval_set) {
+    return cuda_train(config, train_set, eval_set, {});
+  };
+  on_cuda.profile = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                       std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
 
   const std::filesystem::path directory = args.out.empty()
                                               ? std::filesystem::path("results") / suite.name
@@ -206,7 +222,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   std::size_t failed = 0;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const results::Record record = results::run_case(cases[i], suite.budgets, kernel_for);
+    const results::Record record = results::run_case(cases[i], suite.budgets, on_cuda);
     failed += record.pass ? 0 : 1;
     out << fmt::format("[{}/{}] {}  {}  {}  ({:.1f} s)\n", i + 1, cases.size(), record.key,
                        record.pass ? "PASS" : "FAIL", key_metric(record), record.seconds);

@@ -192,8 +192,6 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     };
     if (on_cuda) {
       result = cuda_train(config, split.train, split.eval, progress);
-      result.backend = "cuda";
-      result.device = cuda.device;
     } else {
       result = train::train(config, split.train, split.eval, progress);
     }

@@ -36,10 +36,11 @@ Record run_audit_case(const audit::Case& c, const std::string& backend,
   return record;
 }
 
-Record run_training(const train::TrainConfig& config) {
+Record run_training(const train::TrainConfig& config, const BackendRunners& runners) {
   const train::Dataset data = train::default_dataset(config.model, config.seed);
   const train::Split split = train::split(data, 512, config.seed);
-  const train::TrainResult result = train::train(config, split.train, split.eval);
+  const train::TrainResult result = runners.train ? runners.train(config, split.train, split.eval)
+                                                  : train::train(config, split.train, split.eval);
   Record record;
   record.kind = "train";
   record.pass = true;
@@ -52,14 +53,17 @@ Record run_training(const train::TrainConfig& config) {
   return record;
 }
 
-Record run_profile(const ProfileConfig& profile) {
+Record run_profile(const ProfileConfig& profile, const BackendRunners& runners,
+                   std::string_view backend) {
   const train::Dataset data = train::default_dataset(profile.config.model, profile.config.seed);
-  const train::ProfileResult result = train::profile_steps(profile.config, data, profile.warmup);
+  const train::ProfileResult result =
+      runners.profile ? runners.profile(profile.config, data, profile.warmup)
+                      : train::profile_steps(profile.config, data, profile.warmup);
   Record record;
   record.kind = "profile";
   record.pass = true;
   record.metrics = profile_metrics(result);
-  record.detail = train::to_json(result);
+  record.detail = train::to_json(result, backend);
   return record;
 }
 
@@ -118,19 +122,25 @@ nlohmann::json to_json(const Environment& e) {
 }
 
 Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
-                const KernelFor& kernel_for) {
+                const BackendRunners& runners) {
   const auto start = std::chrono::steady_clock::now();
   Record record;
   try {
-    if (c.backend != "cpu" && (c.kind() != "audit" || !kernel_for)) {
+    const bool elsewhere = c.backend != "cpu";
+    const bool runnable = c.kind() == "audit"   ? static_cast<bool>(runners.kernel)
+                          : c.kind() == "train" ? static_cast<bool>(runners.train)
+                                                : static_cast<bool>(runners.profile);
+    if (elsewhere && !runnable) {
       throw std::invalid_argument(fmt::format("no {} backend for this case", c.backend));
     }
+    const BackendRunners none;
+    const BackendRunners& on = elsewhere ? runners : none;
     if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
-      record = run_audit_case(*audit_case, c.backend, budgets, kernel_for);
+      record = run_audit_case(*audit_case, c.backend, budgets, on.kernel);
     } else if (const auto* training = std::get_if<train::TrainConfig>(&c.work)) {
-      record = run_training(*training);
+      record = run_training(*training, on);
     } else {
-      record = run_profile(std::get<ProfileConfig>(c.work));
+      record = run_profile(std::get<ProfileConfig>(c.work), on, c.backend);
     }
   } catch (const std::exception& e) {
     record = Record{};

@@ -56,13 +56,23 @@ struct Record {
 // set with 512 samples held out, as `ampbench train` does; a profile run on the model's default
 // data set, as `ampbench profile` does (it always passes: its numbers are reported). A case that
 // throws is a failed record whose breach says why.
-// An audit case on a backend other than the CPU: its kernel, writing into `ran` what ran (the
-// device, the library call), which the record's detail keeps under "ran".
+//
+// A case on a backend other than the CPU (c.backend != "cpu") runs through `runners`, which must
+// hold the function its kind needs: an audit case's kernel (audit::run_kernel_case), writing into
+// `ran` what ran (the device, the library call), which the record's detail keeps under "ran"; a
+// training run or a profile run as train::train and train::profile_steps take them.
 using KernelFor = std::function<audit::Kernel(const audit::Case& c, nlohmann::json* ran)>;
-// A case on another backend (c.backend != "cpu") runs through `kernel_for`
-// (audit::run_kernel_case), which must then be given.
+struct BackendRunners {
+  KernelFor kernel;
+  std::function<train::TrainResult(const train::TrainConfig&, const train::Dataset& train_set,
+                                   const train::Dataset& eval_set)>
+      train;
+  std::function<train::ProfileResult(const train::TrainConfig&, const train::Dataset& train_set,
+                                     std::size_t warmup)>
+      profile;
+};
 Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
-                const KernelFor& kernel_for = {});
+                const BackendRunners& runners = {});
 
 // The metrics of a record. Audit: max_ulp, mean_ulp, normwise_rel_error, componentwise_rel_error,
 // bound_ratio, fraction_correctly_rounded, mismatches. Training, per policy P: P.eval_loss,

@@ -7,6 +7,7 @@
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/trainer_steps.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/device.hpp"
 
 namespace ampbench::backends::cuda {
 namespace {
@@ -40,9 +41,12 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
                                    const train::Dataset& train_set, const train::Dataset& eval_set,
                                    const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  return with_device_model(config, train_set, [&](const auto& model) {
+  train::TrainResult result = with_device_model(config, train_set, [&](const auto& model) {
     return train::steps::run_training<CudaOps>(model, config, train_set, eval_set, progress);
   });
+  result.backend = "cuda";
+  result.device = device_record(kernels::probe_device(), kernels::library_versions());
+  return result;
 }
 
 train::ProfileResult profile_on_device(const train::TrainConfig& config,

@@ -12,8 +12,9 @@
 
 namespace ampbench::backends::cuda {
 
-// Throws std::invalid_argument when the model or a policy cannot train on the device
-// (why_not_trainable), kernels::CudaError when a CUDA call fails.
+// The result's backend is "cuda" and its device the GPU's record (device_record). Throws
+// std::invalid_argument when the model or a policy cannot train on the device (why_not_trainable),
+// kernels::CudaError when a CUDA call fails.
 train::TrainResult train_on_device(const train::TrainConfig& config,
                                    const train::Dataset& train_set, const train::Dataset& eval_set,
                                    const std::function<void(std::size_t step)>& progress = {});
