@@ -1,0 +1,78 @@
+// A 2-D convolution as cuDNN's legacy API describes it, as plain data: no CUDA header, so that the
+// CUDA backend's plan (harness/backends/cuda/conv_plan.hpp), built in every configuration, fills it
+// in and the CPU tests check it; kernels/cudnn_convolution.hpp runs it.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace ampbench::kernels {
+
+// Which cuDNN call: cudnnConvolutionForward (y from x and w), cudnnConvolutionBackwardData (dx
+// from w and dy), cudnnConvolutionBackwardFilter (dw from x and dy).
+enum class ConvolutionPass { forward, backward_data, backward_filter };
+
+// cudnnMathType_t, which the user controls. The cuDNN documentation of cudnnMathType_t: default
+// permits Tensor Cores where the data type asks for them, and TF32 Tensor Cores for fp32 data on
+// sm_80 and later; tensor_op permits Tensor Cores without converting the data type; tensor_op_
+// allow_conversion also lets cuDNN convert fp32 data down to use them; fma restricts cuDNN to
+// kernels built from FMA instructions (no Tensor Cores, so no TF32).
+enum class ConvolutionMath { default_math, tensor_op, tensor_op_allow_conversion, fma };
+inline constexpr ConvolutionMath kConvolutionMaths[] = {
+    ConvolutionMath::default_math, ConvolutionMath::tensor_op,
+    ConvolutionMath::tensor_op_allow_conversion, ConvolutionMath::fma};
+
+// The name --conv-math takes: "default", "tensor_op", "tensor_op_allow_conversion", "fma".
+constexpr std::string_view math_name(ConvolutionMath math) {
+  switch (math) {
+    case ConvolutionMath::default_math: return "default";
+    case ConvolutionMath::tensor_op: return "tensor_op";
+    case ConvolutionMath::tensor_op_allow_conversion: return "tensor_op_allow_conversion";
+    case ConvolutionMath::fma: return "fma";
+  }
+  return "?";
+}
+
+// The enumerator: "CUDNN_DEFAULT_MATH", ..., for the records.
+constexpr std::string_view math_enumerator(ConvolutionMath math) {
+  switch (math) {
+    case ConvolutionMath::default_math: return "CUDNN_DEFAULT_MATH";
+    case ConvolutionMath::tensor_op: return "CUDNN_TENSOR_OP_MATH";
+    case ConvolutionMath::tensor_op_allow_conversion:
+      return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case ConvolutionMath::fma: return "CUDNN_FMA_MATH";
+  }
+  return "?";
+}
+
+// Whether cuDNN may run a kernel of math type `offered` when `requested` is what the user allows.
+// The math types are ordered by what they permit: fma (FMA kernels only) within default (which
+// adds Tensor Cores, TF32 for fp32 data included) within tensor_op within
+// tensor_op_allow_conversion (which adds down-converting fp32 data).
+constexpr bool math_permits(ConvolutionMath requested, ConvolutionMath offered) {
+  const auto rank = [](ConvolutionMath m) {
+    switch (m) {
+      case ConvolutionMath::fma: return 0;
+      case ConvolutionMath::default_math: return 1;
+      case ConvolutionMath::tensor_op: return 2;
+      case ConvolutionMath::tensor_op_allow_conversion: return 3;
+    }
+    return 3;
+  };
+  return rank(offered) <= rank(requested);
+}
+
+// The tensors in NCHW order, each packed (cudnnSetTensor4dDescriptor with CUDNN_TENSOR_NCHW), and
+// the convolution (cudnnSetConvolution2dDescriptor, cross-correlation, and the group count). int,
+// as cuDNN takes every size.
+struct ConvolutionShape {
+  std::array<int, 4> x{};  // N, C, H, W
+  std::array<int, 4> w{};  // K, C / groups, R, S (cudnnSetFilter4dDescriptor, NCHW)
+  std::array<int, 4> y{};  // N, K, OH, OW
+  std::array<int, 2> pad{};
+  std::array<int, 2> stride{};
+  std::array<int, 2> dilation{};
+  int groups = 1;
+};
+
+}  // namespace ampbench::kernels
