@@ -46,20 +46,21 @@ constexpr std::string_view math_enumerator(ConvolutionMath math) {
 }
 
 // Whether cuDNN may run a kernel of math type `offered` when `requested` is what the user allows.
-// The math types are ordered by what they permit: fma (FMA kernels only) within default (which
-// adds Tensor Cores, TF32 for fp32 data included) within tensor_op within
+// Three levels: fma (FMA kernels only); default and tensor_op (Tensor Cores, TF32 for fp32 data
+// included: cuDNN documents TF32 as permitted under default, and its heuristic may pair either
+// request with the other; PyTorch's Conv_v7.cpp runs whichever pair it returns); and
 // tensor_op_allow_conversion (which adds down-converting fp32 data).
 constexpr bool math_permits(ConvolutionMath requested, ConvolutionMath offered) {
-  const auto rank = [](ConvolutionMath m) {
+  const auto level = [](ConvolutionMath m) {
     switch (m) {
       case ConvolutionMath::fma: return 0;
-      case ConvolutionMath::default_math: return 1;
-      case ConvolutionMath::tensor_op: return 2;
-      case ConvolutionMath::tensor_op_allow_conversion: return 3;
+      case ConvolutionMath::default_math:
+      case ConvolutionMath::tensor_op: return 1;
+      case ConvolutionMath::tensor_op_allow_conversion: return 2;
     }
-    return 3;
+    return 2;
   };
-  return rank(offered) <= rank(requested);
+  return level(offered) <= level(requested);
 }
 
 // The tensors in NCHW order, each packed (cudnnSetTensor4dDescriptor with CUDNN_TENSOR_NCHW), and

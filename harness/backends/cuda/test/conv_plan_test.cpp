@@ -48,15 +48,20 @@ TEST(ConvMathNames, AreTheMathTypesInLowerCaseAndReadCaseInsensitively) {
             "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION");
 }
 
-// fma within default within tensor_op within tensor_op_allow_conversion.
-TEST(ConvMath, EachPermitsItselfAndTheStricterOnesOnly) {
-  const ConvolutionMath order[] = {ConvolutionMath::fma, ConvolutionMath::default_math,
-                                   ConvolutionMath::tensor_op,
-                                   ConvolutionMath::tensor_op_allow_conversion};
-  for (std::size_t requested = 0; requested < 4; ++requested) {
-    for (std::size_t offered = 0; offered < 4; ++offered) {
-      EXPECT_EQ(kernels::math_permits(order[requested], order[offered]), offered <= requested)
-          << kernels::math_name(order[requested]) << " " << kernels::math_name(order[offered]);
+// fma within default and tensor_op (one level) within tensor_op_allow_conversion.
+TEST(ConvMath, EachPermitsItsLevelAndTheStricterOnes) {
+  const struct {
+    ConvolutionMath math;
+    int level;
+  } rows[] = {{ConvolutionMath::fma, 0},
+              {ConvolutionMath::default_math, 1},
+              {ConvolutionMath::tensor_op, 1},
+              {ConvolutionMath::tensor_op_allow_conversion, 2}};
+  for (const auto& requested : rows) {
+    for (const auto& offered : rows) {
+      EXPECT_EQ(kernels::math_permits(requested.math, offered.math),
+                offered.level <= requested.level)
+          << kernels::math_name(requested.math) << " " << kernels::math_name(offered.math);
     }
   }
 }
