@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,12 +61,18 @@ cudnnMathType_t to_cudnn(ConvolutionMath math) {
   throw std::logic_error("unknown math type");
 }
 
-ConvolutionMath from_cudnn(cudnnMathType_t math) {
+// None for a math type newer than this code: never permitted, so never run.
+std::optional<ConvolutionMath> from_cudnn(cudnnMathType_t math) {
   for (const ConvolutionMath m : kConvolutionMaths) {
     if (to_cudnn(m) == math) return m;
   }
-  throw std::runtime_error("cuDNN offered an unknown math type " +
-                           std::to_string(static_cast<int>(math)));
+  return std::nullopt;
+}
+
+std::string math_text(cudnnMathType_t math) {
+  const std::optional<ConvolutionMath> known = from_cudnn(math);
+  return known ? std::string(math_enumerator(*known))
+               : "math type " + std::to_string(static_cast<int>(math));
 }
 
 // The descriptors of one call and the handle they are used with.
@@ -200,9 +207,8 @@ std::string describe(const std::vector<typename Pass::Perf>& offered) {
   std::string text;
   for (const auto& p : offered) {
     text += (text.empty() ? "" : "; ") + algorithm_name<Pass>(static_cast<int>(p.algo)) + " (" +
-            cudnnGetErrorString(p.status) + ", " +
-            std::string(math_enumerator(from_cudnn(p.mathType))) + ", " + std::to_string(p.memory) +
-            " bytes)";
+            cudnnGetErrorString(p.status) + ", " + math_text(p.mathType) + ", " +
+            std::to_string(p.memory) + " bytes)";
   }
   return text.empty() ? "nothing" : text;
 }
@@ -213,8 +219,9 @@ ConvolutionRun run_pass(const Call& c, const ConvolutionConfig& config, const vo
   const std::vector<typename Pass::Perf> offered = Pass::heuristic(c);
   for (std::size_t rank = 0; rank < offered.size(); ++rank) {
     const typename Pass::Perf& p = offered[rank];
-    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > config.max_workspace_bytes ||
-        !math_permits(config.math, from_cudnn(p.mathType))) {
+    const std::optional<ConvolutionMath> math = from_cudnn(p.mathType);
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > config.max_workspace_bytes || !math ||
+        !math_permits(config.math, *math)) {
       continue;
     }
     ConvolutionRun run;
@@ -222,7 +229,7 @@ ConvolutionRun run_pass(const Call& c, const ConvolutionConfig& config, const vo
     run.algorithm_name = algorithm_name<Pass>(run.algorithm);
     run.heuristic_rank = static_cast<int>(rank);
     run.requested_math = config.math;
-    run.math = from_cudnn(p.mathType);
+    run.math = *math;
     run.tensor_op_math = run.math == ConvolutionMath::tensor_op ||
                          run.math == ConvolutionMath::tensor_op_allow_conversion;
     run.deterministic = p.determinism == CUDNN_DETERMINISTIC;
@@ -244,9 +251,8 @@ ConvolutionRun run_pass(const Call& c, const ConvolutionConfig& config, const vo
     return run;
   }
   throw std::runtime_error("cuDNN offers no " + std::string(Pass::kWhat) +
-                           " convolution algorithm that succeeds with math type " +
-                           std::string(math_enumerator(config.math)) +
-                           " or a stricter one within " +
+                           " convolution algorithm that succeeds with a math type " +
+                           std::string(math_enumerator(config.math)) + " permits within " +
                            std::to_string(config.max_workspace_bytes) +
                            " bytes of workspace; it offered " + describe<Pass>(offered));
 }
