@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string_view>
 
 namespace ampbench::kernels {
@@ -75,5 +76,20 @@ struct ConvolutionShape {
   std::array<int, 2> dilation{};
   int groups = 1;
 };
+
+// The tensor a pass writes: y (forward), dx (backward data, x's dims) or dw (backward filter, w's).
+constexpr const std::array<int, 4>& output_dims(ConvolutionPass pass, const ConvolutionShape& s) {
+  switch (pass) {
+    case ConvolutionPass::forward: return s.y;
+    case ConvolutionPass::backward_data: return s.x;
+    case ConvolutionPass::backward_filter: return s.w;
+  }
+  return s.y;
+}
+
+constexpr std::size_t element_count(const std::array<int, 4>& dims) {
+  return static_cast<std::size_t>(dims[0]) * static_cast<std::size_t>(dims[1]) *
+         static_cast<std::size_t>(dims[2]) * static_cast<std::size_t>(dims[3]);
+}
 
 }  // namespace ampbench::kernels

@@ -19,17 +19,10 @@ namespace {
 
 class CudnnConvolution : public test::GpuTest {};
 
-std::size_t elements(const std::array<int, 4>& d) {
-  return static_cast<std::size_t>(d[0]) * d[1] * d[2] * d[3];
-}
-
 // One image, one channel, one filter: for each tap of each output position inside the image, one
 // count to the pass's output (y for forward, dx for backward data, dw for backward filter).
 std::vector<float> tap_counts(ConvolutionPass pass, const ConvolutionShape& s) {
-  const std::array<int, 4>& out = pass == ConvolutionPass::forward         ? s.y
-                                  : pass == ConvolutionPass::backward_data ? s.x
-                                                                           : s.w;
-  std::vector<float> counts(elements(out), 0.0F);
+  std::vector<float> counts(element_count(output_dims(pass, s)), 0.0F);
   for (int p = 0; p < s.y[2]; ++p) {
     for (int q = 0; q < s.y[3]; ++q) {
       for (int r = 0; r < s.w[2]; ++r) {
@@ -60,8 +53,8 @@ TEST_F(CudnnConvolution, EachPassOfAnAllOnesConvolutionCountsTheTapsInsideTheIma
                                      ConvolutionPass::backward_filter}) {
     const std::array<int, 4>& first_dims = pass == ConvolutionPass::backward_data ? s.y : s.x;
     const std::array<int, 4>& second_dims = pass == ConvolutionPass::backward_filter ? s.y : s.w;
-    const std::vector<float> ones_first(elements(first_dims), 1.0F);
-    const std::vector<float> ones_second(elements(second_dims), 1.0F);
+    const std::vector<float> ones_first(element_count(first_dims), 1.0F);
+    const std::vector<float> ones_second(element_count(second_dims), 1.0F);
     DeviceBuffer<float> first(ones_first.size()), second(ones_second.size());
     first.copy_from(ones_first);
     second.copy_from(ones_second);

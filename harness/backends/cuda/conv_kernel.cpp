@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string_view>
@@ -43,16 +42,6 @@ std::string_view pass_name(kernels::ConvolutionPass pass) {
   return "?";
 }
 
-// The tensor a pass writes: y, dx or dw.
-std::uint64_t output_elements(kernels::ConvolutionPass pass, const kernels::ConvolutionShape& s) {
-  const std::array<int, 4>& d = pass == kernels::ConvolutionPass::forward         ? s.y
-                                : pass == kernels::ConvolutionPass::backward_data ? s.x
-                                                                                  : s.w;
-  std::uint64_t n = 1;
-  for (const int v : d) n *= static_cast<std::uint64_t>(v);
-  return n;
-}
-
 kernels::DeviceBuffer<std::byte> operand_on_device(std::span<const double> values,
                                                    DeviceType type) {
   const std::vector<std::byte> bytes = to_device(values, type);
@@ -65,8 +54,9 @@ std::vector<double> run(const kernels::ConvolutionShape& shape, const ConvPlan& 
                         const ops::Inputs& in, nlohmann::json* detail) {
   const kernels::DeviceBuffer<std::byte> first = operand_on_device(in.values.at(0), plan.data);
   const kernels::DeviceBuffer<std::byte> second = operand_on_device(in.values.at(1), plan.data);
-  kernels::DeviceBuffer<std::byte> out(output_elements(plan.pass, shape) *
-                                       device_type_bytes(plan.data));
+  kernels::DeviceBuffer<std::byte> out(
+      kernels::element_count(kernels::output_dims(plan.pass, shape)) *
+      device_type_bytes(plan.data));
   kernels::ConvolutionConfig config;
   config.pass = plan.pass;
   config.shape = shape;

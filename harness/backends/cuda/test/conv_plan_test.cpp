@@ -160,10 +160,6 @@ std::size_t at(const std::array<int, 4>& d, int a, int b, int c, int e) {
   return ((static_cast<std::size_t>(a) * d[1] + b) * d[2] + c) * d[3] + e;
 }
 
-std::size_t count(const std::array<int, 4>& d) {
-  return static_cast<std::size_t>(d[0]) * d[1] * d[2] * d[3];
-}
-
 // cuDNN's definition of the three passes, reading nothing but the descriptors: the forward pass is
 // y[n][k][p][q] = sum over c < C/groups, r, s of x[n][g C/groups + c][p u - pad + r dil][...]
 // w[k][c][r][s], g the group of filter k; the data and filter gradients are the other two
@@ -173,10 +169,7 @@ std::vector<double> emulate(ConvolutionPass pass, const kernels::ConvolutionShap
   EXPECT_EQ(s.x[1], s.w[1] * s.groups);
   EXPECT_EQ(s.y[1], s.w[0]);
   EXPECT_EQ(s.y[0], s.x[0]);
-  const std::array<int, 4>& out_dims = pass == ConvolutionPass::forward         ? s.y
-                                       : pass == ConvolutionPass::backward_data ? s.x
-                                                                                : s.w;
-  std::vector<double> out(count(out_dims), 0.0);
+  std::vector<double> out(kernels::element_count(kernels::output_dims(pass, s)), 0.0);
   const int filters_per_group = s.w[0] / s.groups;
   for (int n = 0; n < s.y[0]; ++n) {
     for (int k = 0; k < s.y[1]; ++k) {
