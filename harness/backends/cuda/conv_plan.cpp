@@ -42,9 +42,16 @@ MathChoice default_math(const policy::OpPrecision& p, DeviceType data) {
                         "torch.backends.cudnn.allow_tf32 = False ({})",
                         kDescriptors)};
   }
+  if (data == DeviceType::f16) {
+    return {
+        ConvolutionMath::tensor_op,
+        fmt::format("16F data: CUDNN_TENSOR_OP_MATH, as PyTorch sets for Half ({})", kDescriptors)};
+  }
   return {ConvolutionMath::tensor_op,
-          fmt::format("{} data: CUDNN_TENSOR_OP_MATH, as PyTorch sets for Half ({})",
-                      device_type_name(data), kDescriptors)};
+          fmt::format("16BF data: CUDNN_TENSOR_OP_MATH, as for Half, so that cuDNN's heuristic "
+                      "considers Tensor Core algorithms (PyTorch's legacy path leaves BFloat16 at "
+                      "CUDNN_DEFAULT_MATH, {}; ampbench permits the same algorithms under both)",
+                      kDescriptors)};
 }
 
 }  // namespace

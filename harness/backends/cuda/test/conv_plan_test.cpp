@@ -88,6 +88,8 @@ TEST(ConvPlan, FollowsPytorchForEachBuiltInPolicy) {
   EXPECT_NE(amp.plan->convolution.rule.find("aten/src/ATen/native/cudnn/Conv_v8.cpp"),
             std::string::npos)
       << amp.plan->convolution.rule;
+  EXPECT_NE(amp.plan->convolution.rule.find("leaves BFloat16 at CUDNN_DEFAULT_MATH"),
+            std::string::npos);
   EXPECT_NE(conv_plan_under("conv2d", "fp16").plan->convolution.rule.find("TRUE_HALF_CONFIG"),
             std::string::npos);
 }
