@@ -102,10 +102,13 @@ Planning plan_convolution(const ops::OpInfo& op, const policy::OpPrecision& p,
   std::string compute_rule;
   if (numeric::same_values(p.accumulate, formats::fp32)) {
     c.compute = DeviceType::f32;
-    compute_rule = *data == DeviceType::f32
-                       ? "fp32 compute type"
-                       : fmt::format("fp32 compute type for {} data, as PyTorch ({}; {})",
-                                     device_type_name(*data), kDescriptors, kConvV8);
+    // Descriptors.h widens Half's compute type only (BFloat16 keeps its own there); Conv_v8.cpp
+    // widens both.
+    compute_rule = *data == DeviceType::f32 ? "fp32 compute type"
+                   : *data == DeviceType::f16
+                       ? fmt::format("fp32 compute type for 16F data, as PyTorch ({}; {})",
+                                     kDescriptors, kConvV8)
+                       : fmt::format("fp32 compute type for 16BF data, as PyTorch ({})", kConvV8);
   } else if (numeric::same_values(p.accumulate, formats::fp16) && *data == DeviceType::f16) {
     c.compute = DeviceType::f16;
     compute_rule =
