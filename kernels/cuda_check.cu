@@ -69,6 +69,11 @@ void log_cublas_error(cublasStatus_t status, const char* call, const char* file,
                or_unknown(cublasGetStatusName(status)), or_unknown(cublasGetStatusString(status)));
 }
 
+void log_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) noexcept {
+  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s\n", file, line, call,
+               or_unknown(cudnnGetErrorString(status)));
+}
+
 void log_cupti_error(CUptiResult status, const char* call, const char* file, int line) noexcept {
   const char* name = nullptr;
   const char* text = nullptr;

@@ -5,6 +5,7 @@
 //   AMPBENCH_CUDNN_CHECK(cudnnCreate(&handle));       likewise for cuDNN
 //   AMPBENCH_CUDA_CHECK_NOTHROW(cudaFree(p));         logs to stderr: for destructors
 //   AMPBENCH_CUBLAS_CHECK_NOTHROW(cublasLtDestroy(h)); likewise for cuBLAS
+//   AMPBENCH_CUDNN_CHECK_NOTHROW(cudnnDestroy(h));    likewise for cuDNN
 //   if (!AMPBENCH_CUPTI_CHECK(cuptiActivityFlushAll(0))) return;   logs, evaluates to false
 //
 // Profiling must degrade rather than abort, hence CUPTI failures are not exceptions. The macros
@@ -56,6 +57,7 @@ namespace detail {
                                     int line);
 void log_cuda_error(cudaError_t status, const char* call, const char* file, int line) noexcept;
 void log_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) noexcept;
+void log_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) noexcept;
 void log_cupti_error(CUptiResult status, const char* call, const char* file, int line) noexcept;
 
 inline bool cupti_ok(CUptiResult status, const char* call, const char* file, int line) noexcept {
@@ -111,6 +113,15 @@ inline bool cupti_ok(CUptiResult status, const char* call, const char* file, int
       ::ampbench::kernels::detail::log_cublas_error(ampbench_check_status_, #call, __FILE__, \
                                                     __LINE__);                               \
     }                                                                                        \
+  } while (false)
+
+#define AMPBENCH_CUDNN_CHECK_NOTHROW(call)                                                  \
+  do {                                                                                      \
+    const cudnnStatus_t ampbench_check_status_ = (call);                                    \
+    if (ampbench_check_status_ != CUDNN_STATUS_SUCCESS) {                                   \
+      ::ampbench::kernels::detail::log_cudnn_error(ampbench_check_status_, #call, __FILE__, \
+                                                   __LINE__);                               \
+    }                                                                                       \
   } while (false)
 
 // An expression: true when the CUPTI call succeeded; otherwise logs to stderr and gives false.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/audit/audit.hpp"
+#include "harness/backends/cuda/conv_plan.hpp"
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
@@ -84,6 +85,27 @@ bool write_records(const std::string& path, const nlohmann::json& records,
   return true;
 }
 
+// An option that picks one of the CUDA backend's choices (--gemm-compute, --conv-math): nothing
+// when not given; else it must go with --backend cuda or all and name a known choice. False, with
+// the message written, when it does not.
+template <typename Choice>
+bool read_cuda_choice(const AuditArgs& args, const char* option, const std::string& value,
+                      const char* what, std::optional<Choice> (*from_name)(std::string_view),
+                      const std::string& known, std::optional<Choice>& choice, std::ostream& err) {
+  if (value.empty()) return true;
+  if (args.backend == "cpu") {
+    err << fmt::format("{}: {} goes with --backend cuda or all\n", kCommand, option);
+    return false;
+  }
+  choice = from_name(value);
+  if (!choice) {
+    err << fmt::format("{}: {}: unknown {} '{}' (known: {})\n", kCommand, option, what, value,
+                       known);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
@@ -111,17 +133,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     on_cuda = cuda.available;
   }
   std::optional<backends::cuda::GemmCompute> gemm_compute;
-  if (!args.gemm_compute.empty()) {
-    if (args.backend == "cpu") {
-      err << kCommand << ": --gemm-compute goes with --backend cuda or all\n";
-      return kExitUsage;
-    }
-    gemm_compute = backends::cuda::compute_from_name(args.gemm_compute);
-    if (!gemm_compute) {
-      err << fmt::format("{}: --gemm-compute: unknown compute type '{}' (known: {})\n", kCommand,
-                         args.gemm_compute, backends::cuda::compute_names());
-      return kExitUsage;
-    }
+  std::optional<kernels::ConvolutionMath> conv_math;
+  if (!read_cuda_choice(args, "--gemm-compute", args.gemm_compute, "compute type",
+                        backends::cuda::compute_from_name, backends::cuda::compute_names(),
+                        gemm_compute, err) ||
+      !read_cuda_choice(args, "--conv-math", args.conv_math, "math type",
+                        backends::cuda::conv_math_from_name, backends::cuda::conv_math_names(),
+                        conv_math, err)) {
+    return kExitUsage;
   }
   if (!args.mma.empty() && !on_cpu) {
     err << kCommand << ": --mma models the CPU backend's Tensor Cores: not with --backend cuda\n";
@@ -202,7 +221,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   if (on_cuda) {
     for (const auto* op : op_list) {
       for (const auto& p : policies) {
-        plans.push_back(backends::cuda::plan(*op, audit::precision_of(p, *op), gemm_compute));
+        plans.push_back(
+            backends::cuda::plan(*op, audit::precision_of(p, *op), gemm_compute, conv_math));
       }
     }
     if (!on_cpu && std::none_of(plans.begin(), plans.end(),

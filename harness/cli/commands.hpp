@@ -55,6 +55,8 @@ struct AuditArgs {
   std::string backend = "cpu";
   // --gemm-compute: a cuBLAS compute type for the GEMMs on cuda; empty: the policy's
   std::string gemm_compute;
+  // --conv-math: a cuDNN math type for the convolutions on cuda; empty: the policy's
+  std::string conv_math;
   std::string summation = "sequential";
   std::string mma;      // Tensor Core model: an architecture or a preset name; empty: none
   std::string budgets;  // empty: suites/budgets.toml when it exists; "none": built-in only

@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
   audit->add_option("--gemm-compute", audit_args.gemm_compute,
                     "cuBLAS compute type of the GEMMs on cuda: 32F 32F_PEDANTIC 32F_FAST_TF32 "
                     "32F_FAST_16F 32F_FAST_16BF 16F (default: the policy's, docs/audit.md)");
+  audit->add_option("--conv-math", audit_args.conv_math,
+                    "cuDNN math type of the convolutions on cuda: default tensor_op "
+                    "tensor_op_allow_conversion fma (default: the policy's, "
+                    "docs/cudnn-convolution.md)");
   audit->add_option("--summation", audit_args.summation, "sequential or pairwise")
       ->capture_default_str();
   audit->add_option("--mma", audit_args.mma,

@@ -74,6 +74,14 @@ TEST(CudaCheck, CublasNoThrowVariantLogsTheCallAndStatus) {
   EXPECT_THAT(log, HasSubstr("CUBLAS_STATUS_INVALID_VALUE failed: CUBLAS_STATUS_INVALID_VALUE"));
 }
 
+TEST(CudaCheck, CudnnNoThrowVariantLogsTheCallAndStatus) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(AMPBENCH_CUDNN_CHECK_NOTHROW(CUDNN_STATUS_BAD_PARAM));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("cuda_check_test.cpp:"));
+  EXPECT_THAT(log, HasSubstr("CUDNN_STATUS_BAD_PARAM failed: CUDNN_STATUS_BAD_PARAM"));
+}
+
 TEST(CudaCheck, CuptiFailureIsFalseNotAnException) {
   bool ok = true;
   EXPECT_NO_THROW(ok = AMPBENCH_CUPTI_CHECK(CUPTI_ERROR_INVALID_PARAMETER));

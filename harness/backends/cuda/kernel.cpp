@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/backends/cuda/conv_kernel.hpp"
 #include "harness/backends/cuda/lt_matmul.hpp"
 #include "harness/numeric/options.hpp"
 #include "kernels/cuda_check.hpp"
@@ -64,6 +65,9 @@ audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const 
                           nlohmann::json* detail) {
   if (plan.kind == Plan::Kind::cast) {
     return [cast = plan.cast, detail](const ops::Inputs& in) { return run_cast(cast, in, detail); };
+  }
+  if (plan.kind == Plan::Kind::convolution) {
+    return make_convolution_kernel(shape, plan.convolution, detail);
   }
   return [call = gemm_call(op, shape), gemm = plan.gemm, detail](const ops::Inputs& in) {
     return run_gemm(call, gemm, in, detail);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/backends/cuda/conv_plan.hpp"
 #include "harness/numeric/options.hpp"
 
 namespace ampbench::backends::cuda {
@@ -30,17 +31,6 @@ bool is_gemm_op(ops::Op op) {
 bool is_fast(GemmCompute c) {
   return c == GemmCompute::f32_fast_tf32 || c == GemmCompute::f32_fast_16f ||
          c == GemmCompute::f32_fast_16bf;
-}
-
-// The device type that holds a format's values as they are (tf32 values are binary32 values), or
-// none.
-std::optional<DeviceType> holding_type(const numeric::Format& f) {
-  if (numeric::same_values(f, formats::fp32) || numeric::same_values(f, formats::tf32)) {
-    return DeviceType::f32;
-  }
-  if (numeric::same_values(f, formats::fp16)) return DeviceType::f16;
-  if (numeric::same_values(f, formats::bf16)) return DeviceType::bf16;
-  return std::nullopt;
 }
 
 struct ComputeChoice {
@@ -97,11 +87,6 @@ std::string type_list(const std::vector<DeviceType>& types) {
   return s;
 }
 
-Planning not_planned(const ops::OpInfo& op, const policy::OpPrecision& p, const std::string& why) {
-  return {std::nullopt, fmt::format("{} ({} inputs, {} accumulation, {} output): {}", op.name,
-                                    p.input.name, p.accumulate.name, p.output.name, why)};
-}
-
 Planning plan_gemm(const ops::OpInfo& op, const policy::OpPrecision& p,
                    std::optional<GemmCompute> requested) {
   const std::optional<DeviceType> held = holding_type(p.input);
@@ -137,7 +122,7 @@ Planning plan_gemm(const ops::OpInfo& op, const policy::OpPrecision& p,
   }
   g.output = *out;
   if (op.op == ops::Op::dot) g.rule = "as a 1 x 1 x N GEMM; " + g.rule;
-  return {Plan{Plan::Kind::gemm, std::move(g), {}}, {}};
+  return {Plan{Plan::Kind::gemm, std::move(g), {}, {}}, {}};
 }
 
 Planning plan_cast(const ops::OpInfo& op, const policy::OpPrecision& p) {
@@ -164,11 +149,26 @@ LtOperand row_major(std::size_t operand, std::uint64_t rows, std::uint64_t cols,
 
 }  // namespace
 
+std::optional<DeviceType> holding_type(const numeric::Format& f) {
+  if (numeric::same_values(f, formats::fp32) || numeric::same_values(f, formats::tf32)) {
+    return DeviceType::f32;
+  }
+  if (numeric::same_values(f, formats::fp16)) return DeviceType::f16;
+  if (numeric::same_values(f, formats::bf16)) return DeviceType::bf16;
+  return std::nullopt;
+}
+
+// cuBLAS converts D, and cuDNN its output, with IEEE overflow to infinity.
 std::optional<DeviceType> output_type(const numeric::Format& f) {
   for (const DeviceType t : {DeviceType::f32, DeviceType::f16, DeviceType::bf16}) {
     if (numeric::same_format(f, device_type_format(t))) return t;
   }
   return std::nullopt;
+}
+
+Planning not_planned(const ops::OpInfo& op, const policy::OpPrecision& p, const std::string& why) {
+  return {std::nullopt, fmt::format("{} ({} inputs, {} accumulation, {} output): {}", op.name,
+                                    p.input.name, p.accumulate.name, p.output.name, why)};
 }
 
 std::string_view compute_name(GemmCompute c) {
@@ -223,15 +223,18 @@ numeric::Format device_type_format(DeviceType t) {
 }
 
 Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
-              std::optional<GemmCompute> compute) {
+              std::optional<GemmCompute> compute,
+              std::optional<kernels::ConvolutionMath> conv_math) {
   if (is_gemm_op(op.op)) return plan_gemm(op, precision, compute);
   if (op.op == ops::Op::cast) return plan_cast(op, precision);
+  if (convolution_pass(op.op)) return plan_convolution(op, precision, conv_math);
   return {std::nullopt, fmt::format("{} has no CUDA implementation yet (the CUDA backend runs {})",
                                     op.name, supported_ops())};
 }
 
 std::string supported_ops() {
-  return "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast";
+  return "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast, conv2d, conv2d_backward_data, "
+         "conv2d_backward_filter";
 }
 
 GemmCall gemm_call(const ops::OpInfo& op, const ops::Shape& shape) {

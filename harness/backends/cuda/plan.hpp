@@ -18,7 +18,8 @@
 #include "harness/numeric/rounding.hpp"
 #include "harness/ops/catalog.hpp"
 #include "harness/policy/policy.hpp"
-#include "kernels/device.hpp"  // plain data, no CUDA header
+#include "kernels/convolution_shape.hpp"  // plain data, no CUDA header
+#include "kernels/device.hpp"             // plain data, no CUDA header
 
 namespace ampbench::backends::cuda {
 
@@ -44,9 +45,6 @@ enum class DeviceType { f32, f16, bf16 };
 std::string_view device_type_name(DeviceType t);  // "32F", "16F", "16BF"
 std::size_t device_type_bytes(DeviceType t);
 numeric::Format device_type_format(DeviceType t);
-// The device type a result in format `f` is stored in: the same values and the same overflow
-// (cuBLAS converts D with IEEE overflow to infinity); none when no type is.
-std::optional<DeviceType> output_type(const numeric::Format& f);
 
 // A GEMM as cuBLASLt runs it: the compute type, the types of A and B and of D (no C: the audit
 // measures A B alone), and why this compute type (the rule and its source, for the records).
@@ -63,25 +61,47 @@ struct CastPlan {
   numeric::Rounding mode = numeric::Rounding::nearest_even;
 };
 
+// A convolution pass through cuDNN (conv_plan.hpp): the type of its tensors, the compute type
+// (f32, or f16 for fp16 data accumulated in fp16), the math type the user allows, and the rule
+// that chose them (for the records).
+struct ConvPlan {
+  kernels::ConvolutionPass pass = kernels::ConvolutionPass::forward;
+  DeviceType data = DeviceType::f32;
+  DeviceType compute = DeviceType::f32;
+  kernels::ConvolutionMath math = kernels::ConvolutionMath::default_math;
+  std::string rule;
+};
+
 struct Plan {
-  enum class Kind { gemm, cast };
+  enum class Kind { gemm, cast, convolution };
   Kind kind = Kind::gemm;
-  GemmPlan gemm;  // kind == gemm
-  CastPlan cast;  // kind == cast
+  GemmPlan gemm;         // kind == gemm
+  CastPlan cast;         // kind == cast
+  ConvPlan convolution;  // kind == convolution
 };
 
 // The plan of `op` under `precision` (audit::precision_of), with `compute` replacing the policy's
-// compute type for GEMMs when given; or why the CUDA backend cannot run it, as one sentence that
-// names the op, the formats and what would be needed. Ops without a GPU implementation yet say so.
+// compute type for GEMMs and `conv_math` the policy's cuDNN math type for convolutions when
+// given; or why the CUDA backend cannot run it, as one sentence that names the op, the formats
+// and what would be needed. Ops without a GPU implementation yet say so.
 struct Planning {
   std::optional<Plan> plan;
   std::string reason;  // set when plan is empty
 };
 Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
-              std::optional<GemmCompute> compute = std::nullopt);
+              std::optional<GemmCompute> compute = std::nullopt,
+              std::optional<kernels::ConvolutionMath> conv_math = std::nullopt);
 
-// The ops the CUDA backend runs: "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast".
+// The ops the CUDA backend runs: "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast,
+// conv2d, conv2d_backward_data, conv2d_backward_filter".
 std::string supported_ops();
+
+// The device type that holds a format's values as they are (tf32 values are binary32 values), and
+// the one a result format is stored in (the same values and IEEE overflow to infinity); or none.
+std::optional<DeviceType> holding_type(const numeric::Format& f);
+std::optional<DeviceType> output_type(const numeric::Format& f);
+// A refusal of `op` under `p`: "op (X inputs, Y accumulation, Z output): why".
+Planning not_planned(const ops::OpInfo& op, const policy::OpPrecision& p, const std::string& why);
 
 // A matrix operand of cuBLASLt's column-major call: which of the op's operands (ops::operands
 // order) it is, its stored shape (rows x cols, column-major, leading dimension ld) and whether the

@@ -99,6 +99,26 @@ TEST(CliAuditBackend, AllWithAGpuRunsEachCaseOnBothAndReportsWhatCannotRun) {
             std::string::npos);
 }
 
+TEST(CliAuditBackend, ConvMathReachesCudnnAndTheRecordsSayWhatRan) {
+  if (!device_available()) GTEST_SKIP() << "no CUDA device: " << why_no_gpu();
+  const std::string json = temp_path("conv.json");
+  const Outcome run = ampbench(
+      "audit --op conv2d_backward_filter --shape 2x4x6x6:4x3x3,pad=1 --policy fp32,bf16 "
+      "--backend cuda --conv-math fma --budgets none --json " +
+      json);
+  const std::string text = slurp(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  const auto cases = nlohmann::json::parse(text)["cases"];
+  ASSERT_EQ(cases.size(), 2u);  // fp32 on cuda; bf16 (bf16 accumulation) not run
+  EXPECT_EQ(cases[0]["status"], "PASS");
+  EXPECT_EQ(cases[0]["cuda"]["call"], "cudnnConvolutionBackwardFilter");
+  EXPECT_EQ(cases[0]["cuda"]["algorithm"]["requested_math"], "CUDNN_FMA_MATH");
+  EXPECT_EQ(cases[0]["cuda"]["algorithm"]["math"], "CUDNN_FMA_MATH");
+  EXPECT_TRUE(cases[0]["cuda"]["algorithm"].contains("workspace_bytes"));
+  EXPECT_EQ(cases[1]["status"], "NOT_RUN");
+}
+
 TEST(CliAuditBackend, CudaWithAGpuRefusesARunWhereNoCaseCanRun) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device: " << why_no_gpu();
   const Outcome run = ampbench("audit --op softmax --backend cuda");
@@ -133,6 +153,10 @@ TEST(CliAuditBackend, BadBackendOptionsExitWith2BeforeAnyWork) {
        "--gemm-compute: unknown compute type '64F' (known: 32F, 32F_PEDANTIC, 32F_FAST_TF32, "
        "32F_FAST_16F, 32F_FAST_16BF, 16F)"},
       {"--op gemm --gemm-compute 32F", "--gemm-compute goes with --backend cuda or all"},
+      {"--op conv2d --backend all --conv-math tf32",
+       "ampbench audit: --conv-math: unknown math type 'tf32' (known: default, tensor_op, "
+       "tensor_op_allow_conversion, fma)"},
+      {"--op conv2d --conv-math fma", "--conv-math goes with --backend cuda or all"},
       {"--op gemm,cast --shape 8x8x8", "--shape goes with a single --op"},
       {"--op gemm,conv9d", "--op: unknown op 'conv9d'"},
   };

@@ -122,7 +122,8 @@ TEST(Unsupported, OpsWithoutAGpuImplementationSaySo) {
   EXPECT_FALSE(p.plan.has_value());
   EXPECT_EQ(p.reason,
             "softmax has no CUDA implementation yet (the CUDA backend runs gemm, bmm, dot, "
-            "gemm_backward_a, gemm_backward_b, cast)");
+            "gemm_backward_a, gemm_backward_b, cast, conv2d, conv2d_backward_data, "
+            "conv2d_backward_filter)");
 }
 
 TEST(Unsupported, FormatsCublasLtIsNotGivenHere) {
