@@ -1,0 +1,341 @@
+#include "kernels/cupti_collector.hpp"
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "harness/profile/host_timer.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/device.hpp"
+
+// The NVTX loader's static injection (nvtx3/nvtxDetail/nvtxInit.h, load sequence version 2): every
+// translation unit that calls NVTX carries a weak, null InitializeInjectionNvtx2_fnptr; this strong
+// definition points it at CUPTI's NVTX entry point, so that NVTX calls reach CUPTI (and become
+// MARKER records while MARKER is enabled) without NVTX_INJECTION64_PATH. The loader tries that
+// variable first, so a tool named there (Nsight Systems) still wins.
+extern "C" {
+using AmpbenchNvtxExportTableGetter = const void* (*)(std::uint32_t export_table_id);
+int InitializeInjectionNvtx2(AmpbenchNvtxExportTableGetter get_export_table);  // in libcupti
+int (*InitializeInjectionNvtx2_fnptr)(AmpbenchNvtxExportTableGetter) = &InitializeInjectionNvtx2;
+}
+
+namespace ampbench::kernels {
+namespace {
+
+struct NamedKind {
+  CUpti_ActivityKind kind;
+  const char* name;
+};
+
+// Kineto's set (libkineto CuptiActivityApi::enableCuptiActivities: MEMCPY, MEMSET,
+// CONCURRENT_KERNEL, EXTERNAL_CORRELATION, SYNCHRONIZATION, RUNTIME, DRIVER, OVERHEAD) with DRIVER
+// narrowed to the launch calls below, plus MARKER for the NVTX ranges. CONCURRENT_KERNEL comes
+// first: without it there is no trace, and it alone is the kernels-only set.
+constexpr std::array<NamedKind, 8> kAllKinds = {{
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER"},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"},
+}};
+
+// Of the driver API, only the launch calls: libraries (cuBLASLt, cuDNN) launch some kernels through
+// the driver, and a kernel needs its launch record to be placed in a range. All driver calls would
+// double the API records, since every runtime call makes driver calls.
+constexpr std::array<CUpti_CallbackId, 6> kDriverLaunchCalls = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+constexpr std::align_val_t kRecordAlignment{ACTIVITY_RECORD_ALIGNMENT};
+
+std::string cupti_status_text(CUptiResult status) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (cuptiGetResultString(status, &name) != CUPTI_SUCCESS) name = nullptr;
+  if (cuptiGetErrorMessage(status, &text) != CUPTI_SUCCESS) text = nullptr;
+  return std::string(name != nullptr ? name : "unknown CUPTI status") +
+         (text != nullptr ? std::string(": ") + text : std::string());
+}
+
+// Like AMPBENCH_CUPTI_CHECK (logs and gives false), and also keeps the failure's description.
+bool cupti_call(CUptiResult status, const char* call, const char* file, int line,
+                std::string* failure) {
+  if (detail::cupti_ok(status, call, file, line)) return true;
+  *failure = std::string(call) + " failed: " + cupti_status_text(status);
+  return false;
+}
+#define AMPBENCH_CUPTI_CALL(call, failure) cupti_call((call), #call, __FILE__, __LINE__, (failure))
+
+// The state CUPTI's buffer callbacks reach: they are plain functions without a user pointer.
+struct Session {
+  std::mutex mutex;
+  bool collecting = false;
+  std::size_t buffer_bytes = CollectorOptions{}.buffer_bytes;
+  RecordConverter converter;
+  profile::Trace trace;
+  std::int64_t clock_offset_ns = 0;
+  std::uint64_t dropped_records = 0;
+  std::vector<std::string> problems;
+  std::vector<CUpti_ActivityKind> enabled_kinds;
+  bool driver_launch_calls_enabled = false;
+};
+
+Session& session() {
+  static Session s;
+  return s;
+}
+
+// Set while a collector runs: start() refuses a second.
+std::atomic<bool> collector_running{false};
+
+// CUPTI's count of records it dropped since the last call; since CUDA 6 its buffers are global,
+// so the global queue (null context, stream 0) holds the count.
+std::uint64_t take_dropped_records() {
+  std::size_t dropped = 0;
+  if (!AMPBENCH_CUPTI_CHECK(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped))) return 0;
+  return dropped;
+}
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  std::size_t bytes = 0;
+  {
+    const std::lock_guard lock(session().mutex);
+    bytes = session().buffer_bytes;
+  }
+  // No buffer (out of memory) makes CUPTI drop records, which the dropped count reports.
+  *buffer = static_cast<std::uint8_t*>(::operator new(bytes, kRecordAlignment, std::nothrow));
+  *size = *buffer != nullptr ? bytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
+                               std::uint32_t /*stream: likewise*/, std::uint8_t* buffer,
+                               std::size_t /*size*/, std::size_t valid_size) {
+  if (buffer == nullptr) return;
+  {
+    Session& s = session();
+    const std::lock_guard lock(s.mutex);
+    CUpti_Activity* record = nullptr;
+    for (;;) {
+      const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_size, &record);
+      if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) break;  // the end of the valid records
+      if (!AMPBENCH_CUPTI_CHECK(status)) {
+        s.problems.push_back("an activity buffer could not be read to its end (" +
+                             cupti_status_text(status) + "): its remaining records are missing");
+        break;
+      }
+      if (s.collecting) s.converter.add(*record, s.trace);
+    }
+    s.dropped_records += take_dropped_records();
+  }
+  ::operator delete(buffer, kRecordAlignment);
+}
+
+std::uint64_t CUPTIAPI host_clock_ns() {
+  return profile::steady_clock_ns();
+}
+
+// Host clock minus CUPTI's clock, from the narrowest of a few host readings around a CUPTI one.
+std::int64_t measure_clock_offset_ns() {
+  std::uint64_t best_width = std::numeric_limits<std::uint64_t>::max();
+  std::int64_t offset = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::uint64_t cupti_ns = 0;
+    const std::uint64_t before = profile::steady_clock_ns();
+    if (!AMPBENCH_CUPTI_CHECK(cuptiGetTimestamp(&cupti_ns))) continue;
+    const std::uint64_t after = profile::steady_clock_ns();
+    if (after - before < best_width) {
+      best_width = after - before;
+      offset = static_cast<std::int64_t>(before + (after - before) / 2 - cupti_ns);
+    }
+  }
+  return offset;
+}
+
+profile::TraceMetadata host_metadata(int device_count) {
+  profile::TraceMetadata metadata;
+  for (int d = 0; d < device_count; ++d) {
+    cudaDeviceProp properties{};
+    const cudaError_t status = cudaGetDeviceProperties(&properties, d);
+    if (status == cudaSuccess) {
+      metadata.device_names[static_cast<std::uint32_t>(d)] = properties.name;
+    } else {
+      detail::log_cuda_error(status, "cudaGetDeviceProperties(&properties, d)", __FILE__, __LINE__);
+    }
+  }
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) == 0) metadata.host_name = host.data();
+  metadata.process_id = static_cast<std::uint32_t>(::getpid());
+  return metadata;
+}
+
+// Disables what the session enabled; failures are logged (a kind left on costs time, no more).
+void disable_enabled(Session& s) {
+  for (const CUpti_ActivityKind kind : s.enabled_kinds) {
+    (void)AMPBENCH_CUPTI_CHECK(cuptiActivityDisable(kind));
+  }
+  s.enabled_kinds.clear();
+  if (s.driver_launch_calls_enabled) {
+    for (const CUpti_CallbackId cbid : kDriverLaunchCalls) {
+      (void)AMPBENCH_CUPTI_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+    }
+    s.driver_launch_calls_enabled = false;
+  }
+}
+
+}  // namespace
+
+std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& options,
+                                                    std::string* why_not) {
+  const auto refuse = [why_not](const std::string& reason) {
+    if (why_not != nullptr) *why_not = "CUPTI unavailable: " + reason;
+    return std::optional<CuptiCollector>();
+  };
+  bool expected = false;
+  if (!collector_running.compare_exchange_strong(expected, true)) {
+    return refuse("another CuptiCollector is running (CUPTI's activity API is process-wide)");
+  }
+  const DeviceStatus device = probe_device();
+  if (!device.available) {
+    collector_running = false;
+    return refuse("no CUDA device: " + device.error);
+  }
+
+  Session& s = session();
+  std::vector<std::string> problems;
+  std::string failure;
+  // CUPTI's default thread id is pthread_self(); the host phases use gettid.
+  if (!AMPBENCH_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), &failure)) {
+    problems.push_back(failure +
+                       ": API calls and NVTX ranges carry pthread ids, which do not "
+                       "match the host phases' thread ids");
+  }
+  // Before any kind is enabled, as CUPTI requires, so that every record uses the host clock.
+  std::int64_t clock_offset_ns = 0;
+  if (!AMPBENCH_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&host_clock_ns), &failure)) {
+    clock_offset_ns = measure_clock_offset_ns();
+    problems.push_back(failure +
+                       ": CUPTI timestamps are shifted to the host clock by an offset "
+                       "measured at start (" +
+                       std::to_string(clock_offset_ns) + " ns)");
+  }
+  {
+    const std::lock_guard lock(s.mutex);
+    s.collecting = true;
+    s.buffer_bytes = options.buffer_bytes;
+    s.converter = RecordConverter(clock_offset_ns);
+    s.clock_offset_ns = clock_offset_ns;
+    s.trace = profile::Trace{};
+    s.trace.metadata = host_metadata(device.device_count);
+    s.dropped_records = 0;
+    s.problems = std::move(problems);
+    s.enabled_kinds.clear();
+    s.driver_launch_calls_enabled = false;
+  }
+  const auto fail = [&](const std::string& reason) {
+    disable_enabled(s);
+    {
+      const std::lock_guard lock(s.mutex);
+      s.collecting = false;
+    }
+    collector_running = false;
+    return refuse(reason);
+  };
+  if (!AMPBENCH_CUPTI_CALL(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
+                           &failure)) {
+    return fail(failure);
+  }
+  (void)take_dropped_records();  // what an earlier session left uncounted is not this one's
+  const std::size_t kinds = options.kernels_only ? 1 : kAllKinds.size();
+  for (std::size_t i = 0; i < kinds; ++i) {
+    const NamedKind& k = kAllKinds[i];
+    if (AMPBENCH_CUPTI_CALL(cuptiActivityEnable(k.kind), &failure)) {
+      s.enabled_kinds.push_back(k.kind);
+    } else if (k.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      return fail(failure);
+    } else {
+      const std::lock_guard lock(s.mutex);
+      s.problems.push_back(std::string(k.name) + " records are not collected: " + failure);
+    }
+  }
+  if (!options.kernels_only) {
+    s.driver_launch_calls_enabled = true;
+    for (const CUpti_CallbackId cbid : kDriverLaunchCalls) {
+      if (!AMPBENCH_CUPTI_CALL(cuptiActivityEnableDriverApi(cbid, 1), &failure)) {
+        const std::lock_guard lock(s.mutex);
+        s.problems.push_back("a driver launch call is not collected: " + failure);
+      }
+    }
+  }
+  return CuptiCollector();
+}
+
+CollectedTrace CuptiCollector::stop() {
+  CollectedTrace result;
+  if (!running_) {
+    result.problems.push_back("stop() on a collector that is not running: nothing was collected");
+    return result;
+  }
+  running_ = false;
+  Session& s = session();
+  std::vector<std::string> problems;
+  // CUPTI delivers a record once it is complete; work still running would lack its end.
+  if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
+    detail::log_cuda_error(status, "cudaDeviceSynchronize()", __FILE__, __LINE__);
+    problems.push_back(std::string("cudaDeviceSynchronize failed before the final flush (") +
+                       cudaGetErrorName(status) + "): unfinished work may be missing");
+  }
+  disable_enabled(s);
+  std::string failure;
+  // Forced: also the buffers holding incomplete records. Runs buffer_completed on this thread,
+  // hence without the session's lock held.
+  if (!AMPBENCH_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), &failure)) {
+    problems.push_back(failure + ": records still in CUPTI's buffers are missing");
+  }
+  {
+    const std::lock_guard lock(s.mutex);
+    s.collecting = false;
+    s.converter.finish();
+    s.dropped_records += take_dropped_records();
+    result.trace = std::move(s.trace);
+    s.trace = profile::Trace{};
+    result.trace.dropped_records.push_back({.context = 0, .stream = 0, .count = s.dropped_records});
+    result.counts = s.converter.counts();
+    result.clock_offset_ns = s.clock_offset_ns;
+    result.problems = std::move(s.problems);
+    s.problems.clear();
+  }
+  result.problems.insert(result.problems.end(), problems.begin(), problems.end());
+  collector_running = false;
+  return result;
+}
+
+CuptiCollector::~CuptiCollector() {
+  if (!running_) return;
+  try {
+    (void)stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ampbench: stopping the CUPTI collector failed: %s\n", e.what());
+  }
+}
+
+CuptiCollector::CuptiCollector(CuptiCollector&& other) noexcept
+    : running_(std::exchange(other.running_, false)) {}
+
+}  // namespace ampbench::kernels
