@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 #include "harness/profile/host_timer.hpp"
@@ -33,6 +34,7 @@ namespace {
 struct NamedKind {
   CUpti_ActivityKind kind;
   const char* name;
+  bool host_calls;  // records of host calls: turned off before stop()'s own synchronize
 };
 
 // Kineto's set (libkineto CuptiActivityApi::enableCuptiActivities: MEMCPY, MEMSET,
@@ -40,14 +42,14 @@ struct NamedKind {
 // narrowed to the launch calls below, plus MARKER for the NVTX ranges. CONCURRENT_KERNEL comes
 // first: without it there is no trace, and it alone is the kernels-only set.
 constexpr std::array<NamedKind, 8> kAllKinds = {{
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
-    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
-    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
-    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
-    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"},
-    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER"},
-    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", false},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", false},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", false},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", true},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", true},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", true},
 }};
 
 // Of the driver API, only the launch calls: libraries (cuBLASLt, cuDNN) launch some kernels through
@@ -63,6 +65,7 @@ constexpr std::array<CUpti_CallbackId, 6> kDriverLaunchCalls = {
 };
 
 constexpr std::align_val_t kRecordAlignment{ACTIVITY_RECORD_ALIGNMENT};
+constexpr std::size_t kMinimumBufferBytes = std::size_t{64} << 10;
 
 std::string cupti_status_text(CUptiResult status) {
   const char* name = nullptr;
@@ -92,8 +95,11 @@ struct Session {
   std::int64_t clock_offset_ns = 0;
   std::uint64_t dropped_records = 0;
   std::vector<std::string> problems;
-  std::vector<CUpti_ActivityKind> enabled_kinds;
+  // Touched only by start() and stop(), never by the callbacks: no lock needed.
+  std::vector<NamedKind> enabled_kinds;
   bool driver_launch_calls_enabled = false;
+  bool callbacks_registered = false;           // once per process
+  bool timestamp_callback_registered = false;  // likewise
 };
 
 Session& session() {
@@ -185,12 +191,18 @@ profile::TraceMetadata host_metadata(int device_count) {
   return metadata;
 }
 
-// Disables what the session enabled; failures are logged (a kind left on costs time, no more).
-void disable_enabled(Session& s) {
-  for (const CUpti_ActivityKind kind : s.enabled_kinds) {
-    (void)AMPBENCH_CUPTI_CHECK(cuptiActivityDisable(kind));
+// Disables what the session enabled, or only the records of host calls; failures are logged (a
+// kind left on costs time, no more).
+void disable_enabled(Session& s, bool host_calls_only) {
+  std::vector<NamedKind> still_enabled;
+  for (const NamedKind& k : s.enabled_kinds) {
+    if (host_calls_only && !k.host_calls) {
+      still_enabled.push_back(k);
+    } else {
+      (void)AMPBENCH_CUPTI_CHECK(cuptiActivityDisable(k.kind));
+    }
   }
-  s.enabled_kinds.clear();
+  s.enabled_kinds = std::move(still_enabled);
   if (s.driver_launch_calls_enabled) {
     for (const CUpti_CallbackId cbid : kDriverLaunchCalls) {
       (void)AMPBENCH_CUPTI_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
@@ -203,6 +215,10 @@ void disable_enabled(Session& s) {
 
 std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& options,
                                                     std::string* why_not) {
+  if (options.buffer_bytes < kMinimumBufferBytes) {
+    throw std::invalid_argument("CollectorOptions::buffer_bytes must be at least " +
+                                std::to_string(kMinimumBufferBytes));
+  }
   const auto refuse = [why_not](const std::string& reason) {
     if (why_not != nullptr) *why_not = "CUPTI unavailable: " + reason;
     return std::optional<CuptiCollector>();
@@ -211,11 +227,15 @@ std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& opti
   if (!collector_running.compare_exchange_strong(expected, true)) {
     return refuse("another CuptiCollector is running (CUPTI's activity API is process-wide)");
   }
+  // Released on every way out of start() but success, exceptions included.
+  struct Claim {
+    bool kept = false;
+    ~Claim() {
+      if (!kept) collector_running = false;
+    }
+  } claim;
   const DeviceStatus device = probe_device();
-  if (!device.available) {
-    collector_running = false;
-    return refuse("no CUDA device: " + device.error);
-  }
+  if (!device.available) return refuse("no CUDA device: " + device.error);
 
   Session& s = session();
   std::vector<std::string> problems;
@@ -228,13 +248,18 @@ std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& opti
   }
   // Before any kind is enabled, as CUPTI requires, so that every record uses the host clock.
   std::int64_t clock_offset_ns = 0;
-  if (!AMPBENCH_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&host_clock_ns), &failure)) {
+  if (!s.timestamp_callback_registered &&
+      AMPBENCH_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&host_clock_ns), &failure)) {
+    s.timestamp_callback_registered = true;
+  }
+  if (!s.timestamp_callback_registered) {
     clock_offset_ns = measure_clock_offset_ns();
     problems.push_back(failure +
                        ": CUPTI timestamps are shifted to the host clock by an offset "
                        "measured at start (" +
                        std::to_string(clock_offset_ns) + " ns)");
   }
+  profile::TraceMetadata metadata = host_metadata(device.device_count);
   {
     const std::lock_guard lock(s.mutex);
     s.collecting = true;
@@ -242,31 +267,33 @@ std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& opti
     s.converter = RecordConverter(clock_offset_ns);
     s.clock_offset_ns = clock_offset_ns;
     s.trace = profile::Trace{};
-    s.trace.metadata = host_metadata(device.device_count);
+    s.trace.metadata = std::move(metadata);
     s.dropped_records = 0;
     s.problems = std::move(problems);
     s.enabled_kinds.clear();
     s.driver_launch_calls_enabled = false;
   }
   const auto fail = [&](const std::string& reason) {
-    disable_enabled(s);
+    disable_enabled(s, false);
     {
       const std::lock_guard lock(s.mutex);
       s.collecting = false;
     }
-    collector_running = false;
     return refuse(reason);
   };
-  if (!AMPBENCH_CUPTI_CALL(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
-                           &failure)) {
-    return fail(failure);
+  if (!s.callbacks_registered) {
+    if (!AMPBENCH_CUPTI_CALL(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
+                             &failure)) {
+      return fail(failure);
+    }
+    s.callbacks_registered = true;
   }
   (void)take_dropped_records();  // what an earlier session left uncounted is not this one's
   const std::size_t kinds = options.kernels_only ? 1 : kAllKinds.size();
   for (std::size_t i = 0; i < kinds; ++i) {
     const NamedKind& k = kAllKinds[i];
     if (AMPBENCH_CUPTI_CALL(cuptiActivityEnable(k.kind), &failure)) {
-      s.enabled_kinds.push_back(k.kind);
+      s.enabled_kinds.push_back(k);
     } else if (k.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       return fail(failure);
     } else {
@@ -283,6 +310,7 @@ std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& opti
       }
     }
   }
+  claim.kept = true;
   return CuptiCollector();
 }
 
@@ -295,13 +323,15 @@ CollectedTrace CuptiCollector::stop() {
   running_ = false;
   Session& s = session();
   std::vector<std::string> problems;
-  // CUPTI delivers a record once it is complete; work still running would lack its end.
+  // CUPTI delivers a record once it is complete, so the device must finish first; the records of
+  // host calls go off before, so that this synchronize is not part of the trace.
+  disable_enabled(s, true);
   if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
     detail::log_cuda_error(status, "cudaDeviceSynchronize()", __FILE__, __LINE__);
     problems.push_back(std::string("cudaDeviceSynchronize failed before the final flush (") +
                        cudaGetErrorName(status) + "): unfinished work may be missing");
   }
-  disable_enabled(s);
+  disable_enabled(s, false);
   std::string failure;
   // Forced: also the buffers holding incomplete records. Runs buffer_completed on this thread,
   // hence without the session's lock held.

@@ -37,7 +37,8 @@ struct CollectorOptions {
   // also memcpy, memset, runtime API, driver launch calls, synchronisation, CUPTI overhead, NVTX
   // markers and external correlation.
   bool kernels_only = false;
-  // Size of each activity buffer handed to CUPTI.
+  // Size of each activity buffer handed to CUPTI; at least 64 KiB (start() throws
+  // std::invalid_argument otherwise).
   std::size_t buffer_bytes = std::size_t{4} << 20;
 };
 
@@ -59,8 +60,9 @@ class CuptiCollector {
   // ("CUPTI unavailable: ...") when why_not is not null.
   static std::optional<CuptiCollector> start(const CollectorOptions& options, std::string* why_not);
 
-  // Synchronises the current device, disables the kinds, flushes CUPTI's buffers (forced) and
-  // returns what was recorded, with CUPTI's count of dropped records.
+  // Turns off the records of host calls, synchronises the current device (so that its work is
+  // complete; other devices are not synchronised), turns off the rest, flushes CUPTI's buffers
+  // (forced) and returns what was recorded, with CUPTI's count of dropped records.
   CollectedTrace stop();
 
   // A collector destroyed while running stops and discards its trace.

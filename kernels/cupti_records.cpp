@@ -113,6 +113,14 @@ std::uint64_t RecordConverter::to_host_ns(std::uint64_t cupti_ns) const {
   return cupti_ns + static_cast<std::uint64_t>(offset_ns_);
 }
 
+const std::string& RecordConverter::kernel_name(const char* mangled) {
+  auto [it, inserted] = kernel_names_.try_emplace(mangled);
+  if (inserted || it->second.first != mangled) {
+    it->second = {std::string(mangled), demangle_kernel_name(mangled)};
+  }
+  return it->second.second;
+}
+
 bool RecordConverter::timed(std::uint64_t start, std::uint64_t end) {
   if (start == CUPTI_TIMESTAMP_UNKNOWN || end == CUPTI_TIMESTAMP_UNKNOWN) {
     ++counts_.without_timestamps;
@@ -160,7 +168,7 @@ void RecordConverter::add(const CUpti_Activity& record, profile::Trace& trace) {
 
 void RecordConverter::add_kernel(const CUpti_ActivityKernel10& r, profile::Trace& trace) {
   if (!timed(r.start, r.end)) return;
-  std::string name = demangle_kernel_name(r.name);
+  std::string name = r.name != nullptr ? kernel_name(r.name) : std::string();
   if (name.empty()) {
     ++counts_.unnamed_kernels;
     name = "(unnamed)";

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "harness/profile/events.hpp"
@@ -74,6 +76,7 @@ class RecordConverter {
   };
 
   std::uint64_t to_host_ns(std::uint64_t cupti_ns) const;
+  const std::string& kernel_name(const char* mangled);
   // False (and counted) when the interval cannot be placed on the timeline.
   bool timed(std::uint64_t start, std::uint64_t end);
   void add_kernel(const CUpti_ActivityKernel10& r, profile::Trace& trace);
@@ -86,6 +89,10 @@ class RecordConverter {
 
   std::int64_t offset_ns_;
   ConversionCounts counts_;
+  // Demangling costs microseconds and CUPTI shares one name string among all records of a kernel:
+  // demangled names by that string's address, with the mangled text to check that the address
+  // still holds it (a module unloaded and another loaded could reuse it).
+  std::unordered_map<const char*, std::pair<std::string, std::string>> kernel_names_;
   std::map<std::uint32_t, OpenMarker> open_markers_;  // by marker id
   // Ids of the open markers of each thread, in the order they started.
   std::map<std::uint32_t, std::vector<std::uint32_t>> open_by_thread_;

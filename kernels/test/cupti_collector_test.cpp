@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ TEST(CuptiCollector, SaysWhyItCannotStart) {
     EXPECT_THAT(why_not, StartsWith("CUPTI unavailable: no CUDA device: "));
     std::cout << why_not << '\n';
   }
+}
+
+TEST(CuptiCollector, RefusesBuffersTooSmallForCupti) {
+  CollectorOptions options;
+  options.buffer_bytes = 1024;
+  EXPECT_THROW((void)CuptiCollector::start(options, nullptr), std::invalid_argument);
 }
 
 // The hooks push and pop NVTX ranges around the phases, which are recorded as without them.
@@ -127,7 +134,7 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
     }
     AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s1.get()));
     AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s2.get()));
-    a.copy_to(host);  // one DtoH copy
+    a.copy_to(host);  // a DtoH copy
   }
   const CollectedTrace collected = collector->stop();
   const std::uint64_t after = profile::steady_clock_ns();
@@ -159,7 +166,7 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
       return c.kind == profile::ApiKind::runtime && c.correlation_id == k.correlation_id;
     });
     ASSERT_NE(launch, trace.api_calls.end()) << k.name << " has no runtime launch record";
-    EXPECT_EQ(launch->name, "cudaLaunchKernel");
+    EXPECT_THAT(launch->name, StartsWith("cudaLaunchKernel"));
     EXPECT_LE(launch->start_ns, k.start_ns);  // a kernel cannot start before its launch call
     EXPECT_EQ(launch->thread_id, profile::current_thread_id());
   }
@@ -169,9 +176,14 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
     EXPECT_EQ(m.bytes, bytes);
     EXPECT_EQ(m.value, 0u);
   }
-  ASSERT_EQ(trace.memcpys.size(), 1u);
-  EXPECT_EQ(trace.memcpys[0].kind, profile::MemcpyKind::device_to_host);
-  EXPECT_EQ(trace.memcpys[0].bytes, bytes);
+  // A copy to pageable memory is staged; CUPTI may report it in more than one record.
+  ASSERT_FALSE(trace.memcpys.empty());
+  std::uint64_t copied = 0;
+  for (const profile::MemcpyEvent& m : trace.memcpys) {
+    EXPECT_EQ(m.kind, profile::MemcpyKind::device_to_host);
+    copied += m.bytes;
+  }
+  EXPECT_EQ(copied, bytes);
 
   // NVTX ranges: one per phase, each enclosing its host phase on the same thread and clock (the
   // push comes before the phase's start reading, the pop after its end reading).
@@ -202,7 +214,7 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
   EXPECT_EQ(fills->self.memset_count, 1u);
   EXPECT_EQ(scales->self.kernel_count, 2u);
   EXPECT_EQ(scales->self.memset_count, 1u);
-  EXPECT_EQ(step->self.memcpy_count, 1u);
+  EXPECT_EQ(step->self.memcpy_bytes, bytes);
   EXPECT_EQ(step->inclusive.kernel_count, 5u);
 
   // Timestamps: on the host clock, inside [before, after], ordered on each stream.

@@ -129,6 +129,22 @@ TEST(CuptiRecords, KernelNames) {
   EXPECT_EQ(converter.counts().unnamed_kernels, 1u);
 }
 
+// CUPTI shares one name string among a kernel's records; a name reused at the same address for
+// another kernel (a module unloaded, another loaded) must not keep the first kernel's name.
+TEST(CuptiRecords, SharedNameStringsAreDemangledOnceButRechecked) {
+  char name[] = "_Z5firstv";
+  RecordConverter converter;
+  Trace trace;
+  converter.add(activity(kernel_record(name, 10, 20)), trace);
+  converter.add(activity(kernel_record(name, 30, 40)), trace);
+  name[4] = 'a';  // "_Z5farstv": another kernel's name at the same address
+  converter.add(activity(kernel_record(name, 50, 60)), trace);
+  ASSERT_EQ(trace.kernels.size(), 3u);
+  EXPECT_EQ(trace.kernels[0].name, "first()");
+  EXPECT_EQ(trace.kernels[1].name, "first()");
+  EXPECT_EQ(trace.kernels[2].name, "farst()");
+}
+
 TEST(CuptiRecords, ApiCallNamesWithoutVersionSuffix) {
   EXPECT_EQ(api_call_name(ApiKind::runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000),
             "cudaLaunchKernel");
