@@ -199,16 +199,21 @@ void RecordConverter::add_api(const CUpti_ActivityAPI& r, ApiKind kind, profile:
                              .end_ns = to_host_ns(r.end)});
 }
 
+// A copy record carries two ids: the driver call's (correlationId) and the runtime call's
+// (runtimeCorrelationId, 0 for a copy made through the driver API). The collector records the
+// runtime calls but of the driver only the launches, so the runtime id is the one that finds the
+// copy's API record; where CUPTI gives both calls one id, the two agree.
 void RecordConverter::add_memcpy(const CUpti_ActivityMemcpy6& r, profile::Trace& trace) {
   if (!timed(r.start, r.end)) return;
-  trace.memcpys.push_back({.kind = memcpy_kind(r.copyKind),
-                           .bytes = r.bytes,
-                           .device = r.deviceId,
-                           .context = r.contextId,
-                           .stream = r.streamId,
-                           .correlation_id = r.correlationId,
-                           .start_ns = to_host_ns(r.start),
-                           .end_ns = to_host_ns(r.end)});
+  trace.memcpys.push_back(
+      {.kind = memcpy_kind(r.copyKind),
+       .bytes = r.bytes,
+       .device = r.deviceId,
+       .context = r.contextId,
+       .stream = r.streamId,
+       .correlation_id = r.runtimeCorrelationId != 0 ? r.runtimeCorrelationId : r.correlationId,
+       .start_ns = to_host_ns(r.start),
+       .end_ns = to_host_ns(r.end)});
 }
 
 void RecordConverter::add_memset(const CUpti_ActivityMemset4& r, profile::Trace& trace) {

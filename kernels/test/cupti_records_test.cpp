@@ -232,10 +232,25 @@ TEST(CuptiRecords, MemcpyFieldsAndDirections) {
     EXPECT_EQ(e.device, 3u);
     EXPECT_EQ(e.context, 4u);
     EXPECT_EQ(e.stream, 5u);
-    EXPECT_EQ(e.correlation_id, 6u);  // the driver call's id, as for kernels
+    EXPECT_EQ(e.correlation_id, 7u);  // the runtime call's id: the API record the trace holds
     EXPECT_EQ(e.start_ns, 100u);
     EXPECT_EQ(e.end_ns, 900u);
   }
+}
+
+TEST(CuptiRecords, CopiesMadeThroughTheDriverKeepTheDriverCallsId) {
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.start = 1;
+  m.end = 2;
+  m.correlationId = 41;
+  m.runtimeCorrelationId = 0;  // cuMemcpyHtoD: no runtime call
+  RecordConverter converter;
+  Trace trace;
+  converter.add(activity(m), trace);
+  ASSERT_EQ(trace.memcpys.size(), 1u);
+  EXPECT_EQ(trace.memcpys[0].correlation_id, 41u);
 }
 
 TEST(CuptiRecords, Memset) {
