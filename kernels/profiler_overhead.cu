@@ -24,9 +24,7 @@ constexpr std::uint32_t kWarmupLaunches = 100;
 // launch queue, so this is the rate launches can be sustained at.
 std::uint64_t launch_and_wait(cudaStream_t stream, std::uint32_t launches) {
   const std::uint64_t start = profile::steady_clock_ns();
-  for (std::uint32_t i = 0; i < launches; ++i) empty_launch_probe<<<1, 1, 0, stream>>>();
-  AMPBENCH_CUDA_CHECK(cudaGetLastError());  // a failed launch leaves its error here
-  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  launch_empty_kernels_and_wait(stream, launches);
   return profile::steady_clock_ns() - start;
 }
 
@@ -60,6 +58,12 @@ std::optional<TracedLaunchRate> traced_rate(cudaStream_t stream, std::uint32_t l
 }
 
 }  // namespace
+
+void launch_empty_kernels_and_wait(cudaStream_t stream, std::uint32_t launches) {
+  for (std::uint32_t i = 0; i < launches; ++i) empty_launch_probe<<<1, 1, 0, stream>>>();
+  AMPBENCH_CUDA_CHECK(cudaGetLastError());  // a failed launch leaves its error here
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 ProfilerOverhead measure_profiler_overhead(std::uint32_t launches, std::uint32_t repetitions) {
   if (launches == 0 || repetitions == 0) {

@@ -4,6 +4,8 @@
 // the cost that launch-bound steps (small models, AMP's extra cast kernels) see most.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +33,10 @@ struct ProfilerOverhead {
   std::optional<TracedLaunchRate> all_traced;      // every kind the collector enables
   std::string why_not_traced;  // why the traced rates are absent ("CUPTI unavailable: ...")
 };
+
+// Launches an empty kernel (<<<1, 1>>>) `launches` times on `stream`, then waits for the stream.
+// Throws CudaError when a launch or the wait fails.
+void launch_empty_kernels_and_wait(cudaStream_t stream, std::uint32_t launches);
 
 // Runs `repetitions` loops of `launches` empty-kernel launches on one stream in each configuration,
 // after a warm-up. Needs a device: CUDA failures throw CudaError; a collector that cannot start
