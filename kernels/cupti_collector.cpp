@@ -102,9 +102,10 @@ struct Session {
   bool timestamp_callback_registered = false;  // likewise
 };
 
+// Never destroyed: CUPTI may still deliver a buffer while the program's statics are destroyed.
 Session& session() {
-  static Session s;
-  return s;
+  static Session* const s = new Session;
+  return *s;
 }
 
 // Set while a collector runs: start() refuses a second.
