@@ -85,6 +85,23 @@ const Record& as(const CUpti_Activity& record) {
 
 }  // namespace
 
+std::vector<std::string> conversion_warnings(const ConversionCounts& counts) {
+  std::vector<std::string> warnings;
+  const auto add = [&](std::uint64_t n, const std::string& what) {
+    if (n != 0) warnings.push_back(std::to_string(n) + " " + what);
+  };
+  for (const auto& [kind, n] : counts.unknown_kinds) {
+    add(n, "CUPTI records of activity kind " + std::to_string(kind) + " were not converted");
+  }
+  add(counts.without_timestamps, "CUPTI records without timestamps were left out");
+  add(counts.end_before_start, "CUPTI records that end before they start were left out");
+  add(counts.unnamed_kernels, "kernels had no name in their CUPTI record");
+  add(counts.unmatched_marker_ends,
+      "NVTX range ends had no start (the range began before collection): the ranges are missing");
+  add(counts.unclosed_markers, "NVTX ranges were still open at the end: the ranges are missing");
+  return warnings;
+}
+
 std::string demangle_kernel_name(const char* name) {
   if (name == nullptr) return {};
   int status = 0;

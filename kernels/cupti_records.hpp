@@ -40,6 +40,11 @@ struct ConversionCounts {
   std::uint64_t unclosed_markers = 0;       // range starts with no end when finish() ran
 };
 
+// One sentence per count that means the trace lacks something (records of unknown kinds, untimed
+// or inverted records, unnamed kernels, NVTX ranges without their start or end), for the report's
+// warnings; empty when nothing was lost. Instantaneous markers are not a loss.
+std::vector<std::string> conversion_warnings(const ConversionCounts& counts);
+
 // The demangled name of a kernel (CUPTI reports mangled names, e.g. "_Z6kernelPf"); a name that is
 // not a mangled C++ name (an extern "C" kernel, say) comes back unchanged.
 std::string demangle_kernel_name(const char* name);

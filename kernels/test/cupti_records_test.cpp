@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "harness/profile/attribution.hpp"
 
@@ -504,6 +505,29 @@ TEST(CuptiRecords, UnbalancedMarkersAreCounted) {
   converter.add(activity(pop(1, 300, 7)), trace);
   EXPECT_EQ(converter.counts().unmatched_marker_ends, 2u);
   EXPECT_EQ(trace.ranges.size(), 1u);
+}
+
+TEST(CuptiRecords, WarningsNameEveryLoss) {
+  EXPECT_TRUE(conversion_warnings(ConversionCounts{}).empty());
+  ConversionCounts counts;
+  counts.records = 100;
+  counts.instant_markers = 4;  // not a loss
+  counts.unknown_kinds[CUPTI_ACTIVITY_KIND_DEVICE] = 2;
+  counts.without_timestamps = 3;
+  counts.end_before_start = 1;
+  counts.unnamed_kernels = 5;
+  counts.unmatched_marker_ends = 6;
+  counts.unclosed_markers = 7;
+  const std::vector<std::string> warnings = conversion_warnings(counts);
+  ASSERT_EQ(warnings.size(), 6u);
+  EXPECT_EQ(warnings[0], "2 CUPTI records of activity kind 8 were not converted");
+  EXPECT_EQ(warnings[1], "3 CUPTI records without timestamps were left out");
+  EXPECT_EQ(warnings[2], "1 CUPTI records that end before they start were left out");
+  EXPECT_EQ(warnings[3], "5 kernels had no name in their CUPTI record");
+  EXPECT_EQ(warnings[4],
+            "6 NVTX range ends had no start (the range began before collection): the ranges are "
+            "missing");
+  EXPECT_EQ(warnings[5], "7 NVTX ranges were still open at the end: the ranges are missing");
 }
 
 // Converted records feed attribution: the kernel launched inside the range belongs to it.
