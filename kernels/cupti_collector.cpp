@@ -138,16 +138,12 @@ void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
   {
     Session& s = session();
     const std::lock_guard lock(s.mutex);
-    CUpti_Activity* record = nullptr;
-    for (;;) {
-      const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_size, &record);
-      if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) break;  // the end of the valid records
-      if (!AMPBENCH_CUPTI_CHECK(status)) {
+    if (s.collecting) {
+      const CUptiResult status = s.converter.add_buffer(buffer, valid_size, s.trace);
+      if (!detail::cupti_ok(status, "cuptiActivityGetNextRecord", __FILE__, __LINE__)) {
         s.problems.push_back("an activity buffer could not be read to its end (" +
                              cupti_status_text(status) + "): its remaining records are missing");
-        break;
       }
-      if (s.collecting) s.converter.add(*record, s.trace);
     }
     s.dropped_records += take_dropped_records();
   }

@@ -183,6 +183,17 @@ void RecordConverter::add(const CUpti_Activity& record, profile::Trace& trace) {
   }
 }
 
+CUptiResult RecordConverter::add_buffer(std::uint8_t* buffer, std::size_t valid_bytes,
+                                        profile::Trace& trace) {
+  CUpti_Activity* record = nullptr;
+  for (;;) {
+    const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
+    if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) return CUPTI_SUCCESS;  // past the last record
+    if (status != CUPTI_SUCCESS) return status;
+    add(*record, trace);
+  }
+}
+
 void RecordConverter::add_kernel(const CUpti_ActivityKernel10& r, profile::Trace& trace) {
   if (!timed(r.start, r.end)) return;
   std::string name = r.name != nullptr ? kernel_name(r.name) : std::string();

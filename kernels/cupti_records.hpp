@@ -3,7 +3,7 @@
 // with records filled by hand as CUPTI fills them (kernels/test/cupti_records_test.cpp).
 //
 //   RecordConverter converter;                      // offset 0: CUPTI already uses our clock
-//   for (each record in each completed buffer) converter.add(*record, trace);
+//   converter.add_buffer(buffer, valid_bytes, trace);   // for each buffer CUPTI completes
 //   converter.finish(trace);                        // NVTX ranges never closed are counted
 //
 // The record structs are the ones this toolkit's CUPTI (API version 13.0, CUDA 13) delivers:
@@ -14,6 +14,7 @@
 
 #include <cupti_activity.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -65,6 +66,11 @@ class RecordConverter {
   // Appends the event of `record` (a start/end pair of NVTX markers makes one RangeEvent, appended
   // when the end arrives). Records of other kinds are counted in counts().unknown_kinds.
   void add(const CUpti_Activity& record, profile::Trace& trace);
+
+  // Converts the records of a completed CUPTI activity buffer (its first `valid_bytes`), in
+  // order, walking it with cuptiActivityGetNextRecord. CUPTI_SUCCESS when the buffer was read to
+  // its end; otherwise CUPTI's status, and the records after the failure are lost.
+  CUptiResult add_buffer(std::uint8_t* buffer, std::size_t valid_bytes, profile::Trace& trace);
 
   // Ends a session: range starts still open are dropped and counted as unclosed.
   void finish();

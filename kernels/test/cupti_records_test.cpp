@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -528,6 +529,94 @@ TEST(CuptiRecords, WarningsNameEveryLoss) {
             "6 NVTX range ends had no start (the range began before collection): the ranges are "
             "missing");
   EXPECT_EQ(warnings[5], "7 NVTX ranges were still open at the end: the ranges are missing");
+}
+
+// The records walked by CUPTI's own cuptiActivityGetNextRecord, which knows each kind's record
+// size: a struct of the wrong version would make it stop early or misread the next record.
+TEST(CuptiRecords, BuffersAreWalkedWithCuptisRecordSizes) {
+  std::vector<std::uint64_t> storage(4096);  // 8-byte aligned
+  std::uint8_t* buffer = reinterpret_cast<std::uint8_t*>(storage.data());
+  std::size_t used = 0;
+  const auto put = [&](const auto& r) {
+    std::memcpy(buffer + used, &r, sizeof r);
+    used += sizeof r;
+  };
+  CUpti_ActivityAPI launch{};
+  launch.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  launch.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  launch.start = 110;
+  launch.end = 120;
+  launch.correlationId = 5;
+  CUpti_ActivityMemcpy6 copy{};
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = 64;
+  copy.start = 130;
+  copy.end = 140;
+  CUpti_ActivityMemset4 set{};
+  set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  set.bytes = 32;
+  set.start = 150;
+  set.end = 160;
+  CUpti_ActivitySynchronization2 sync{};
+  sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sync.start = 300;
+  sync.end = 310;
+  CUpti_ActivityOverhead3 overhead{};
+  overhead.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  overhead.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  overhead.start = 320;
+  overhead.end = 330;
+  CUpti_ActivityExternalCorrelation external{};
+  external.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  external.externalId = 9;
+  external.correlationId = 5;
+  CUpti_ActivityContext3 context{};  // a kind CUPTI knows and the converter does not
+  context.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  CUpti_ActivityKernel10 kernel = kernel_record("_Z1fv", 200, 250);
+  kernel.correlationId = 5;
+
+  put(push(1, 100, 7, "step"));
+  put(launch);
+  put(copy);
+  put(set);
+  put(kernel);
+  put(pop(1, 290, 7));
+  put(sync);
+  put(overhead);
+  put(external);
+  put(context);
+  put(kernel_record("_Z1gv", 400, 450));
+  RecordConverter converter;
+  Trace trace;
+  EXPECT_EQ(converter.add_buffer(buffer, used, trace), CUPTI_SUCCESS);
+  EXPECT_EQ(converter.counts().records, 11u);
+  ASSERT_EQ(trace.kernels.size(), 2u);
+  EXPECT_EQ(trace.kernels[0].name, "f()");
+  EXPECT_EQ(trace.kernels[0].correlation_id, 5u);
+  EXPECT_EQ(trace.kernels[1].name, "g()");
+  EXPECT_EQ(trace.kernels[1].start_ns, 400u);
+  ASSERT_EQ(trace.api_calls.size(), 1u);
+  EXPECT_EQ(trace.api_calls[0].name, "cudaLaunchKernel");
+  ASSERT_EQ(trace.memcpys.size(), 1u);
+  EXPECT_EQ(trace.memcpys[0].bytes, 64u);
+  ASSERT_EQ(trace.memsets.size(), 1u);
+  EXPECT_EQ(trace.memsets[0].bytes, 32u);
+  ASSERT_EQ(trace.ranges.size(), 1u);
+  EXPECT_EQ(trace.ranges[0].name, "step");
+  EXPECT_EQ(trace.ranges[0].end_ns, 290u);
+  ASSERT_EQ(trace.synchronizations.size(), 1u);
+  EXPECT_EQ(trace.synchronizations[0].kind, SynchronizationKind::stream);
+  ASSERT_EQ(trace.overheads.size(), 1u);
+  ASSERT_EQ(trace.external_correlations.size(), 1u);
+  EXPECT_EQ(trace.external_correlations[0].external_id, 9u);
+  EXPECT_EQ(converter.counts().unknown_kinds.at(CUPTI_ACTIVITY_KIND_CONTEXT), 1u);
+
+  // An empty buffer (a flush with nothing recorded) is read to its end at once.
+  RecordConverter empty;
+  EXPECT_EQ(empty.add_buffer(buffer, 0, trace), CUPTI_SUCCESS);
+  EXPECT_EQ(empty.counts().records, 0u);
 }
 
 // Converted records feed attribution: the kernel launched inside the range belongs to it.
