@@ -1,10 +1,11 @@
 // CUPTI activity records -> the profile event structs (harness/profile/events.hpp). Plain C++ over
-// the CUPTI headers: no CUDA runtime call and no device, so every conversion is tested on the host
-// with records filled by hand as CUPTI fills them (kernels/test/cupti_records_test.cpp).
+// the CUPTI headers: no CUDA runtime call, and only CUPTI functions that need no device (callback
+// names, walking a buffer), so every conversion is tested on the host with records filled by hand
+// as CUPTI fills them (kernels/test/cupti_records_test.cpp).
 //
-//   RecordConverter converter;                      // offset 0: CUPTI already uses our clock
-//   converter.add_buffer(buffer, valid_bytes, trace);   // for each buffer CUPTI completes
-//   converter.finish(trace);                        // NVTX ranges never closed are counted
+//   RecordConverter converter;                         // offset 0: CUPTI already uses our clock
+//   converter.add_buffer(buffer, valid_bytes, trace);  // for each buffer CUPTI completes
+//   converter.finish();                                // NVTX ranges never closed are counted
 //
 // The record structs are the ones this toolkit's CUPTI (API version 13.0, CUDA 13) delivers:
 // CUpti_ActivityKernel10, CUpti_ActivityAPI, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4,
