@@ -124,8 +124,9 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
     {
       profile::ScopedPhase fills(recorder, "fills");
       AMPBENCH_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, bytes, s1.get()));
-      for (int i = 1; i <= 3; ++i)
+      for (int i = 1; i <= 3; ++i) {
         test::launch_probe_fill(a.data(), n, static_cast<float>(i), s1.get());
+      }
     }
     {
       profile::ScopedPhase scales(recorder, "scales");
