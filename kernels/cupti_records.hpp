@@ -7,10 +7,10 @@
 //   converter.add_buffer(buffer, valid_bytes, trace);  // for each buffer CUPTI completes
 //   converter.finish();                                // NVTX ranges never closed are counted
 //
-// The record structs are the ones this toolkit's CUPTI (API version 13.0, CUDA 13) delivers:
-// CUpti_ActivityKernel10, CUpti_ActivityAPI, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4,
-// CUpti_ActivitySynchronization2, CUpti_ActivityOverhead3, CUpti_ActivityMarker2 and
-// CUpti_ActivityExternalCorrelation.
+// The record structs are the ones this toolkit's CUPTI (CUPTI_API_VERSION 130001, CUDA 13)
+// delivers: CUpti_ActivityKernel10, CUpti_ActivityAPI, CUpti_ActivityMemcpy6,
+// CUpti_ActivityMemset4, CUpti_ActivitySynchronization2, CUpti_ActivityOverhead3,
+// CUpti_ActivityMarker2 and CUpti_ActivityExternalCorrelation.
 #pragma once
 
 #include <cupti_activity.h>
