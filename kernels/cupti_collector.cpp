@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 #include "harness/profile/host_timer.hpp"
@@ -120,10 +121,12 @@ std::uint64_t take_dropped_records() {
 }
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-  std::size_t bytes = 0;
-  {
+  std::size_t bytes = CollectorOptions{}.buffer_bytes;
+  try {  // nothing may propagate into CUPTI
     const std::lock_guard lock(session().mutex);
     bytes = session().buffer_bytes;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "ampbench: CUPTI buffer request: %s\n", e.what());
   }
   // No buffer (out of memory) makes CUPTI drop records, which the dropped count reports.
   *buffer = static_cast<std::uint8_t*>(::operator new(bytes, kRecordAlignment, std::nothrow));
@@ -135,7 +138,9 @@ void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
                                std::uint32_t /*stream: likewise*/, std::uint8_t* buffer,
                                std::size_t /*size*/, std::size_t valid_size) {
   if (buffer == nullptr) return;
-  {
+  // Nothing may propagate into CUPTI: a failure (out of memory while converting) loses the rest of
+  // this buffer, and says so.
+  try {
     Session& s = session();
     const std::lock_guard lock(s.mutex);
     if (s.collecting) {
@@ -146,6 +151,14 @@ void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
       }
     }
     s.dropped_records += take_dropped_records();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ampbench: converting a CUPTI activity buffer failed: %s\n", e.what());
+    try {
+      const std::lock_guard lock(session().mutex);
+      session().problems.push_back(std::string("converting an activity buffer failed (") +
+                                   e.what() + "): its remaining records are missing");
+    } catch (const std::exception&) {  // logged above; nothing more can be kept
+    }
   }
   ::operator delete(buffer, kRecordAlignment);
 }
