@@ -331,6 +331,10 @@ CollectedTrace CuptiCollector::stop() {
     return result;
   }
   running_ = false;
+  // Another collector may start once this one has stopped, however stop() ends.
+  struct Release {
+    ~Release() { collector_running = false; }
+  } release;
   Session& s = session();
   std::vector<std::string> problems;
   // CUPTI delivers a record once it is complete, so the device must finish first; the records of
@@ -362,7 +366,6 @@ CollectedTrace CuptiCollector::stop() {
     s.problems.clear();
   }
   result.problems.insert(result.problems.end(), problems.begin(), problems.end());
-  collector_running = false;
   return result;
 }
 
