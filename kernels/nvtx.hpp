@@ -1,11 +1,14 @@
-// An NVTX range for the lifetime of a scope, shown by Nsight Systems and read by CUPTI's NVTX
-// callbacks. Costs a function call when no tool is attached.
+// NVTX ranges, shown by Nsight Systems and recorded by the CUPTI collector as MARKER records
+// (kernels/cupti_collector.hpp). Each costs a function call when no tool is attached.
 #pragma once
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "harness/profile/host_timer.hpp"
+
 namespace ampbench::kernels {
 
+// An NVTX push/pop range for the lifetime of a scope.
 class NvtxRange {
  public:
   explicit NvtxRange(const char* name) noexcept { nvtxRangePushA(name); }
@@ -13,5 +16,21 @@ class NvtxRange {
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
+
+// Hooks that make every phase of a profile::PhaseRecorder an NVTX push/pop range too, so that the
+// harness's phases appear in Nsight and, through CUPTI, in the collected trace:
+//   profile::PhaseRecorder recorder(nvtx_range_hooks());
+inline void nvtx_push(const char* name) {
+  nvtxRangePushA(name);
+}
+inline void nvtx_pop() {
+  nvtxRangePop();
+}
+inline profile::RangeHooks nvtx_range_hooks() {
+  profile::RangeHooks hooks;
+  hooks.push = &nvtx_push;
+  hooks.pop = &nvtx_pop;
+  return hooks;
+}
 
 }  // namespace ampbench::kernels

@@ -126,7 +126,7 @@ struct RangeEvent {
 // CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: an id of the framework (an op, an annotation) pushed
 // around API calls, linked to their correlation id.
 struct ExternalCorrelation {
-  std::uint32_t kind = 0;  // CUpti_ExternalCorrelationKind (1 = CUSTOM0, ...)
+  std::uint32_t kind = 0;  // CUpti_ExternalCorrelationKind (3 = CUSTOM0, 4 = CUSTOM1, ...)
   std::uint64_t external_id = 0;
   std::uint32_t correlation_id = 0;
 };
