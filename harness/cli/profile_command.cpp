@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/backends/cuda/training_plan.hpp"
@@ -62,6 +64,24 @@ void append_policy_trace(profile::Trace& combined, const train::PolicyProfile& p
 
 std::string percent(const std::optional<double>& share) {
   return share ? fmt::format("{:.1f}%", 100 * *share) : std::string("-");
+}
+
+// The collector's own cost, from the record of kernels::measure_profiler_overhead.
+void write_profiler_overhead(std::ostream& out, const nlohmann::json& overhead) {
+  if (overhead.is_null()) return;
+  out << fmt::format("\nprofiler overhead: an empty kernel launch takes {:.2f} us untraced",
+                     overhead["untraced"]["ns_per_launch"].get<double>() * 1e-3);
+  for (const auto& [key, what] : {std::pair{"kernels_traced", "with kernels traced"},
+                                  std::pair{"all_traced", "with every kind traced"}}) {
+    const nlohmann::json& traced = overhead[key];
+    if (traced.is_null()) continue;
+    out << fmt::format(", {:.2f} us {} ({:.2f}x)", traced["ns_per_launch"].get<double>() * 1e-3,
+                       what, traced["overhead_ratio"].get<double>());
+  }
+  if (overhead.contains("why_not_traced")) {
+    out << " (" << overhead["why_not_traced"].get<std::string>() << ")";
+  }
+  out << "\n";
 }
 
 // The device's side of each policy's steps.
@@ -175,7 +195,10 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
         combined, p,
         on_cuda ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(i + 1)));
   }
-  if (on_cuda) write_device_table(out, result);
+  if (on_cuda) {
+    write_device_table(out, result);
+    write_profiler_overhead(out, result.profiler_overhead);
+  }
   bool verdicts = false;
   for (std::size_t i = 0; i < result.policies.size(); ++i) {
     if (const auto v = train::verdict(result, i)) {

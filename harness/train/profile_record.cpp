@@ -130,14 +130,17 @@ nlohmann::json to_json(const ProfileResult& result, std::string_view backend) {
           {"text", v->text}};
     }
   }
-  return {{"schema", "ampbench.profile-run/1"},
-          {"backend", std::string(backend)},
-          {"model", result.config.model},
-          {"steps", result.config.steps},
-          {"warmup", result.warmup},
-          {"batch", result.config.batch},
-          {"seed", result.config.seed},
-          {"runs", runs}};
+  nlohmann::json record = {{"schema", "ampbench.profile-run/1"},
+                           {"backend", std::string(backend)},
+                           {"model", result.config.model},
+                           {"steps", result.config.steps},
+                           {"warmup", result.warmup},
+                           {"batch", result.config.batch},
+                           {"seed", result.config.seed},
+                           {"runs", runs}};
+  if (!result.device.is_null()) record["device"] = result.device;
+  if (!result.profiler_overhead.is_null()) record["profiler_overhead"] = result.profiler_overhead;
+  return record;
 }
 
 }  // namespace ampbench::train

@@ -120,11 +120,16 @@ struct PolicyProfile {
   profile::Trace trace;                // its phases, and the device's activity when profiled there
   profile::Attribution attribution;    // of `trace`
   std::optional<std::uint64_t> peak_device_bytes;  // over the timed steps, on a GPU
+  // What the device's trace lacks and why (CUPTI unavailable, records it could not convert),
+  // added to the attribution's warnings.
+  std::vector<std::string> collection_warnings;
 };
 struct ProfileResult {
   TrainConfig config;
   std::size_t warmup = 0;
   std::vector<PolicyProfile> policies;
+  nlohmann::json device = nlohmann::json();             // the GPU's record, on a GPU
+  nlohmann::json profiler_overhead = nlohmann::json();  // the collector's cost, on a GPU
 };
 ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,
                             std::size_t warmup);

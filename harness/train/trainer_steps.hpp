@@ -316,6 +316,9 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
     }
     if (hooks.end_timed) hooks.end_timed(profiled);
     profiled.attribution = profile::attribute(profiled.trace);
+    profiled.attribution.warnings.insert(profiled.attribution.warnings.begin(),
+                                         profiled.collection_warnings.begin(),
+                                         profiled.collection_warnings.end());
     result.policies.push_back(std::move(profiled));
   }
   return result;

@@ -1,13 +1,18 @@
 #include "harness/backends/cuda/train.hpp"
 
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/trainer_steps.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/cupti_collector.hpp"
 #include "kernels/device.hpp"
+#include "kernels/nvtx.hpp"
+#include "kernels/profiler_overhead.hpp"
 
 namespace ampbench::backends::cuda {
 namespace {
@@ -35,6 +40,31 @@ auto with_device_model(const train::TrainConfig& config, const train::Dataset& t
   });
 }
 
+nlohmann::json to_json(const kernels::LaunchRate& r) {
+  return {{"ns_per_launch", r.ns_per_launch}, {"launches_per_second", r.launches_per_second}};
+}
+
+nlohmann::json to_json(const std::optional<kernels::TracedLaunchRate>& r) {
+  if (!r) return nullptr;
+  nlohmann::json j = to_json(r->rate);
+  j["overhead_ratio"] = r->overhead_ratio;
+  j["kernels_expected"] = r->kernels_expected;
+  j["kernels_recorded"] = r->kernels_recorded;
+  j["dropped_records"] = r->dropped_records;
+  return j;
+}
+
+// The record of measure_profiler_overhead: the launch rate of empty kernels untraced and traced.
+nlohmann::json to_json(const kernels::ProfilerOverhead& o) {
+  nlohmann::json j = {{"launches", o.launches},
+                      {"repetitions", o.repetitions},
+                      {"untraced", to_json(o.untraced)},
+                      {"kernels_traced", to_json(o.kernels_traced)},
+                      {"all_traced", to_json(o.all_traced)}};
+  if (!o.why_not_traced.empty()) j["why_not_traced"] = o.why_not_traced;
+  return j;
+}
+
 }  // namespace
 
 train::TrainResult train_on_device(const train::TrainConfig& config,
@@ -50,22 +80,43 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
 }
 
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup,
-                                       profile::RangeHooks hooks) {
+                                       const train::Dataset& train_set, std::size_t warmup) {
   require_trainable(config);
-  train::steps::ProfileHooks profile_hooks;
-  profile_hooks.ranges = hooks;
-  profile_hooks.begin_timed = [] {
+  // The phases are NVTX ranges, which CUPTI records as markers: the device's trace holds them, so
+  // it replaces the host phases (added to it, every phase would count twice).
+  train::steps::ProfileHooks hooks;
+  hooks.ranges = kernels::nvtx_range_hooks();
+  std::optional<kernels::CuptiCollector> collector;
+  std::string why_not;
+  hooks.begin_timed = [&] {
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
     reset_peak_pool_bytes();
+    // (The collector moves but is not assignable: CUPTI's state is process-wide.)
+    if (auto started = kernels::CuptiCollector::start({}, &why_not)) {
+      collector.emplace(std::move(*started));
+    }
   };
-  profile_hooks.end_timed = [](train::PolicyProfile& p) {
+  hooks.end_timed = [&](train::PolicyProfile& p) {
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
     p.peak_device_bytes = peak_pool_bytes();
+    if (!collector) {
+      p.collection_warnings.push_back(why_not + "; the trace holds the host phases only");
+      return;
+    }
+    kernels::CollectedTrace collected = collector->stop();
+    collector.reset();
+    p.trace = std::move(collected.trace);
+    p.collection_warnings = std::move(collected.problems);
+    for (auto& w : kernels::conversion_warnings(collected.counts)) {
+      p.collection_warnings.push_back(std::move(w));
+    }
   };
-  return with_device_model(config, train_set, [&](const auto& model) {
-    return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, profile_hooks);
+  train::ProfileResult result = with_device_model(config, train_set, [&](const auto& model) {
+    return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, hooks);
   });
+  result.device = device_record(kernels::probe_device(), kernels::library_versions());
+  result.profiler_overhead = to_json(kernels::measure_profiler_overhead());
+  return result;
 }
 
 }  // namespace ampbench::backends::cuda

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <functional>
 
-#include "harness/profile/host_timer.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/trainer.hpp"
 
@@ -19,10 +18,13 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
                                    const train::Dataset& train_set, const train::Dataset& eval_set,
                                    const std::function<void(std::size_t step)>& progress = {});
 
-// Each policy alone on the device, `warmup` untimed steps and config.steps timed ones, phase by
-// phase; `hooks` (e.g. NVTX) wrap every phase.
+// Each policy alone on the device, `warmup` untimed steps and config.steps timed ones: every phase
+// an NVTX range, the timed steps traced by the CUPTI collector (kernels/cupti_collector.hpp), whose
+// trace (kernels, API calls, copies, the phases as NVTX markers) each policy's attribution reads;
+// the peak pool memory of the timed steps; then the device's record and the collector's own cost
+// (kernels::measure_profiler_overhead). Without CUPTI the trace holds the host phases and the
+// attribution says why.
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup,
-                                       profile::RangeHooks hooks = {});
+                                       const train::Dataset& train_set, std::size_t warmup);
 
 }  // namespace ampbench::backends::cuda

@@ -199,8 +199,7 @@ CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, st
   // C = X W as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
   const GemmCall call = gemm_call(op_info("gemm"), ops::Shape{{rows, out, in}});
   const void* operands[] = {xa.data(), wa.data()};
-  gemm_detail_["forward"] =
-      matmul(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(), ba.data());
+  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(), ba.data());
   return y;
 }
 
@@ -219,16 +218,14 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
     Tensor dx = empty(rows * in, dtype_of(plan.output));
     const GemmCall call = gemm_call(op_info("gemm_backward_a"), shape);
     const void* operands[] = {dya.data(), wa.data()};
-    gemm_detail_["backward_data"] =
-        matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dx.data(), nullptr);
+    matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dx.data(), nullptr);
     g.dx = cast(dx, x.format);
   }
   // dW = X^T dY: gemm_backward_b, operands X and dY.
   Tensor dw = empty(in * out, dtype_of(plan.output));
   const GemmCall call = gemm_call(op_info("gemm_backward_b"), shape);
   const void* operands[] = {xa.data(), dya.data()};
-  gemm_detail_["backward_weights"] =
-      matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dw.data(), nullptr);
+  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dw.data(), nullptr);
   g.dw = cast(dw, w.format);
   // The bias gradient: dY summed over the rows, in dY's type, as autograd's sum(0) gives it.
   Tensor db = empty(out, inputs);
@@ -237,8 +234,8 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
   return g;
 }
 
-nlohmann::json CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a,
-                               const void* b, void* d, const void* bias) {
+void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
+                     void* d, const void* bias) {
   // The shape as the kernel sees it (m x n from k terms) and the type its inputs reach the
   // Tensor Cores in: tf32 under 32F_FAST_TF32.
   profile::GemmShape shape{call.m, call.n, call.k, profile::GemmDtype::fp32};
@@ -250,7 +247,7 @@ nlohmann::json CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const
     shape.dtype = profile::GemmDtype::bf16;
   }
   const auto range = phase(profile::gemm_range_name(shape));
-  return context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
+  context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
 CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {

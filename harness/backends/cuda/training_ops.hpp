@@ -116,10 +116,6 @@ class CudaOps {
   // The format the weight gradients of matmuls come out in (fp16 under amp-fp16).
   numeric::Format gradient_format() const;
 
-  // What cuBLASLt ran for the most recent linear layer of each pass (forward, backward data,
-  // backward weights), for the records.
-  const nlohmann::json& gemm_detail() const { return gemm_detail_; }
-
  private:
   struct Context;
   Tensor empty(std::size_t size, kernels::DType type) const;
@@ -128,14 +124,13 @@ class CudaOps {
   Tensor upload_targets(std::span<const std::int64_t> targets) const;
   // Enqueues one product of a linear layer inside a range "gemm m=.. n=.. k=.. dtype=.." (when
   // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
-  nlohmann::json matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
-                        void* d, const void* bias);
+  void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,
+              const void* bias);
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
 
   policy::Policy policy_;
   std::unique_ptr<Context> context_;
   profile::PhaseRecorder* recorder_ = nullptr;
-  nlohmann::json gemm_detail_ = nlohmann::json::object();
 };
 
 // Peak bytes in use in the device's default memory pool since the last reset, and the reset.

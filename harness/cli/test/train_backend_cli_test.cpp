@@ -60,11 +60,15 @@ TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
       ampbench("profile --backend cuda --steps 3 --warmup 1 --json " + json + " --trace " + trace);
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("peak_MiB"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("profiler overhead: an empty kernel launch takes "), std::string::npos)
+      << run.out;
   const auto record = nlohmann::json::parse(slurp(json));
   const auto chrome = nlohmann::json::parse(slurp(trace));
   std::remove(json.c_str());
   std::remove(trace.c_str());
   EXPECT_EQ(record["backend"], "cuda");
+  EXPECT_TRUE(record["device"].contains("name")) << record.dump();
+  EXPECT_GT(record["profiler_overhead"]["untraced"]["ns_per_launch"].get<double>(), 0);
   for (const auto& r : record["runs"]) {
     EXPECT_GT(r["peak_device_bytes"].get<double>(), 0) << r["policy"];
     EXPECT_GT(r["attribution"]["total"]["kernel_count"].get<double>(), 0) << r["policy"];
