@@ -72,6 +72,7 @@ struct EvalArgs {
   std::string mma;
   std::string inputs;  // JSON: {"operand": nested row-major list, ...}
   bool json = false;
+  std::string backend = "cpu";  // cpu, cuda (exit 3 without a usable GPU) or all
 };
 int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err);
 

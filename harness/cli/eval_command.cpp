@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "harness/audit/audit.hpp"
+#include "harness/backends/cuda/plan.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/ulp.hpp"
@@ -83,9 +85,34 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   const policy::OpPrecision precision = audit::precision_of(policy, *op);
-  if (const auto problem = audit::why_not_runnable(*op, policy, model.has_value())) {
-    err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
+  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
+                       kCommand, args.backend);
     return kExitUsage;
+  }
+  const bool on_cpu = args.backend != "cuda";
+  const bool on_cuda = args.backend != "cpu";
+  if (on_cpu) {
+    if (const auto problem = audit::why_not_runnable(*op, policy, model.has_value())) {
+      err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
+      return kExitUsage;
+    }
+  }
+  std::optional<backends::cuda::Plan> cuda_plan;
+  if (on_cuda) {
+    if (model) {
+      err << fmt::format(
+          "{}: --mma models Tensor Cores on the CPU; on the GPU the hardware runs "
+          "(leave out --mma, or use --backend cpu)\n",
+          kCommand);
+      return kExitUsage;
+    }
+    backends::cuda::Planning planned = backends::cuda::plan(*op, precision);
+    if (!planned.plan) {
+      err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, planned.reason);
+      return kExitUsage;
+    }
+    cuda_plan = std::move(planned.plan);
   }
 
   std::ifstream file(args.inputs, std::ios::binary);
@@ -180,27 +207,68 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  const backends::cpu::Arithmetic arithmetic = audit::arithmetic_of(precision);
-  ops::CpuRun run;
+  if (on_cuda) {
+    for (std::size_t k = 0; k < in.values.size(); ++k) {
+      if (op->op == ops::Op::gemm && k == 2 && !in.values[k].empty()) {
+        err << fmt::format(
+            "{}: --backend {}: the CUDA backend computes A B without C (leave out "
+            "the operand c)\n",
+            kCommand, args.backend);
+        return kExitUsage;
+      }
+    }
+  }
+  // Last of the checks, as it makes the device's context.
+  CudaBackend cuda;
+  if (on_cuda) {
+    cuda = open_cuda_backend();
+    if (!cuda.available) {
+      err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, cuda.unavailable);
+      return kExitNoDevice;
+    }
+  }
+
+  // Each backend's output, CPU first.
+  struct Output {
+    std::string backend;
+    std::vector<double> values;
+    nlohmann::json ran;  // the GPU's call
+  };
+  std::vector<Output> runs;
   ops::Reference ref;
   try {
-    run = model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
+    if (on_cpu) {
+      const backends::cpu::Arithmetic arithmetic = audit::arithmetic_of(precision);
+      ops::CpuRun run =
+          model ? ops::run_cpu_mma(*op, shape, *model, precision.output, precision.mode, in)
                 : ops::run_cpu(*op, shape, arithmetic, backends::cpu::Summation::sequential, in);
+      runs.push_back({"cpu", std::move(run.output), nullptr});
+    }
+    if (on_cuda) {
+      Output gpu{"cuda", {}, nlohmann::json::object()};
+      gpu.values = cuda_kernel(*op, shape, *cuda_plan, &gpu.ran["call"])(in);
+      gpu.ran["device"] = cuda.device;
+      runs.push_back(std::move(gpu));
+    }
     ref = ops::reference(*op, shape, in, precision.output, precision.mode, 0, 0);
   } catch (const std::exception& e) {
-    // A reference that cannot be rounded within its precision cap, for instance: say so rather
-    // than abort.
+    // A reference that cannot be rounded within its precision cap, or a failed CUDA call: say so
+    // rather than abort.
     err << fmt::format("{}: {} under {}: could not compute: {}\n", kCommand, op->name, policy.name,
                        e.what());
     return kExitFail;
   }
 
-  std::vector<nlohmann::json> outputs, references, errors;
-  for (std::size_t i = 0; i < run.output.size(); ++i) {
-    outputs.emplace_back(hex(run.output[i]));
-    references.emplace_back(hex(ref.rounded[i]));
-    const auto ulps = numeric::ulp_distance(precision.output, run.output[i], ref.rounded[i]);
-    errors.push_back(ulps ? nlohmann::json(*ulps) : nlohmann::json(nullptr));
+  std::vector<nlohmann::json> references;
+  for (const double r : ref.rounded) references.emplace_back(hex(r));
+  std::vector<std::vector<nlohmann::json>> outputs(runs.size()), errors(runs.size());
+  for (std::size_t b = 0; b < runs.size(); ++b) {
+    for (std::size_t i = 0; i < runs[b].values.size(); ++i) {
+      const double v = runs[b].values[i];
+      outputs[b].emplace_back(hex(v));
+      const auto ulps = numeric::ulp_distance(precision.output, v, ref.rounded[i]);
+      errors[b].push_back(ulps ? nlohmann::json(*ulps) : nlohmann::json(nullptr));
+    }
   }
   const auto out_shape = ops::output_shape(*op, shape);
   if (args.json) {
@@ -214,10 +282,18 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
                           {"output", precision.output.name},
                           {"mode", numeric::rounding_name(precision.mode)}}},
                         {"inputs_rounded", rounded},
-                        {"output", nest(outputs, out_shape)},
+                        {"backend", runs.front().backend},
+                        {"output", nest(outputs.front(), out_shape)},
                         {"reference", nest(references, out_shape)},
-                        {"ulp_error", nest(errors, out_shape)}};
+                        {"ulp_error", nest(errors.front(), out_shape)}};
     if (model) j["mma"] = model->name;
+    if (!runs.front().ran.is_null()) j["ran"] = runs.front().ran;
+    // With --backend all, the GPU's beside the CPU's.
+    for (std::size_t b = 1; b < runs.size(); ++b) {
+      j[runs[b].backend] = {{"output", nest(outputs[b], out_shape)},
+                            {"ulp_error", nest(errors[b], out_shape)},
+                            {"ran", runs[b].ran}};
+    }
     out << j.dump(2) << '\n';
     return kExitOk;
   }
@@ -230,10 +306,23 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     out << fmt::format("{} input value(s) were not values of {} and were rounded to it\n", rounded,
                        precision.input.name);
   }
-  out << fmt::format("{:<10}{:<26}{:<26}{}\n", "index", "output", "reference", "ulp error");
-  for (std::size_t i = 0; i < run.output.size(); ++i) {
-    out << fmt::format("{:<10}{:<26}{:<26}{}\n", i, hex(run.output[i]), hex(ref.rounded[i]),
-                       errors[i].is_null() ? std::string("NaN") : errors[i].dump());
+  if (on_cuda) out << fmt::format("cuda: {}\n", cuda.gpu);
+  const bool both = runs.size() > 1;
+  out << fmt::format("{:<10}", "index");
+  for (const auto& r : runs) out << fmt::format("{:<26}", both ? r.backend + " output" : "output");
+  out << fmt::format("{:<26}", "reference");
+  for (const auto& r : runs) out << (both ? r.backend + " ulp error  " : "ulp error");
+  out << "\n";
+  for (std::size_t i = 0; i < ref.rounded.size(); ++i) {
+    out << fmt::format("{:<10}", i);
+    for (std::size_t b = 0; b < runs.size(); ++b)
+      out << fmt::format("{:<26}", outputs[b][i].get<std::string>());
+    out << fmt::format("{:<26}", references[i].get<std::string>());
+    for (std::size_t b = 0; b < runs.size(); ++b) {
+      const std::string e = errors[b][i].is_null() ? std::string("NaN") : errors[b][i].dump();
+      out << (both ? fmt::format("{:<16}", e) : e);
+    }
+    out << "\n";
   }
   return kExitOk;
 }

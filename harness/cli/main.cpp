@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
                    "JSON file: {\"operand\": nested row-major list of numbers or hex-float "
                    "strings, ...}; required");
   eval->add_flag("--json", eval_args.json, "One JSON object: output, reference, ulp_error");
+  eval->add_option("--backend", eval_args.backend,
+                   "cpu (the emulator), cuda (the GPU's kernels and libraries) or all (both)")
+      ->capture_default_str();
 
   ampbench::cli::ScalerArgs scaler_args;
   double scaler_min_scale = 0.0;
