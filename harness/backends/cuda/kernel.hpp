@@ -1,5 +1,6 @@
 // The CUDA backend's kernels for the audit: an audit::Kernel that runs a plan (plan.hpp) on the
-// current device, GEMMs through cuBLASLt and the cast through kernels::round_kernel. Built only
+// current device, GEMMs through cuBLASLt, the cast through kernels::round_kernel and the other ops
+// through the backend's own kernels (kernels/op_kernels.hpp). Built only
 // with the CUDA toolkit; running needs a device (kernels::probe_device says whether there is one).
 #pragma once
 
@@ -14,9 +15,10 @@ namespace ampbench::backends::cuda {
 // as the plan's device types), runs, copies the output back (exactly) and, when `detail` is not
 // null, writes there what ran: for a GEMM the library, compute type, data types, the rule that
 // chose them and the algorithm cuBLASLt's heuristic picked (id, tile, stages, split-K and its
-// reduction scheme); for the cast the kernel, format and mode. Throws kernels::CudaError when a
-// CUDA or cuBLAS call fails, std::runtime_error when cuBLASLt has no algorithm for the GEMM.
-// `detail` must outlive the kernel.
+// reduction scheme); for the cast the kernel, format and mode; for an op kernel the launchers,
+// the element type and the arithmetic ("binary32", or "binary32 internally" and why). Throws
+// kernels::CudaError when a CUDA or cuBLAS call fails, std::runtime_error when cuBLASLt has no
+// algorithm for the GEMM. `detail` must outlive the kernel.
 audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
                           nlohmann::json* detail);
 
