@@ -237,10 +237,10 @@ kernels::Activation activation_of(ops::Op op) {
 class DeviceOperands {
  public:
   DeviceOperands(const ops::Inputs& in, DeviceType type) {
+    static const std::vector<std::int64_t> kNoIndices;
     for (std::size_t i = 0; i < in.values.size(); ++i) {
       values_.push_back(on_device(to_device(in.values[i], type)));
-      const std::vector<std::int64_t>& indices =
-          i < in.indices.size() ? in.indices[i] : std::vector<std::int64_t>{};
+      const std::vector<std::int64_t>& indices = i < in.indices.size() ? in.indices[i] : kNoIndices;
       kernels::DeviceBuffer<std::int64_t> index_buffer(indices.size());
       index_buffer.copy_from(indices);
       indices_.push_back(std::move(index_buffer));
@@ -267,6 +267,7 @@ void run_layer_norm_backward(ops::Op op, kernels::DType type, const DeviceOperan
                                op == ops::Op::layer_norm_backward_gamma ? out : nullptr,
                                op == ops::Op::layer_norm_backward_beta ? out : nullptr, rows, cols,
                                nullptr);
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the statistics are freed
 }
 
 // Enqueues the op's launchers on the default stream, writing the output to `out`.
@@ -334,7 +335,6 @@ void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
     case ops::Op::layer_norm_backward_gamma:
     case ops::Op::layer_norm_backward_beta:
       run_layer_norm_backward(op, type, d, out, rows, cols);
-      AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the statistics are freed
       return;
     default: throw std::logic_error("no op kernel for this op");
   }
