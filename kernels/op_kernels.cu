@@ -454,6 +454,28 @@ T* out(void* p) {
   return static_cast<T*>(p);
 }
 
+void launch_binary(Binary op, DType type, const void* a, const void* b, void* y, std::size_t n,
+                   cudaStream_t stream) {
+  if (n == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binary_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(op, in<T>(a), in<T>(b), out<T>(y),
+                                                                  n);
+  });
+  check_launch();
+}
+
+void launch_softmax_backward(bool log_softmax, DType type, const void* x, const void* dy, void* dx,
+                             std::size_t rows, std::size_t cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(
+        log_softmax, in<T>(x), in<T>(dy), out<T>(dx), rows, cols);
+  });
+  check_launch();
+}
+
 }  // namespace
 
 std::size_t dtype_bytes(DType type) {
@@ -482,23 +504,11 @@ void cast(DType from, DType to, const void* x, void* y, std::size_t n, cudaStrea
 }
 
 void add(DType type, const void* a, const void* b, void* y, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  with_type(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    binary_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(Binary::add, in<T>(a), in<T>(b),
-                                                                  out<T>(y), n);
-  });
-  check_launch();
+  launch_binary(Binary::add, type, a, b, y, n, stream);
 }
 
 void mul(DType type, const void* a, const void* b, void* y, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  with_type(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    binary_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(Binary::mul, in<T>(a), in<T>(b),
-                                                                  out<T>(y), n);
-  });
-  check_launch();
+  launch_binary(Binary::mul, type, a, b, y, n, stream);
 }
 
 void fma(DType type, const void* x, const void* y, const void* z, void* result, std::size_t n,
@@ -629,24 +639,12 @@ void softmax(DType type, RowSoftmax what, const void* x, void* y, std::size_t ro
 
 void softmax_backward(DType type, const void* x, const void* dy, void* dx, std::size_t rows,
                       std::size_t cols, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return;
-  with_type(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(false, in<T>(x), in<T>(dy),
-                                                                       out<T>(dx), rows, cols);
-  });
-  check_launch();
+  launch_softmax_backward(false, type, x, dy, dx, rows, cols, stream);
 }
 
 void log_softmax_backward(DType type, const void* x, const void* dy, void* dx, std::size_t rows,
                           std::size_t cols, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return;
-  with_type(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(true, in<T>(x), in<T>(dy),
-                                                                       out<T>(dx), rows, cols);
-  });
-  check_launch();
+  launch_softmax_backward(true, type, x, dy, dx, rows, cols, stream);
 }
 
 void rms_norm(DType type, const void* x, const void* gamma, void* y, std::size_t rows,
