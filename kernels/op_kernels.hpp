@@ -63,3 +63,35 @@ void cross_entropy_backward(DType type, const void* logits, const std::int64_t* 
                             cudaStream_t stream);
 
 }  // namespace ampbench::kernels
+
+// ---- The audit's other ops (harness/backends/cuda runs them; docs/cuda-backend.md) -----------
+namespace ampbench::kernels {
+
+// What a row of softmax gives: softmax and log_softmax a rows x cols y, logsumexp one value per
+// row (y has rows elements).
+enum class RowSoftmax { softmax, log_softmax, logsumexp };
+void softmax(DType type, RowSoftmax what, const void* x, void* y, std::size_t rows,
+             std::size_t cols, cudaStream_t stream);
+// From the forward's input x (the softmax is computed again) and dy, rows x cols:
+// dx = y (dy - sum dy y) with y = softmax(x); for log_softmax dx = dy - softmax(x) sum dy.
+void softmax_backward(DType type, const void* x, const void* dy, void* dx, std::size_t rows,
+                      std::size_t cols, cudaStream_t stream);
+void log_softmax_backward(DType type, const void* x, const void* dy, void* dx, std::size_t rows,
+                          std::size_t cols, cudaStream_t stream);
+
+// y = x / sqrt(mean(x^2) + eps) * gamma per row of rows x cols x; gamma (cols) may be null.
+void rms_norm(DType type, const void* x, const void* gamma, void* y, std::size_t rows,
+              std::size_t cols, float eps, cudaStream_t stream);
+
+// One value of `type` in *out from the n elements of x: their sum, their sum / n, or the square
+// root of the sum of their squares.
+enum class Reduction { sum, mean, l2_norm };
+void reduce(DType type, Reduction what, const void* x, void* out, std::size_t n,
+            cudaStream_t stream);
+
+// y = a * b and out = fma(x, y, z) (one binary32 rounding, then one to `type`), n elements.
+void mul(DType type, const void* a, const void* b, void* y, std::size_t n, cudaStream_t stream);
+void fma(DType type, const void* x, const void* y, const void* z, void* out, std::size_t n,
+         cudaStream_t stream);
+
+}  // namespace ampbench::kernels

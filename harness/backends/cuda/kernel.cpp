@@ -13,6 +13,7 @@
 #include "harness/numeric/options.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"
+#include "kernels/op_kernels.hpp"
 #include "kernels/rounding_kernels.cuh"
 
 namespace ampbench::backends::cuda {
@@ -59,6 +60,160 @@ std::vector<double> run_cast(const CastPlan& plan, const ops::Inputs& in, nlohma
   return out;
 }
 
+// ---- the backend's own op kernels ---------------------------------------------------------------
+
+// The catalog's epsilons (harness/ops/catalog.cpp: torch.nn.LayerNorm's default, and rms_norm's).
+constexpr float kLayerNormEps = 1e-5F;
+constexpr float kRmsNormEps = 1e-6F;
+
+kernels::DType dtype_of(DeviceType t) {
+  switch (t) {
+    case DeviceType::f32: return kernels::DType::f32;
+    case DeviceType::f16: return kernels::DType::f16;
+    case DeviceType::bf16: return kernels::DType::bf16;
+  }
+  throw std::logic_error("unknown device type");
+}
+
+kernels::Activation activation_of(ops::Op op) {
+  switch (op) {
+    case ops::Op::relu:
+    case ops::Op::relu_backward: return kernels::Activation::relu;
+    case ops::Op::gelu:
+    case ops::Op::gelu_backward: return kernels::Activation::gelu;
+    case ops::Op::gelu_tanh:
+    case ops::Op::gelu_tanh_backward: return kernels::Activation::gelu_tanh;
+    case ops::Op::silu:
+    case ops::Op::silu_backward: return kernels::Activation::silu;
+    default: throw std::logic_error("not an activation op");
+  }
+}
+
+// The operands of one run on the device: values exactly as the plan's type, indices as int64.
+class DeviceOperands {
+ public:
+  DeviceOperands(const ops::Inputs& in, DeviceType type) {
+    static const std::vector<std::int64_t> kNoIndices;
+    for (std::size_t i = 0; i < in.values.size(); ++i) {
+      values_.push_back(on_device(to_device(in.values[i], type)));
+      const std::vector<std::int64_t>& indices = i < in.indices.size() ? in.indices[i] : kNoIndices;
+      kernels::DeviceBuffer<std::int64_t> index_buffer(indices.size());
+      index_buffer.copy_from(indices);
+      indices_.push_back(std::move(index_buffer));
+    }
+  }
+  const void* values(std::size_t i) const { return values_.at(i).data(); }
+  const std::int64_t* indices(std::size_t i) const { return indices_.at(i).data(); }
+
+ private:
+  std::vector<kernels::DeviceBuffer<std::byte>> values_;
+  std::vector<kernels::DeviceBuffer<std::int64_t>> indices_;
+};
+
+// Layer norm's backward ops: the forward's statistics, then the gradient this op reports.
+void run_layer_norm_backward(ops::Op op, kernels::DType type, const DeviceOperands& d, void* out,
+                             std::size_t rows, std::size_t cols) {
+  kernels::DeviceBuffer<std::byte> y(rows * cols * kernels::dtype_bytes(type));
+  kernels::DeviceBuffer<float> mean(rows), rstd(rows);
+  const void* gamma = op == ops::Op::layer_norm_backward ? d.values(2) : nullptr;
+  kernels::layer_norm(type, d.values(0), gamma, nullptr, y.data(), mean.data(), rstd.data(), rows,
+                      cols, kLayerNormEps, nullptr);
+  kernels::layer_norm_backward(type, d.values(0), d.values(1), gamma, mean.data(), rstd.data(),
+                               op == ops::Op::layer_norm_backward ? out : nullptr,
+                               op == ops::Op::layer_norm_backward_gamma ? out : nullptr,
+                               op == ops::Op::layer_norm_backward_beta ? out : nullptr, rows, cols,
+                               nullptr);
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the statistics are freed
+}
+
+// Enqueues the op's launchers on the default stream, writing the output to `out`.
+void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
+                      const DeviceOperands& d, void* out) {
+  const auto& s = shape.sizes;
+  const std::size_t rows = s[0], cols = s.size() > 1 ? s[1] : 1, n = rows * cols;
+  const auto softmax = [&](kernels::RowSoftmax what) {
+    kernels::softmax(type, what, d.values(0), out, rows, cols, nullptr);
+  };
+  const auto reduce = [&](kernels::Reduction what) {
+    kernels::reduce(type, what, d.values(0), out, n, nullptr);
+  };
+  switch (op) {
+    case ops::Op::sum: reduce(kernels::Reduction::sum); return;
+    case ops::Op::mean: reduce(kernels::Reduction::mean); return;
+    case ops::Op::l2_norm: reduce(kernels::Reduction::l2_norm); return;
+    case ops::Op::softmax: softmax(kernels::RowSoftmax::softmax); return;
+    case ops::Op::log_softmax: softmax(kernels::RowSoftmax::log_softmax); return;
+    case ops::Op::logsumexp: softmax(kernels::RowSoftmax::logsumexp); return;
+    case ops::Op::layer_norm:
+      kernels::layer_norm(type, d.values(0), d.values(1), d.values(2), out, nullptr, nullptr, rows,
+                          cols, kLayerNormEps, nullptr);
+      return;
+    case ops::Op::rms_norm:
+      kernels::rms_norm(type, d.values(0), d.values(1), out, rows, cols, kRmsNormEps, nullptr);
+      return;
+    case ops::Op::relu:
+    case ops::Op::gelu:
+    case ops::Op::gelu_tanh:
+    case ops::Op::silu:
+      kernels::bias_activation(type, activation_of(op), d.values(0), d.values(1), out, rows, cols,
+                               nullptr);
+      return;
+    case ops::Op::cross_entropy: {
+      const kernels::DeviceBuffer<float> loss(1);
+      kernels::cross_entropy(type, d.values(0), d.indices(1), loss.data(), rows, cols, nullptr);
+      kernels::cast(kernels::DType::f32, type, loss.data(), out, 1, nullptr);
+      AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before `loss` is freed
+      return;
+    }
+    case ops::Op::add: kernels::add(type, d.values(0), d.values(1), out, n, nullptr); return;
+    case ops::Op::mul: kernels::mul(type, d.values(0), d.values(1), out, n, nullptr); return;
+    case ops::Op::fma:
+      kernels::fma(type, d.values(0), d.values(1), d.values(2), out, n, nullptr);
+      return;
+    case ops::Op::softmax_backward:
+      kernels::softmax_backward(type, d.values(0), d.values(1), out, rows, cols, nullptr);
+      return;
+    case ops::Op::log_softmax_backward:
+      kernels::log_softmax_backward(type, d.values(0), d.values(1), out, rows, cols, nullptr);
+      return;
+    case ops::Op::cross_entropy_backward:
+      kernels::cross_entropy_backward(type, d.values(0), d.indices(1), 1.0F, out, rows, cols,
+                                      nullptr);
+      return;
+    case ops::Op::relu_backward:
+    case ops::Op::gelu_backward:
+    case ops::Op::gelu_tanh_backward:
+    case ops::Op::silu_backward:
+      kernels::activation_backward(type, activation_of(op), d.values(0), d.values(1), out, n,
+                                   nullptr);
+      return;
+    case ops::Op::layer_norm_backward:
+    case ops::Op::layer_norm_backward_gamma:
+    case ops::Op::layer_norm_backward_beta:
+      run_layer_norm_backward(op, type, d, out, rows, cols);
+      return;
+    default: throw std::logic_error("no op kernel for this op");
+  }
+}
+
+std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape,
+                                  const OpKernelPlan& plan, const ops::Inputs& in,
+                                  nlohmann::json* detail) {
+  const kernels::DType type = dtype_of(plan.type);
+  const DeviceOperands operands(in, plan.type);
+  const std::size_t outputs = ops::element_count(ops::output_shape(op, shape));
+  kernels::DeviceBuffer<std::byte> out(outputs * kernels::dtype_bytes(type));
+  launch_op_kernel(op.op, shape, type, operands, out.data());
+  std::vector<std::byte> bytes(out.size());
+  out.copy_to(bytes);  // on the default stream: waits for the kernels and reports their faults
+  if (detail != nullptr) {
+    *detail = {{"kernel", plan.launchers},
+               {"element_type", kernels::dtype_name(type)},
+               {"arithmetic", plan.arithmetic}};
+  }
+  return from_device(bytes, plan.type);
+}
+
 }  // namespace
 
 audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
@@ -68,6 +223,11 @@ audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const 
   }
   if (plan.kind == Plan::Kind::convolution) {
     return make_convolution_kernel(shape, plan.convolution, detail);
+  }
+  if (plan.kind == Plan::Kind::op_kernel) {
+    return [op, shape, op_kernel = plan.op_kernel, detail](const ops::Inputs& in) {
+      return run_op_kernel(op, shape, op_kernel, in, detail);
+    };
   }
   return [call = gemm_call(op, shape), gemm = plan.gemm, detail](const ops::Inputs& in) {
     return run_gemm(call, gemm, in, detail);

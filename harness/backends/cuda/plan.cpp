@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "harness/backends/cuda/conv_plan.hpp"
 #include "harness/numeric/options.hpp"
@@ -122,7 +123,9 @@ Planning plan_gemm(const ops::OpInfo& op, const policy::OpPrecision& p,
   }
   g.output = *out;
   if (op.op == ops::Op::dot) g.rule = "as a 1 x 1 x N GEMM; " + g.rule;
-  return {Plan{Plan::Kind::gemm, std::move(g), {}, {}}, {}};
+  Plan plan;
+  plan.gemm = std::move(g);
+  return {std::move(plan), {}};
 }
 
 Planning plan_cast(const ops::OpInfo& op, const policy::OpPrecision& p) {
@@ -139,6 +142,95 @@ Planning plan_cast(const ops::OpInfo& op, const policy::OpPrecision& p) {
   Plan plan;
   plan.kind = Plan::Kind::cast;
   plan.cast = CastPlan{p.output, p.mode};
+  return {std::move(plan), {}};
+}
+
+// ---- the backend's own op kernels (kernels/op_kernels.hpp)
+// ---------------------------------------
+
+// The launchers each op calls, in order; null for the ops without one.
+const char* op_kernel_launchers(ops::Op op) {
+  switch (op) {
+    case ops::Op::sum:
+    case ops::Op::mean:
+    case ops::Op::l2_norm: return "ampbench::kernels::reduce";
+    case ops::Op::softmax:
+    case ops::Op::log_softmax:
+    case ops::Op::logsumexp: return "ampbench::kernels::softmax";
+    case ops::Op::layer_norm: return "ampbench::kernels::layer_norm";
+    case ops::Op::rms_norm: return "ampbench::kernels::rms_norm";
+    case ops::Op::relu:
+    case ops::Op::gelu:
+    case ops::Op::gelu_tanh:
+    case ops::Op::silu: return "ampbench::kernels::bias_activation";
+    case ops::Op::cross_entropy:
+      return "ampbench::kernels::cross_entropy, ampbench::kernels::cast (the binary32 loss)";
+    case ops::Op::add: return "ampbench::kernels::add";
+    case ops::Op::mul: return "ampbench::kernels::mul";
+    case ops::Op::fma: return "ampbench::kernels::fma";
+    case ops::Op::softmax_backward: return "ampbench::kernels::softmax_backward";
+    case ops::Op::log_softmax_backward: return "ampbench::kernels::log_softmax_backward";
+    case ops::Op::cross_entropy_backward: return "ampbench::kernels::cross_entropy_backward";
+    case ops::Op::relu_backward:
+    case ops::Op::gelu_backward:
+    case ops::Op::gelu_tanh_backward:
+    case ops::Op::silu_backward: return "ampbench::kernels::activation_backward";
+    case ops::Op::layer_norm_backward:
+    case ops::Op::layer_norm_backward_gamma:
+    case ops::Op::layer_norm_backward_beta:
+      return "ampbench::kernels::layer_norm (mean and rstd), "
+             "ampbench::kernels::layer_norm_backward";
+    default: return nullptr;
+  }
+}
+
+// The op kernels take one element type for every operand and the output, round to nearest even
+// and compute in binary32: the policy's formats decide the type, and whether binary32 is the
+// policy's arithmetic or wider than it.
+Planning plan_op_kernel(const ops::OpInfo& op, const policy::OpPrecision& p) {
+  if (p.mode != numeric::Rounding::nearest_even) {
+    return not_planned(op, p,
+                       fmt::format("the op kernels round to nearest even, not {}",
+                                   numeric::rounding_name(p.mode)));
+  }
+  const std::optional<DeviceType> held = holding_type(p.input);
+  if (!held) return not_planned(op, p, "the op kernels read fp32, fp16 or bf16 values");
+  const std::optional<DeviceType> out = output_type(p.output);
+  if (!out) {
+    return not_planned(op, p,
+                       "the op kernels write fp32, fp16 or bf16 values (overflowing to infinity)");
+  }
+  // One element type for inputs and output: the output's when it holds the inputs' values (fp16
+  // data into an fp32 result widens exactly), which rounds the result once, as the policy asks.
+  if (*held != *out && *out != DeviceType::f32) {
+    return not_planned(
+        op, p,
+        fmt::format("the op kernels read and write one element type, and {} does not hold {} "
+                    "values",
+                    p.output.name, p.input.name));
+  }
+  for (const auto& [format, role] :
+       {std::pair{&p.compute, "compute"}, std::pair{&p.accumulate, "accumulation"}}) {
+    if (!policy::contains(formats::fp32, *format)) {
+      return not_planned(op, p,
+                         fmt::format("the op kernels compute in binary32, narrower than the "
+                                     "policy's {} {}",
+                                     format->name, role));
+    }
+  }
+  Plan plan;
+  plan.kind = Plan::Kind::op_kernel;
+  plan.op_kernel.type = *out;
+  plan.op_kernel.launchers = op_kernel_launchers(op.op);
+  const bool binary32 = numeric::same_values(p.compute, formats::fp32) &&
+                        numeric::same_values(p.accumulate, formats::fp32);
+  plan.op_kernel.arithmetic =
+      binary32 ? "binary32"
+               : fmt::format(
+                     "binary32 internally: the policy's {} compute and {} accumulation "
+                     "are not emulated (PyTorch's CUDA kernels compute half and bfloat16 "
+                     "in fp32 opmath)",
+                     p.compute.name, p.accumulate.name);
   return {std::move(plan), {}};
 }
 
@@ -228,13 +320,20 @@ Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
   if (is_gemm_op(op.op)) return plan_gemm(op, precision, compute);
   if (op.op == ops::Op::cast) return plan_cast(op, precision);
   if (convolution_pass(op.op)) return plan_convolution(op, precision, conv_math);
+  if (op_kernel_launchers(op.op) != nullptr) return plan_op_kernel(op, precision);
   return {std::nullopt, fmt::format("{} has no CUDA implementation yet (the CUDA backend runs {})",
                                     op.name, supported_ops())};
 }
 
 std::string supported_ops() {
-  return "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast, conv2d, conv2d_backward_data, "
-         "conv2d_backward_filter";
+  std::string names;
+  for (const ops::OpInfo& op : ops::catalog()) {
+    if (is_gemm_op(op.op) || op.op == ops::Op::cast || convolution_pass(op.op) ||
+        op_kernel_launchers(op.op) != nullptr) {
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", op.name);
+    }
+  }
+  return names;
 }
 
 GemmCall gemm_call(const ops::OpInfo& op, const ops::Shape& shape) {

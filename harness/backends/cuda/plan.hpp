@@ -72,12 +72,24 @@ struct ConvPlan {
   std::string rule;
 };
 
+// An op the backend runs with its own kernels (kernels/op_kernels.hpp): the element type every
+// operand and the output have on the device, the launchers it calls, and its arithmetic. The
+// kernels compute in binary32 whatever the policy's compute and accumulation formats, as PyTorch's
+// CUDA kernels compute half and bfloat16 in fp32 "opmath"; `arithmetic` says so when the policy
+// asks for narrower ones (docs/cuda-backend.md).
+struct OpKernelPlan {
+  DeviceType type = DeviceType::f32;
+  std::string launchers;  // "ampbench::kernels::layer_norm, ampbench::kernels::layer_norm_backward"
+  std::string arithmetic;  // "binary32", or "binary32 internally (...)"
+};
+
 struct Plan {
-  enum class Kind { gemm, cast, convolution };
+  enum class Kind { gemm, cast, convolution, op_kernel };
   Kind kind = Kind::gemm;
-  GemmPlan gemm;         // kind == gemm
-  CastPlan cast;         // kind == cast
-  ConvPlan convolution;  // kind == convolution
+  GemmPlan gemm;           // kind == gemm
+  CastPlan cast;           // kind == cast
+  ConvPlan convolution;    // kind == convolution
+  OpKernelPlan op_kernel;  // kind == op_kernel
 };
 
 // The plan of `op` under `precision` (audit::precision_of), with `compute` replacing the policy's
@@ -92,8 +104,7 @@ Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
               std::optional<GemmCompute> compute = std::nullopt,
               std::optional<kernels::ConvolutionMath> conv_math = std::nullopt);
 
-// The ops the CUDA backend runs: "gemm, bmm, dot, gemm_backward_a, gemm_backward_b, cast,
-// conv2d, conv2d_backward_data, conv2d_backward_filter".
+// The ops the CUDA backend runs, in catalog order: "gemm, bmm, dot, sum, mean, ...".
 std::string supported_ops();
 
 // The device type that holds a format's values as they are (tf32 values are binary32 values), and

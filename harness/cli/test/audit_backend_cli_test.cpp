@@ -121,9 +121,9 @@ TEST(CliAuditBackend, ConvMathReachesCudnnAndTheRecordsSayWhatRan) {
 
 TEST(CliAuditBackend, CudaWithAGpuRefusesARunWhereNoCaseCanRun) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device: " << why_no_gpu();
-  const Outcome run = ampbench("audit --op softmax --backend cuda");
+  const Outcome run = ampbench("audit --op attention --backend cuda");
   EXPECT_EQ(run.status, 2);
-  EXPECT_NE(run.err.find("no case can run on the CUDA backend:\n  softmax has no CUDA "
+  EXPECT_NE(run.err.find("no case can run on the CUDA backend:\n  attention has no CUDA "
                          "implementation yet"),
             std::string::npos)
       << run.err;

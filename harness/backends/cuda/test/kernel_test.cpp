@@ -1,5 +1,5 @@
 // The CUDA backend on the device, judged as the CPU backend is (audit::run_kernel_case): each GEMM
-// op and the cast under every built-in policy it can run, within the checked-in budgets
+// op, the cast and the op kernels under every built-in policy they can run, within the budgets
 // (suites/budgets.toml) and the a-priori bound; each compute type against what it promises.
 // Every test skips with the reason where there is no device.
 #include "harness/backends/cuda/kernel.hpp"
@@ -59,6 +59,87 @@ TEST_F(CudaBackendTest, EveryRunnableCaseOfTheBuiltInPoliciesIsWithinTheCpuBudge
       if (r.result.summary.bound_ratio) {
         EXPECT_LE(*r.result.summary.bound_ratio, 1.0) << op << " " << policy_name;
       }
+    }
+  }
+}
+
+// ---- the backend's own op kernels --------------------------------------------------------------
+
+// Every op kernel under every built-in policy, judged as the CPU backend is: the budgets measured
+// on the CPU (whose pure fp16 and bf16 runs emulate fp16 and bf16 arithmetic: binary32 inside can
+// only be more accurate) and the a-priori bound where the op has one.
+TEST_F(CudaBackendTest, EveryOpKernelCaseOfTheBuiltInPoliciesIsWithinTheCpuBudgets) {
+  std::size_t cases = 0;
+  for (const ops::OpInfo& info : ops::catalog()) {
+    const std::string op(info.name);
+    for (const char* policy_name : {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}) {
+      const Planning planned =
+          plan(info, audit::precision_of(*policy::find_builtin(policy_name), info));
+      if (!planned.plan || planned.plan->kind != Plan::Kind::op_kernel) continue;
+      ++cases;
+      const Run r = run(op.c_str(), policy_name);
+      EXPECT_TRUE(r.result.pass()) << op << " " << policy_name << ": "
+                                   << audit::to_json(r.result).dump() << " ran " << r.detail.dump();
+      if (r.result.summary.bound_ratio) {
+        EXPECT_LE(*r.result.summary.bound_ratio, 1.0) << op << " " << policy_name;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 26u * 6u);  // every op kernel (plan_test lists them) under every policy
+}
+
+TEST_F(CudaBackendTest, OpKernelRecordsSayWhatRanInWhichTypeAndArithmetic) {
+  const Run amp = run("gelu", "amp-bf16");
+  EXPECT_EQ(amp.detail["kernel"], "ampbench::kernels::bias_activation");
+  EXPECT_EQ(amp.detail["element_type"], "bf16");
+  EXPECT_EQ(amp.detail["arithmetic"], "binary32");
+  const Run pure = run("layer_norm_backward", "fp16");
+  EXPECT_EQ(pure.detail["element_type"], "fp16");
+  EXPECT_EQ(pure.detail["arithmetic"].get<std::string>().rfind("binary32 internally", 0), 0u);
+  EXPECT_EQ(run("softmax", "amp-fp16").detail["element_type"], "fp32");
+}
+
+// In binary32 the element-wise ops round once, as the CPU backend does: every output of add, mul
+// and fma is correctly rounded, and relu's too (it is exact).
+TEST_F(CudaBackendTest, OneRoundingOpsAreCorrectlyRoundedInFp32) {
+  for (const char* op : {"add", "mul", "fma", "relu", "relu_backward"}) {
+    const Run r = run(op, "fp32");
+    EXPECT_EQ(*r.result.summary.fraction_correctly_rounded, 1.0) << op;
+  }
+}
+
+// Shapes at the kernels' edges: rows longer than a block and not a multiple of it, more rows than
+// the grid's blocks, reductions over many elements; judged against a sampled reference. amp-bf16
+// runs these ops in fp32: the well-conditioned ones (no cancellation in their sums) come within
+// 1e-5 normwise of it; the sums of normal values cancel, and are held to their a-priori bound.
+TEST_F(CudaBackendTest, OpKernelsHoldAtLargerShapes) {
+  const struct {
+    const char* op;
+    const char* shape;
+    bool well_conditioned;
+  } rows[] = {{"softmax", "3x70001", true},
+              {"layer_norm", "70000x3", true},
+              {"cross_entropy", "300x5003", true},
+              {"rms_norm", "16x12289", true},
+              {"layer_norm_backward_beta", "4097x33", false},
+              {"sum", "3000001", false}};
+  for (const auto& row : rows) {
+    const ops::OpInfo& op = *ops::find_op(row.op);
+    audit::Case c;
+    c.op = &op;
+    c.shape = ops::parse_shape(op, row.shape);
+    c.policy = *policy::find_builtin("amp-bf16");
+    c.samples = 300;
+    const Planning planning = plan(op, audit::precision_of(c.policy, op));
+    ASSERT_TRUE(planning.plan.has_value()) << planning.reason;
+    const audit::CaseResult r =
+        audit::run_kernel_case(c, make_kernel(op, c.shape, *planning.plan, nullptr), "cuda", {});
+    EXPECT_TRUE(r.pass()) << row.op << " " << row.shape << ": " << audit::to_json(r).dump();
+    if (row.well_conditioned) {
+      EXPECT_LT(*r.summary.normwise_rel_error, 1e-5) << row.op << " " << row.shape;
+    } else {
+      ASSERT_TRUE(r.summary.bound_ratio.has_value()) << row.op;
+      EXPECT_LE(*r.summary.bound_ratio, 1.0) << row.op << " " << row.shape;
     }
   }
 }

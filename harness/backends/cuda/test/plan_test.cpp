@@ -118,12 +118,159 @@ TEST(ComputeOverride, IsCheckedAgainstCublasTypeTables) {
 }
 
 TEST(Unsupported, OpsWithoutAGpuImplementationSaySo) {
-  const Planning p = plan_under("softmax", "fp32");
+  const Planning p = plan_under("attention", "fp32");
   EXPECT_FALSE(p.plan.has_value());
-  EXPECT_EQ(p.reason,
-            "softmax has no CUDA implementation yet (the CUDA backend runs gemm, bmm, dot, "
-            "gemm_backward_a, gemm_backward_b, cast, conv2d, conv2d_backward_data, "
-            "conv2d_backward_filter)");
+  EXPECT_EQ(p.reason, "attention has no CUDA implementation yet (the CUDA backend runs " +
+                          supported_ops() + ")");
+  EXPECT_FALSE(plan_under("batch_norm", "amp-fp16").plan.has_value());
+}
+
+TEST(Unsupported, TheListOfSupportedOpsFollowsTheCatalog) {
+  EXPECT_EQ(supported_ops(),
+            "gemm, bmm, dot, sum, mean, l2_norm, softmax, log_softmax, logsumexp, layer_norm, "
+            "rms_norm, relu, gelu, gelu_tanh, silu, cross_entropy, add, mul, gemm_backward_a, "
+            "gemm_backward_b, softmax_backward, log_softmax_backward, cross_entropy_backward, "
+            "relu_backward, gelu_backward, layer_norm_backward_gamma, layer_norm_backward_beta, "
+            "layer_norm_backward, silu_backward, conv2d, conv2d_backward_data, "
+            "conv2d_backward_filter, gelu_tanh_backward, fma, cast");
+}
+
+// ---- the op kernels
+// ------------------------------------------------------------------------------
+
+constexpr const char* kOpKernelOps[] = {"sum",
+                                        "mean",
+                                        "l2_norm",
+                                        "softmax",
+                                        "log_softmax",
+                                        "logsumexp",
+                                        "layer_norm",
+                                        "rms_norm",
+                                        "relu",
+                                        "gelu",
+                                        "gelu_tanh",
+                                        "silu",
+                                        "cross_entropy",
+                                        "add",
+                                        "mul",
+                                        "fma",
+                                        "softmax_backward",
+                                        "log_softmax_backward",
+                                        "cross_entropy_backward",
+                                        "relu_backward",
+                                        "gelu_backward",
+                                        "gelu_tanh_backward",
+                                        "silu_backward",
+                                        "layer_norm_backward",
+                                        "layer_norm_backward_gamma",
+                                        "layer_norm_backward_beta"};
+
+OpKernelPlan expect_op_kernel(const Planning& p, DeviceType type) {
+  EXPECT_TRUE(p.plan.has_value()) << p.reason;
+  if (!p.plan) return {};
+  EXPECT_EQ(p.plan->kind, Plan::Kind::op_kernel);
+  EXPECT_EQ(device_type_name(p.plan->op_kernel.type), device_type_name(type));
+  return p.plan->op_kernel;
+}
+
+// Every op kernel runs under every built-in policy, in the element type of the policy's output
+// for it: the policies give each of these ops the same input and output format.
+TEST(OpKernelPlan, EveryOpRunsUnderEveryBuiltInPolicyInItsOutputType) {
+  for (const char* op : kOpKernelOps) {
+    for (const policy::Policy& p : policy::builtin_policies()) {
+      const ops::OpInfo& info = op_named(op);
+      const policy::OpPrecision precision = audit::precision_of(p, info);
+      const Planning planned = plan(info, precision);
+      ASSERT_TRUE(planned.plan.has_value()) << op << " " << p.name << ": " << planned.reason;
+      const DeviceType type = planned.plan->op_kernel.type;
+      EXPECT_TRUE(numeric::same_format(device_type_format(type), precision.output))
+          << op << " " << p.name;
+      EXPECT_EQ(planned.plan->op_kernel.launchers.rfind("ampbench::kernels::", 0), 0u);
+    }
+  }
+}
+
+TEST(OpKernelPlan, AutocastRunsTheFp32ListInFp32AndTheRestInTheLowFormat) {
+  EXPECT_EQ(expect_op_kernel(plan_under("softmax", "amp-fp16"), DeviceType::f32).arithmetic,
+            "binary32");
+  expect_op_kernel(plan_under("layer_norm_backward", "amp-bf16"), DeviceType::f32);
+  expect_op_kernel(plan_under("cross_entropy", "amp-fp16"), DeviceType::f32);
+  expect_op_kernel(plan_under("sum", "amp-fp16"), DeviceType::f32);
+  // Promote ops run in the format of their (low-precision) inputs, arithmetic in fp32 opmath.
+  EXPECT_EQ(expect_op_kernel(plan_under("gelu", "amp-fp16"), DeviceType::f16).arithmetic,
+            "binary32");
+  expect_op_kernel(plan_under("mean", "amp-bf16"), DeviceType::bf16);
+  expect_op_kernel(plan_under("add", "amp-bf16"), DeviceType::bf16);
+}
+
+TEST(OpKernelPlan, PureLowPrecisionRunsWithBinary32ArithmeticAndSaysSo) {
+  const OpKernelPlan fp16 = expect_op_kernel(plan_under("softmax", "fp16"), DeviceType::f16);
+  EXPECT_EQ(fp16.arithmetic,
+            "binary32 internally: the policy's fp16 compute and fp16 accumulation are not "
+            "emulated (PyTorch's CUDA kernels compute half and bfloat16 in fp32 opmath)");
+  const OpKernelPlan bf16 = expect_op_kernel(plan_under("rms_norm", "bf16"), DeviceType::bf16);
+  EXPECT_EQ(bf16.arithmetic.rfind("binary32 internally: the policy's bf16 compute", 0), 0u);
+  EXPECT_EQ(expect_op_kernel(plan_under("fma", "tf32"), DeviceType::f32).arithmetic, "binary32");
+}
+
+TEST(OpKernelPlan, NamesTheLaunchersEachOpCalls) {
+  EXPECT_EQ(expect_op_kernel(plan_under("logsumexp", "fp32"), DeviceType::f32).launchers,
+            "ampbench::kernels::softmax");
+  EXPECT_EQ(expect_op_kernel(plan_under("silu_backward", "fp32"), DeviceType::f32).launchers,
+            "ampbench::kernels::activation_backward");
+  EXPECT_EQ(
+      expect_op_kernel(plan_under("layer_norm_backward_gamma", "fp32"), DeviceType::f32).launchers,
+      "ampbench::kernels::layer_norm (mean and rstd), ampbench::kernels::layer_norm_backward");
+  EXPECT_EQ(expect_op_kernel(plan_under("cross_entropy", "fp16"), DeviceType::f16).launchers,
+            "ampbench::kernels::cross_entropy, ampbench::kernels::cast (the binary32 loss)");
+}
+
+// One element type for inputs and output: a wider fp32 output takes narrower inputs exactly;
+// anything else is refused with the formats named.
+TEST(OpKernelPlan, TakesTheOutputTypeWhenItHoldsTheInputs) {
+  policy::OpPrecision widening;
+  widening.input = formats::fp16;
+  expect_op_kernel(plan(op_named("softmax"), widening), DeviceType::f32);
+
+  policy::OpPrecision narrowing;
+  narrowing.output = formats::fp16;
+  EXPECT_EQ(plan(op_named("softmax"), narrowing).reason,
+            "softmax (fp32 inputs, fp32 accumulation, fp16 output): the op kernels read and write "
+            "one element type, and fp16 does not hold fp32 values");
+  policy::OpPrecision across;
+  across.input = formats::fp16;
+  across.compute = across.accumulate = formats::fp32;
+  across.output = formats::bf16;
+  EXPECT_FALSE(plan(op_named("add"), across).plan.has_value());
+}
+
+TEST(OpKernelPlan, RefusesWhatTheKernelsCannotDo) {
+  policy::OpPrecision directed;
+  directed.mode = numeric::Rounding::toward_zero;
+  EXPECT_EQ(plan(op_named("gelu"), directed).reason,
+            "gelu (fp32 inputs, fp32 accumulation, fp32 output): the op kernels round to nearest "
+            "even, not " +
+                std::string(numeric::rounding_name(numeric::Rounding::toward_zero)));
+  policy::OpPrecision fp8;
+  fp8.input = formats::e4m3;
+  EXPECT_NE(plan(op_named("add"), fp8).reason.find("the op kernels read fp32, fp16 or bf16 values"),
+            std::string::npos);
+  policy::OpPrecision saturating;
+  saturating.input = formats::fp16;
+  saturating.output = formats::fp16;
+  saturating.output.overflow = numeric::Overflow::saturate;
+  EXPECT_NE(plan(op_named("mul"), saturating).reason.find("(overflowing to infinity)"),
+            std::string::npos);
+  policy::OpPrecision wide;
+  wide.accumulate = formats::fp64;
+  EXPECT_EQ(plan(op_named("sum"), wide).reason,
+            "sum (fp32 inputs, fp64 accumulation, fp32 output): the op kernels compute in "
+            "binary32, narrower than the policy's fp64 accumulation");
+  wide.accumulate = formats::fp32;
+  wide.compute = formats::fp64;
+  EXPECT_NE(
+      plan(op_named("layer_norm"), wide).reason.find("narrower than the policy's fp64 compute"),
+      std::string::npos);
 }
 
 TEST(Unsupported, FormatsCublasLtIsNotGivenHere) {

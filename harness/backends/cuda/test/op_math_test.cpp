@@ -1,0 +1,133 @@
+// The per-element math of the CUDA backend's op kernels (kernels/op_math.hpp), on the host: the
+// binary32 activations and derivatives against published values and against their definitions
+// evaluated in binary64, and the derivatives against central differences of the forward.
+#include "kernels/op_math.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+namespace ampbench::kernels::op_math {
+namespace {
+
+constexpr double kUnit = 0x1p-24;  // binary32's unit roundoff
+
+// The definitions, in binary64.
+double exact_gelu(double v) {
+  return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2));
+}
+double exact_gelu_tanh(double v) {
+  const double k = std::sqrt(2 / std::numbers::pi);
+  return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
+}
+double exact_silu(double v) {
+  return v / (1 + std::exp(-v));
+}
+double exact_gelu_derivative(double v) {
+  const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * std::numbers::pi);
+  return 0.5 * (1 + std::erf(v / std::numbers::sqrt2)) + v * pdf;
+}
+double exact_gelu_tanh_derivative(double v) {
+  const double k = std::sqrt(2 / std::numbers::pi);
+  const double t = std::tanh(k * (v + 0.044715 * v * v * v));
+  return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * 0.044715 * v * v);
+}
+double exact_silu_derivative(double v) {
+  const double s = 1 / (1 + std::exp(-v));
+  return s * (1 + v * (1 - s));
+}
+
+struct Case {
+  const char* name;
+  float (*binary32)(float);
+  double (*exact)(double);
+};
+const Case kForward[] = {{"gelu", gelu, exact_gelu},
+                         {"gelu_tanh", gelu_tanh, exact_gelu_tanh},
+                         {"silu", silu, exact_silu}};
+const Case kDerivative[] = {
+    {"gelu_derivative", gelu_derivative, exact_gelu_derivative},
+    {"gelu_tanh_derivative", gelu_tanh_derivative, exact_gelu_tanh_derivative},
+    {"silu_derivative", silu_derivative, exact_silu_derivative}};
+
+// Values of v on [-10, 10] in steps of 1/64, all binary32 values.
+template <typename Check>
+void for_each_v(Check check) {
+  for (int i = -640; i <= 640; ++i) check(static_cast<float>(i) / 64.0F);
+}
+
+TEST(OpMath, ActivationsMatchPublishedValues) {
+  // Phi(1) = 0.8413447460685429 (the standard normal CDF), so gelu(1) = Phi(1) and
+  // gelu(-1) = -Phi(-1); silu(1) = 1 / (1 + 1/e) = 0.7310585786300049.
+  EXPECT_FLOAT_EQ(gelu(1.0F), 0.8413447460685429F);
+  EXPECT_FLOAT_EQ(gelu(-1.0F), -0.15865525393145707F);
+  EXPECT_FLOAT_EQ(silu(1.0F), 0.7310585786300049F);
+  EXPECT_FLOAT_EQ(silu(-1.0F), -0.2689414213699951F);
+  EXPECT_FLOAT_EQ(gelu_tanh(1.0F), static_cast<float>(exact_gelu_tanh(1.0)));
+  // At 0 every activation is 0 and every derivative 1/2 (relu's: 0, x > 0 only).
+  for (const Case& c : kForward) EXPECT_EQ(c.binary32(0.0F), 0.0F) << c.name;
+  for (const Case& c : kDerivative) EXPECT_EQ(c.binary32(0.0F), 0.5F) << c.name;
+  // gelu'(1) = Phi(1) + phi(1) = 0.8413447460685429 + 0.24197072451914337.
+  EXPECT_FLOAT_EQ(gelu_derivative(1.0F), 1.0833154705876863F);
+}
+
+// The step-by-step binary32 evaluation stays within a few unit roundoffs of the binary64
+// definition, relative to the result plus |v| + 1: the second term is the cancellation in 1 +
+// erf(.) and 1 + tanh(.) for negative v, where an error of u in erf or tanh becomes an absolute
+// error of about u |v| / 2. A wrong constant (0.0447 for 0.044715) or formula is far outside it.
+TEST(OpMath, Binary32EvaluationStaysCloseToTheDefinition) {
+  for (const auto* cases : {&kForward, &kDerivative}) {
+    for (const Case& c : *cases) {
+      for_each_v([&](float v) {
+        const double exact = c.exact(v);
+        const double tolerance =
+            8 * kUnit * (std::fabs(exact) + std::fabs(static_cast<double>(v)) + 1);
+        EXPECT_NEAR(c.binary32(v), exact, tolerance) << c.name << "(" << v << ")";
+      });
+    }
+  }
+}
+
+// The derivatives are those of the forward functions: central differences of the binary64
+// definitions, with h = 2^-14 (truncation error h^2 |f'''| / 6, below 1e-8 here).
+TEST(OpMath, DerivativesAreThoseOfTheForwardFunctions) {
+  constexpr double h = 0x1p-14;
+  for (std::size_t i = 0; i < std::size(kForward); ++i) {
+    for_each_v([&](float v) {
+      const double x = v;
+      const double difference = (kForward[i].exact(x + h) - kForward[i].exact(x - h)) / (2 * h);
+      EXPECT_NEAR(kDerivative[i].exact(x), difference, 1e-8)
+          << kDerivative[i].name << "(" << v << ")";
+    });
+  }
+}
+
+TEST(OpMath, ReluKeepsNanAndGivesPositiveZero) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(relu(nan)));
+  EXPECT_EQ(relu(inf), inf);
+  EXPECT_EQ(relu(-inf), 0.0F);
+  EXPECT_FALSE(std::signbit(relu(-0.0F)));
+  EXPECT_EQ(relu(0x1p-149F), 0x1p-149F);
+  EXPECT_EQ(relu(-2.5F), 0.0F);
+  EXPECT_EQ(relu_derivative(0x1p-149F), 1.0F);
+  EXPECT_EQ(relu_derivative(0.0F), 0.0F);
+  EXPECT_EQ(relu_derivative(nan), 0.0F);
+}
+
+TEST(OpMath, LargeArgumentsSaturateWithoutNan) {
+  for (const float v : {-1e30F, -100.0F, 100.0F, 1e30F}) {
+    for (const Case& c : kForward) EXPECT_FALSE(std::isnan(c.binary32(v))) << c.name << v;
+  }
+  EXPECT_EQ(gelu(100.0F), 100.0F);
+  EXPECT_EQ(gelu(-100.0F), -0.0F);
+  EXPECT_EQ(silu(-1e30F), -0.0F);
+  EXPECT_EQ(gelu_derivative(100.0F), 1.0F);
+}
+
+}  // namespace
+}  // namespace ampbench::kernels::op_math

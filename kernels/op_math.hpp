@@ -1,0 +1,75 @@
+// The per-element math of the op kernels (kernels/op_kernels.cu): the activations and their
+// derivatives in binary32, written once for the device and the host. Each formula is PyTorch's
+// (aten/src/ATen/native/cuda/ActivationGeluKernel.cu, ActivationSiluKernel.cu) and is evaluated
+// step by step as the CPU backend's emulation does (harness/backends/cpu/emulate.cpp): every
+// product, sum and function value rounded to binary32, constants rounded from binary64 once.
+//
+// op_kernels.cu is compiled with -fmad=false and the host test with -ffp-contract=off, so neither
+// compiler fuses a * b + c into one rounding. The functions erff, expf and tanhf are the
+// platform's: CUDA's within 2 ulp (CUDA C++ Programming Guide, "Mathematical Functions"), glibc's
+// within a few, so host and device agree except through them (relu and its derivative agree bit for
+// bit).
+#pragma once
+
+#include <cmath>
+
+#include "harness/numeric/host_device.hpp"
+
+namespace ampbench::kernels::op_math {
+
+// binary32 roundings of the binary64 constants, as the CPU backend rounds them to its compute
+// format.
+inline constexpr float kInvSqrt2 = static_cast<float>(0.70710678118654752440);       // 1/sqrt(2)
+inline constexpr float kInvSqrt2Pi = static_cast<float>(0.39894228040143267794);     // 1/sqrt(2pi)
+inline constexpr float kSqrt2OverPi = static_cast<float>(0.79788456080286535588);    // sqrt(2/pi)
+inline constexpr float kGeluTanhCubic = static_cast<float>(0.044715);                // kKappa
+inline constexpr float kGeluTanhCubicDerivative = static_cast<float>(3 * 0.044715);  // 3 kKappa
+
+// max(v, 0), NaN kept (torch.relu propagates NaN).
+AMPBENCH_HD inline float relu(float v) {
+  return v > 0.0F ? v : (v != v ? v : 0.0F);
+}
+// (v / 2) (1 + erf(v / sqrt 2)).
+AMPBENCH_HD inline float gelu(float v) {
+  return (0.5F * v) * (1.0F + erff(v * kInvSqrt2));
+}
+// (v / 2) (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))).
+AMPBENCH_HD inline float gelu_tanh(float v) {
+  const float cube = (v * v) * v;
+  const float inner = kSqrt2OverPi * (v + kGeluTanhCubic * cube);
+  return (0.5F * v) * (1.0F + tanhf(inner));
+}
+// v / (1 + exp(-v)).
+AMPBENCH_HD inline float silu(float v) {
+  return v / (1.0F + expf(-v));
+}
+
+// 1 where v > 0, else 0 (NaN included), as ATen's threshold_backward.
+AMPBENCH_HD inline float relu_derivative(float v) {
+  return v > 0.0F ? 1.0F : 0.0F;
+}
+// Phi(v) + v phi(v).
+AMPBENCH_HD inline float gelu_derivative(float v) {
+  const float cdf = 0.5F * (1.0F + erff(v * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * expf(-0.5F * (v * v));
+  return cdf + v * pdf;
+}
+// ATen's GeluBackward with approximate="tanh": t = tanh(inner),
+// (1 + t) / 2 + (v / 2) (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 v^2).
+AMPBENCH_HD inline float gelu_tanh_derivative(float v) {
+  const float square = v * v;
+  const float inner = kSqrt2OverPi * (v + kGeluTanhCubic * (square * v));
+  const float t = tanhf(inner);
+  const float left = 0.5F * v;
+  const float left_derivative = 0.5F * (1.0F + t);
+  const float tanh_derivative = 1.0F - t * t;
+  const float inner_derivative = kSqrt2OverPi * (1.0F + kGeluTanhCubicDerivative * square);
+  return left_derivative + (left * tanh_derivative) * inner_derivative;
+}
+// s (1 + v (1 - s)), s = 1 / (1 + exp(-v)).
+AMPBENCH_HD inline float silu_derivative(float v) {
+  const float s = 1.0F / (1.0F + expf(-v));
+  return s * (1.0F + v * (1.0F - s));
+}
+
+}  // namespace ampbench::kernels::op_math
