@@ -668,6 +668,8 @@ TEST(CliEval, BadInputExitsWith2) {
   const std::string broken = write_temp("b.json", R"({"a": [1, 2)");
   const std::string rz =
       write_temp("rz.toml", "name = \"rz-matmul\"\nbase = \"fp32\"\n[matmul]\nmode = \"rz\"\n");
+  const std::string with_c =
+      write_temp("c.json", R"({"a": [[1, 2]], "b": [[1], [2]], "c": [[1]]})");
   const struct {
     std::string args;
     std::string message;
@@ -687,6 +689,14 @@ TEST(CliEval, BadInputExitsWith2) {
       {"--op gemm --policy fp17 --inputs " + gemm, "--policy: unknown policy 'fp17'"},
       {"--op gemm --policy " + rz + " --inputs " + gemm,
        "--policy: policy rz-matmul, op gemm: rounding mode rz"},
+      {"--op dot --backend tpu --inputs " + missing,
+       "--backend: unknown backend 'tpu' (available: cpu, cuda, all)"},
+      {"--op gemm --policy tf32 --backend cuda --mma hopper --inputs " + gemm,
+       "--mma models Tensor Cores on the CPU; on the GPU the hardware runs"},
+      {"--op attention --backend all --inputs " + gemm,
+       "--backend all: attention has no CUDA implementation yet"},
+      {"--op gemm --backend cuda --inputs " + with_c,
+       "--backend cuda: the CUDA backend computes A B without C"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench("eval " + c.args);
@@ -694,7 +704,9 @@ TEST(CliEval, BadInputExitsWith2) {
     EXPECT_EQ(run.out, "") << c.args;
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
   }
-  for (const auto& path : {gemm, extra, missing, targets, broken, rz}) std::remove(path.c_str());
+  for (const auto& path : {gemm, extra, missing, targets, broken, rz, with_c}) {
+    std::remove(path.c_str());
+  }
 }
 
 }  // namespace

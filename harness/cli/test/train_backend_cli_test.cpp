@@ -1,7 +1,7 @@
-// `ampbench train --backend cuda` and `ampbench profile --backend cuda` end to end, on the branch
-// this machine takes: without CUDA in the build or without a usable device each command stops with
-// exit status 3 before any work; with a device short runs train and profile on it. (Usage errors of
-// --backend are in train_cli_test.cpp and profile_cli_test.cpp.)
+// `ampbench train|profile|eval --backend cuda` end to end, on the branch this machine takes:
+// without CUDA in the build or without a usable device each command stops with exit status 3
+// before any work; with a device short runs train, profile and evaluate on it. (Usage errors of
+// --backend are in train_cli_test.cpp, profile_cli_test.cpp and cli_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -76,6 +76,32 @@ TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   bool kernel = false;
   for (const auto& e : chrome["traceEvents"]) kernel = kernel || e.value("cat", "") == "kernel";
   EXPECT_TRUE(kernel) << "the trace holds the device's kernels";
+}
+
+TEST(CliTrainBackend, EvalOnCudaRunsTheUsersInputsOnTheDeviceOrStopsWithStatus3) {
+  const std::string inputs = temp_path("eval-dot.json");
+  {
+    std::FILE* f = std::fopen(inputs.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"a": [1, 2, 3], "b": [0.5, 0.25, 0.125]})", f);
+    std::fclose(f);
+  }
+  const Outcome run = ampbench("eval --op dot --backend all --json --inputs " + inputs);
+  std::remove(inputs.c_str());
+  if (!device_available()) {
+    EXPECT_EQ(run.status, 3) << run.err;
+    EXPECT_EQ(run.out, "");
+    EXPECT_EQ(run.err.find("ampbench eval: --backend all: "), 0u) << run.err;
+    return;
+  }
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  // 1 * 0.5 + 2 * 0.25 + 3 * 0.125 = 1.375, exact in fp32 on both backends.
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["output"], "0x1.6p+0");
+  EXPECT_EQ(j["cuda"]["output"], "0x1.6p+0");
+  EXPECT_EQ(j["cuda"]["ulp_error"], 0);
+  EXPECT_TRUE(j["cuda"]["ran"]["device"].contains("name"));
 }
 
 TEST(CliTrainBackend, ShortRunOnTheGpuTracksTheReference) {
