@@ -72,6 +72,15 @@ TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   for (const auto& r : record["runs"]) {
     EXPECT_GT(r["peak_device_bytes"].get<double>(), 0) << r["policy"];
     EXPECT_GT(r["attribution"]["total"]["kernel_count"].get<double>(), 0) << r["policy"];
+    const auto& categories = r["attribution"]["total"]["categories"];
+    // Plausible categories: every policy runs GEMMs and the loss's reduction; autocast casts the
+    // fp32 activations and weights, and its fp16/bf16 GEMMs run on Tensor Cores (cuBLASLt's
+    // Hopper kernels are named nvjet or sm90_xmma: classify.hpp).
+    EXPECT_TRUE(categories.contains("reduction")) << r["policy"] << categories.dump();
+    if (r["policy"] == "amp-fp16" || r["policy"] == "amp-bf16") {
+      EXPECT_TRUE(categories.contains("cast")) << r["policy"] << categories.dump();
+      EXPECT_TRUE(categories.contains("gemm_tensor_core")) << r["policy"] << categories.dump();
+    }
   }
   bool kernel = false;
   for (const auto& e : chrome["traceEvents"]) kernel = kernel || e.value("cat", "") == "kernel";
