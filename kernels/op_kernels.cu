@@ -161,7 +161,7 @@ __global__ void cast_kernel(const From* x, To* y, std::size_t n) {
 enum class Binary { add, mul };
 
 template <typename T>
-__global__ void binary_kernel(Binary op, const T* a, const T* b, T* y, std::size_t n) {
+__global__ void pointwise_binary_kernel(Binary op, const T* a, const T* b, T* y, std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
     const float u = load(a, i), v = load(b, i);
     store(y, i, op == Binary::add ? u + v : u * v);
@@ -169,7 +169,7 @@ __global__ void binary_kernel(Binary op, const T* a, const T* b, T* y, std::size
 }
 
 template <typename T>
-__global__ void fma_kernel(const T* x, const T* y, const T* z, T* out, std::size_t n) {
+__global__ void pointwise_fma_kernel(const T* x, const T* y, const T* z, T* out, std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
     store(out, i, fmaf(load(x, i), load(y, i), load(z, i)));
   }
@@ -208,8 +208,8 @@ __global__ void bias_activation_kernel(Activation act, const T* x, const T* bias
 }
 
 template <typename T>
-__global__ void activation_backward_kernel(Activation act, const T* x, const T* dy, T* dx,
-                                           std::size_t n) {
+__global__ void pointwise_activation_backward_kernel(Activation act, const T* x, const T* dy, T* dx,
+                                                     std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
     store(dx, i, load(dy, i) * derivative(act, load(x, i)));
   }
@@ -218,7 +218,7 @@ __global__ void activation_backward_kernel(Activation act, const T* x, const T* 
 // ---- column sums: one thread per column, the rows in order --------------------------------------
 
 template <typename T>
-__global__ void column_sums_kernel(const T* x, T* out, std::size_t rows, std::size_t cols) {
+__global__ void reduce_columns_kernel(const T* x, T* out, std::size_t rows, std::size_t cols) {
   for (std::size_t j = first_index(); j < cols; j += grid_stride()) {
     float s = 0.0F;
     for (std::size_t i = 0; i < rows; ++i) s = s + load(x, i * cols + j);
@@ -459,8 +459,8 @@ void launch_binary(Binary op, DType type, const void* a, const void* b, void* y,
   if (n == 0) return;
   with_type(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    binary_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(op, in<T>(a), in<T>(b), out<T>(y),
-                                                                  n);
+    pointwise_binary_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(op, in<T>(a), in<T>(b),
+                                                                            out<T>(y), n);
   });
   check_launch();
 }
@@ -516,8 +516,8 @@ void fma(DType type, const void* x, const void* y, const void* z, void* result, 
   if (n == 0) return;
   with_type(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fma_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(in<T>(x), in<T>(y), in<T>(z),
-                                                               out<T>(result), n);
+    pointwise_fma_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(
+        in<T>(x), in<T>(y), in<T>(z), out<T>(result), n);
   });
   check_launch();
 }
@@ -541,7 +541,7 @@ void activation_backward(DType type, Activation act, const void* x, const void* 
   if (n == 0) return;
   with_type(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    activation_backward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(
+    pointwise_activation_backward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(
         act, in<T>(x), in<T>(dy), out<T>(dx), n);
   });
   check_launch();
@@ -552,8 +552,8 @@ void column_sums(DType type, const void* x, void* sums, std::size_t rows, std::s
   if (cols == 0) return;
   with_type(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    column_sums_kernel<<<elementwise_blocks(cols), kThreads, 0, stream>>>(in<T>(x), out<T>(sums),
-                                                                          rows, cols);
+    reduce_columns_kernel<<<elementwise_blocks(cols), kThreads, 0, stream>>>(in<T>(x), out<T>(sums),
+                                                                             rows, cols);
   });
   check_launch();
 }

@@ -133,7 +133,7 @@ __global__ void update_scale_kernel(float* scale, int* growth_tracker, const flo
   *growth_tracker = next.growth_tracker;
 }
 
-__global__ void inverse_scale_kernel(const float* scale, float* inv_scale) {
+__global__ void loss_scale_inverse_kernel(const float* scale, float* inv_scale) {
   *inv_scale = train::inverse_scale(*scale);
 }
 
@@ -141,7 +141,7 @@ __device__ bool skipped(const float* found_inf) {
   return found_inf != nullptr && *found_inf != 0.0F;
 }
 
-__global__ void advance_step_kernel(std::int64_t* count, const float* found_inf) {
+__global__ void optimizer_advance_step_kernel(std::int64_t* count, const float* found_inf) {
   if (!skipped(found_inf)) ++*count;
 }
 
@@ -316,7 +316,7 @@ void update_scale(float* scale, int* growth_tracker, const float* found_inf,
 void inverse_scale(const float* scale, float* inv_scale, cudaStream_t stream) {
   require(scale != nullptr && inv_scale != nullptr,
           "inverse_scale: scale and inv_scale must be device pointers");
-  inverse_scale_kernel<<<1, 1, 0, stream>>>(scale, inv_scale);
+  loss_scale_inverse_kernel<<<1, 1, 0, stream>>>(scale, inv_scale);
   AMPBENCH_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -326,7 +326,8 @@ DeviceStepCount::DeviceStepCount() {
 }
 
 void DeviceStepCount::advance(const float* found_inf, cudaStream_t stream) {
-  advance_step_kernel<<<1, 1, 0, stream>>>(static_cast<std::int64_t*>(count_.get()), found_inf);
+  optimizer_advance_step_kernel<<<1, 1, 0, stream>>>(static_cast<std::int64_t*>(count_.get()),
+                                                     found_inf);
   AMPBENCH_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ampbench::profile {
 namespace {
@@ -177,6 +183,84 @@ TEST(ClassifyKernel, RealNames) {
   for (const RealName& real : kRealNames) {
     EXPECT_EQ(to_string(classify_kernel(real.name)), to_string(real.expected)) << real.name;
   }
+}
+
+// The names of the __global__ functions a source file defines (after `__global__`, the return type
+// and any __launch_bounds__(...)).
+std::vector<std::string> kernel_names(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string source = text.str();
+  EXPECT_FALSE(source.empty()) << "cannot read " << path;
+  std::vector<std::string> names;
+  for (std::size_t at = source.find("__global__"); at != std::string::npos;
+       at = source.find("__global__", at + 1)) {
+    std::size_t i = at + std::string_view("__global__").size();
+    std::string word;
+    while (i < source.size()) {
+      while (i < source.size() && std::isspace(static_cast<unsigned char>(source[i]))) ++i;
+      std::size_t end = i;
+      while (end < source.size() &&
+             (std::isalnum(static_cast<unsigned char>(source[end])) || source[end] == '_')) {
+        ++end;
+      }
+      word = source.substr(i, end - i);
+      i = end;
+      if (word == "__launch_bounds__") {
+        i = source.find(')', i) + 1;  // skip its arguments
+      } else if (word != "void" && word != "static" && word != "inline") {
+        break;
+      }
+    }
+    names.push_back(word);
+  }
+  return names;
+}
+
+// Every kernel ampbench itself launches in an audit, a training step or a profile falls into a
+// category, so that its own time is attributed where it belongs; read from the sources, so that a
+// kernel added later with an unclassifiable name fails here. Each name is tried as CUPTI
+// demangles it, with the namespace and a template argument.
+TEST(ClassifyKernel, AmpbenchsOwnKernels) {
+  const std::map<std::string, KernelCategory> expected = {
+      {"cast_kernel", C::cast},
+      {"round_kernel", C::cast},
+      {"pointwise_binary_kernel", C::elementwise},
+      {"pointwise_fma_kernel", C::elementwise},
+      {"bias_activation_kernel", C::elementwise},
+      {"pointwise_activation_backward_kernel", C::elementwise},
+      {"reduce_columns_kernel", C::reduction},
+      {"reduce_kernel", C::reduction},
+      {"softmax_kernel", C::reduction},
+      {"softmax_backward_kernel", C::reduction},
+      {"layer_norm_kernel", C::reduction},
+      {"layer_norm_dx_kernel", C::reduction},
+      {"layer_norm_parameters_kernel", C::reduction},
+      {"rms_norm_kernel", C::reduction},
+      {"cross_entropy_rows_kernel", C::reduction},
+      {"cross_entropy_backward_kernel", C::reduction},
+      {"unscale_and_check_kernel", C::loss_scaler},
+      {"update_scale_kernel", C::loss_scaler},
+      {"loss_scale_inverse_kernel", C::loss_scaler},
+      {"sgd_kernel", C::optimizer},
+      {"adamw_kernel", C::optimizer},
+      {"optimizer_advance_step_kernel", C::optimizer},
+  };
+  std::size_t found = 0;
+  for (const char* file :
+       {"kernels/op_kernels.cu", "kernels/train_kernels.cu", "kernels/rounding_kernels.cu"}) {
+    for (const std::string& name : kernel_names(std::string(AMPBENCH_SOURCE_DIR) + "/" + file)) {
+      ++found;
+      const auto it = expected.find(name);
+      ASSERT_NE(it, expected.end())
+          << file << " defines kernel " << name << ": add it here with the category it must get";
+      const std::string demangled = "void ampbench::kernels::(anonymous namespace)::" + name +
+                                    "<__half>(__half const*, __half*, unsigned long)";
+      EXPECT_EQ(classify_kernel(demangled), it->second) << demangled;
+    }
+  }
+  EXPECT_EQ(found, expected.size()) << "a kernel of the table is no longer in the sources";
 }
 
 TEST(ClassifyKernel, IgnoresCase) {
