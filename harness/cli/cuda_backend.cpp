@@ -33,8 +33,9 @@ audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
 
 train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
                               const train::Dataset& eval_set,
-                              const std::function<void(std::size_t)>& progress) {
-  return backends::cuda::train_on_device(config, train_set, eval_set, progress);
+                              const std::function<void(std::size_t)>& progress, bool both) {
+  return both ? backends::cuda::train_on_device_and_cpu(config, train_set, eval_set, progress)
+              : backends::cuda::train_on_device(config, train_set, eval_set, progress);
 }
 
 train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
@@ -58,7 +59,8 @@ audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends:
 }
 
 train::TrainResult cuda_train(const train::TrainConfig&, const train::Dataset&,
-                              const train::Dataset&, const std::function<void(std::size_t)>&) {
+                              const train::Dataset&, const std::function<void(std::size_t)>&,
+                              bool) {
   throw std::logic_error("cuda_train: this build has no CUDA backend");
 }
 

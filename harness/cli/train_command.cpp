@@ -23,8 +23,13 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v && std::isfinite(*v) ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every) {
-  out << fmt::format("\n{} (gradients in {}, scaler {})\n", r.policy, r.gradient_format,
+// The run's name in tables: the policy, and where it ran when both backends trained it.
+std::string run_name(const train::RunResult& r, bool both) {
+  return both ? fmt::format("{}@{}", r.policy, r.backend) : r.policy;
+}
+
+void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every, bool both) {
+  out << fmt::format("\n{} (gradients in {}, scaler {})\n", run_name(r, both), r.gradient_format,
                      r.scaler ? "on" : "off");
   out << fmt::format("{:>6}{:>11}{:>11}{:>12}{:>11}{:>11}{:>11}{:>9}{:>8}\n", "step", "loss",
                      "loss_err", "grad_err", "uflow", "uflow_sc", "scale", "tracker", "skipped");
@@ -56,16 +61,16 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   auto policies = read_policies(kCommand, split_list(args.policies), err);
   if (!policies) return kExitUsage;
   config.policies = std::move(*policies);
-  if (args.backend != "cpu" && args.backend != "cuda") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
-                       args.backend);
+  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
+    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
+                       kCommand, args.backend);
     return kExitUsage;
   }
-  const bool on_cuda = args.backend == "cuda";
+  const bool on_cuda = args.backend != "cpu";
   if (on_cuda) {
     for (const auto& p : config.policies) {
       if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
-        err << fmt::format("{}: --backend cuda: {}\n", kCommand, *why);
+        err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, *why);
         return kExitUsage;
       }
     }
@@ -165,7 +170,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   if (on_cuda) {
     cuda = open_cuda_backend();
     if (!cuda.available) {
-      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
+      err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, cuda.unavailable);
       return kExitNoDevice;
     }
   }
@@ -177,7 +182,8 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       config.model, data.name, split.train.samples(), split.eval.samples(), config.steps,
       config.accumulate, config.batch, config.seed, config.reference_bits);
   if (on_cuda) {
-    out << fmt::format("policies on {}; the reference on the CPU\n", cuda.gpu);
+    out << fmt::format("policies on {}{}; the reference on the CPU\n", cuda.gpu,
+                       args.backend == "all" ? " and emulated on the CPU, side by side" : "");
     for (const auto& p : config.policies) {
       if (auto note = backends::cuda::non_gemm_compute_note(p)) out << "note: " << *note << "\n";
     }
@@ -191,7 +197,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
         err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, config.steps);
     };
     if (on_cuda) {
-      result = cuda_train(config, split.train, split.eval, progress);
+      result = cuda_train(config, split.train, split.eval, progress, args.backend == "all");
     } else {
       result = train::train(config, split.train, split.eval, progress);
     }
@@ -205,17 +211,19 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
 
   const std::size_t every =
       args.print_every > 0 ? args.print_every : std::max<std::size_t>(1, config.steps / 10);
-  for (const auto& r : result.runs) write_steps(out, r, every);
-  out << fmt::format("\n{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "policy", "scaler", "skipped",
-                     "eval_loss", "accuracy", "w_diverge", "verdict");
-  out << fmt::format("{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "reference", "-", "-",
+  const bool both = result.backend == "all";
+  for (const auto& r : result.runs) write_steps(out, r, every, both);
+  const std::size_t width = both ? 16 : 12;
+  out << fmt::format("\n{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "policy", width, "scaler",
+                     "skipped", "eval_loss", "accuracy", "w_diverge", "verdict");
+  out << fmt::format("{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "reference", width, "-", "-",
                      number(result.reference.eval_loss, "{:.5g}"),
                      number(result.reference.eval_accuracy, "{:.3f}"), "-", "");
   bool all_pass = true;
   for (const auto& r : result.runs) {
     double divergence = 0;
     for (const double d : r.weight_divergence) divergence = std::max(divergence, d);
-    out << fmt::format("{:<12}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", r.policy,
+    out << fmt::format("{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", run_name(r, both), width,
                        r.scaler ? "on" : "off", r.skipped_steps.size(),
                        number(r.eval_loss, "{:.5g}"), number(r.eval_accuracy, "{:.3f}"),
                        number(divergence), r.verdict);

@@ -61,6 +61,7 @@ class EmulatedOps {
   using Tensor = EmulatedTensor;
   using Scalar = double;  // losses and the upstream gradient
   using Master = float;   // master weights and their gradients: binary32
+  static constexpr const char* kBackend = "cpu";
 
   explicit EmulatedOps(policy::Policy policy);
   const policy::Policy& policy() const { return policy_; }

@@ -45,6 +45,7 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
     steps.push_back(std::move(step));
   }
   nlohmann::json j{{"policy", r.policy},
+                   {"backend", r.backend},
                    {"gradient_format", r.gradient_format},
                    {"scaler", r.scaler},
                    {"steps", std::move(steps)},

@@ -71,7 +71,8 @@ struct StepRecord {
 };
 
 struct RunResult {
-  std::string policy;  // "reference" for the reference
+  std::string policy;           // "reference" for the reference
+  std::string backend = "cpu";  // where the policy ran: cpu (emulated) or cuda
   std::string gradient_format;
   bool scaler = false;
   std::vector<StepRecord> steps;
@@ -93,7 +94,7 @@ struct TrainResult {
   RunResult reference;
   std::vector<RunResult> runs;
   double seconds = 0;
-  std::string backend = "cpu";               // where the policies ran: cpu or cuda
+  std::string backend = "cpu";               // where the policies ran: cpu, cuda or all (both)
   nlohmann::json device = nlohmann::json();  // the GPU's record (backends::cuda::device_record)
 };
 

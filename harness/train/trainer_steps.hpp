@@ -4,8 +4,8 @@
 // trainer.cpp instantiates it for the CPU backend, harness/backends/cuda/train.cpp for the GPU.
 //
 // A policy's ops type provides the model ops of ops.hpp (at least those of the models it trains),
-// phase(name), record_phases(recorder), gradient_format(), master_gradient(tensor), and a
-// constructor from the policy.
+// phase(name), record_phases(recorder), gradient_format(), master_gradient(tensor), a constructor
+// from the policy, and kBackend, the name of its backend ("cpu", "cuda").
 #pragma once
 
 #include <fmt/format.h>
@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "harness/numeric/rounding.hpp"
@@ -260,6 +261,7 @@ Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
                      {},
                      {}};
   run.result.policy = p.name;
+  run.result.backend = PolicyOps::kBackend;
   run.result.gradient_format = run.ops.gradient_format().name;
   if (wants_scaler(config.scaler, run.ops.gradient_format())) {
     run.scaler.emplace(config.scaler_options);
@@ -324,7 +326,9 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
   return result;
 }
 
-template <class PolicyOps, class Model>
+// Trains every policy of the configuration on each backend of PolicyOps (e.g. EmulatedOps, or
+// EmulatedOps and CudaOps side by side: each policy's runs in that order) beside one reference.
+template <class... PolicyOps, class Model>
 TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
                          const Dataset& eval_set,
                          const std::function<void(std::size_t)>& progress) {
@@ -344,8 +348,12 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
       {}, to_master<Real>(initial), Optimizer<Real>(config.optimizer), std::nullopt, {}, {}, {}};
   reference.result.policy = "reference";
   reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
-  std::vector<Run<PolicyOps>> runs;
-  for (const auto& p : config.policies) runs.push_back(policy_run<PolicyOps>(p, config, initial));
+  std::vector<std::variant<Run<PolicyOps>...>> runs;
+  for (const auto& p : config.policies) {
+    (runs.emplace_back(std::in_place_type<Run<PolicyOps>>,
+                       policy_run<PolicyOps>(p, config, initial)),
+     ...);
+  }
 
   for (std::size_t step = 0; step < config.steps; ++step) {
     const std::vector<Batch> micro = micro_batches(config, train_set, step);
@@ -359,14 +367,18 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
     std::vector<StepRecord> records(runs.size());
     for (std::size_t r = 0; r < runs.size(); ++r) {
       records[r].step = step;
-      policy_step(model, runs[r], micro, config, records[r]);
+      std::visit([&](auto& run) { policy_step(model, run, micro, config, records[r]); }, runs[r]);
     }
     reference_done.get();
     reference.result.steps.push_back(ref_record);
     for (std::size_t r = 0; r < runs.size(); ++r) {
-      compare(records[r], runs[r], ref_record, reference.unscaled);
-      if (records[r].skipped) runs[r].result.skipped_steps.push_back(step);
-      runs[r].result.steps.push_back(std::move(records[r]));
+      std::visit(
+          [&](auto& run) {
+            compare(records[r], run, ref_record, reference.unscaled);
+            if (records[r].skipped) run.result.skipped_steps.push_back(step);
+            run.result.steps.push_back(std::move(records[r]));
+          },
+          runs[r]);
     }
     if (progress) progress(step);
   }
@@ -374,20 +386,23 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   evaluate(model, reference, eval_set);
   std::vector<std::vector<double>> ref_weights;
   for (const auto& w : reference.weights) ref_weights.push_back(to_doubles(w));
-  for (auto& run : runs) {
-    evaluate(model, run, eval_set);
-    RunResult& r = run.result;
-    for (std::size_t i = 0; i < run.weights.size(); ++i) {
-      r.weight_divergence.push_back(
-          normwise(to_doubles(run.weights[i]), ref_weights[i]).value_or(INFINITY));
-    }
-    if (run.scaler) {
-      for (const auto& w : run.scaler->collapse_warnings()) {
-        if (run.scaler->collapse_detection()) {
-          r.scaler_warnings.push_back(describe(w, *run.scaler->collapse_detection()));
-        }
-      }
-    }
+  for (auto& any : runs) {
+    auto& run_result = std::visit([](auto& run) -> RunResult& { return run.result; }, any);
+    std::visit(
+        [&](auto& run) {
+          evaluate(model, run, eval_set);
+          for (std::size_t i = 0; i < run.weights.size(); ++i) {
+            run.result.weight_divergence.push_back(
+                normwise(to_doubles(run.weights[i]), ref_weights[i]).value_or(INFINITY));
+          }
+          if (run.scaler && run.scaler->collapse_detection()) {
+            for (const auto& w : run.scaler->collapse_warnings()) {
+              run.result.scaler_warnings.push_back(describe(w, *run.scaler->collapse_detection()));
+            }
+          }
+        },
+        any);
+    RunResult& r = run_result;
     const double loss_change =
         (r.eval_loss - reference.result.eval_loss) / reference.result.eval_loss;
     const double accuracy_change = r.eval_accuracy - reference.result.eval_accuracy;
@@ -401,7 +416,9 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
         r.skipped_steps.size());
   }
   result.reference = std::move(reference.result);
-  for (auto& run : runs) result.runs.push_back(std::move(run.result));
+  for (auto& any : runs) {
+    std::visit([&](auto& run) { result.runs.push_back(std::move(run.result)); }, any);
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -79,6 +79,20 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
   return result;
 }
 
+train::TrainResult train_on_device_and_cpu(const train::TrainConfig& config,
+                                           const train::Dataset& train_set,
+                                           const train::Dataset& eval_set,
+                                           const std::function<void(std::size_t)>& progress) {
+  require_trainable(config);
+  train::TrainResult result = with_device_model(config, train_set, [&](const auto& model) {
+    return train::steps::run_training<train::EmulatedOps, CudaOps>(model, config, train_set,
+                                                                   eval_set, progress);
+  });
+  result.backend = "all";
+  result.device = device_record(kernels::probe_device(), kernels::library_versions());
+  return result;
+}
+
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
                                        const train::Dataset& train_set, std::size_t warmup) {
   require_trainable(config);

@@ -18,6 +18,12 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
                                    const train::Dataset& train_set, const train::Dataset& eval_set,
                                    const std::function<void(std::size_t step)>& progress = {});
 
+// Both side by side beside one reference: each policy emulated on the CPU (RunResult::backend
+// "cpu") and run on the device ("cuda"), in that order; the result's backend is "all".
+train::TrainResult train_on_device_and_cpu(
+    const train::TrainConfig& config, const train::Dataset& train_set,
+    const train::Dataset& eval_set, const std::function<void(std::size_t step)>& progress = {});
+
 // Each policy alone on the device, `warmup` untimed steps and config.steps timed ones: every phase
 // an NVTX range, the timed steps traced by the CUPTI collector (kernels/cupti_collector.hpp), whose
 // trace (kernels, API calls, copies, the phases as NVTX markers) each policy's attribution reads;

@@ -68,6 +68,7 @@ class CudaOps {
   using Tensor = CudaTensor;
   using Scalar = double;  // losses and the upstream gradient
   using Master = float;   // master weights and their gradients: binary32, on the host
+  static constexpr const char* kBackend = "cuda";
 
   // Throws std::invalid_argument when the policy cannot run on the device (why_not_trainable),
   // kernels::CudaError when the stream or cuBLASLt cannot be created.
