@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
+#include <string>
 
 #include "harness/train/batch_norm_math.hpp"
 #include "kernels/cnn_kernels.hpp"
@@ -186,6 +188,13 @@ unsigned elementwise_blocks(std::size_t n) {
       std::min((n + kElementwiseThreads - 1) / kElementwiseThreads, kMaxBlocks));
 }
 
+// Refuses a null tensor: every pointer a launcher takes is needed.
+void require_data(std::initializer_list<const void*> pointers, const char* launcher) {
+  for (const void* p : pointers) {
+    if (p == nullptr) throw std::invalid_argument(std::string(launcher) + ": a null tensor");
+  }
+}
+
 // Calls launch(T{}) with the element type of `type` (a value of it, for deduction only).
 template <typename Launch>
 void with_element_type(DType type, Launch launch) {
@@ -204,6 +213,7 @@ void batch_norm(DType type, const void* x, const float* gamma, const float* beta
                 cudaStream_t stream) {
   if (batch * spatial == 0) throw std::invalid_argument("batch_norm: a channel of no values");
   if (channels == 0) return;
+  require_data({x, gamma, beta, y}, "batch_norm");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
     batch_norm_kernel<T><<<reduction_blocks(channels), kReductionThreads, 0, stream>>>(
@@ -219,6 +229,7 @@ void batch_norm_backward(DType type, const void* x, const void* dy, const float*
     throw std::invalid_argument("batch_norm_backward: a channel of no values");
   }
   if (channels == 0) return;
+  require_data({x, dy, gamma, dx, dgamma, dbeta}, "batch_norm_backward");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
     batch_norm_backward_kernel<T><<<reduction_blocks(channels), kReductionThreads, 0, stream>>>(
@@ -232,6 +243,7 @@ void mean_rows(DType type, const void* x, void* y, std::size_t rows, std::size_t
                cudaStream_t stream) {
   if (cols == 0) throw std::invalid_argument("mean_rows: rows of no columns");
   if (rows == 0) return;
+  require_data({x, y}, "mean_rows");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
     mean_rows_kernel<T><<<reduction_blocks(rows), kReductionThreads, 0, stream>>>(
@@ -244,6 +256,7 @@ void mean_rows_backward(DType type, const void* dy, void* dx, std::size_t rows, 
                         cudaStream_t stream) {
   if (cols == 0) throw std::invalid_argument("mean_rows_backward: rows of no columns");
   if (rows == 0) return;
+  require_data({dy, dx}, "mean_rows_backward");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
     mean_rows_backward_kernel<T>
