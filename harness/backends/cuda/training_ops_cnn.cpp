@@ -22,7 +22,7 @@ using training_ops_detail::dtype_of;
 
 // The binary32 eps the kernels take, as ATen's batch-norm kernels convert it (their accumulation
 // type).
-const float kBatchNormEps = static_cast<float>(train::kBatchNormEps);
+const float kBinary32BatchNormEps = static_cast<float>(train::kBatchNormEps);
 
 const float* binary32_data(const CudaTensor& t) {
   if (t.type != kernels::DType::f32) throw std::logic_error("batch norm's weight is not binary32");
@@ -89,7 +89,7 @@ CudaTensor CudaOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tenso
   const Tensor ba = batch_norm_weight(q, beta);
   Tensor y = empty(xa.size, xa.type);
   kernels::batch_norm(xa.type, xa.data(), binary32_data(ga), binary32_data(ba), y.data(), batch,
-                      channels, spatial, kBatchNormEps, context_->stream);
+                      channels, spatial, kBinary32BatchNormEps, context_->stream);
   return cast(y, q.output);
 }
 
@@ -105,8 +105,8 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
   Tensor dgamma = empty(channels, xa.type);
   Tensor dbeta = empty(channels, xa.type);
   kernels::batch_norm_backward(xa.type, xa.data(), dya.data(), binary32_data(ga), dx.data(),
-                               dgamma.data(), dbeta.data(), batch, channels, spatial, kBatchNormEps,
-                               context_->stream);
+                               dgamma.data(), dbeta.data(), batch, channels, spatial,
+                               kBinary32BatchNormEps, context_->stream);
   BatchNormGradients g;
   g.dx = cast(dx, x.format);
   g.dgamma = cast(dgamma, gamma.format);
