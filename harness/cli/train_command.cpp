@@ -185,7 +185,8 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     out << fmt::format("policies on {}{}; the reference on the CPU\n", cuda.gpu,
                        args.backend == "all" ? " and emulated on the CPU, side by side" : "");
     for (const auto& p : config.policies) {
-      if (auto note = backends::cuda::non_gemm_compute_note(p)) out << "note: " << *note << "\n";
+      if (auto note = backends::cuda::non_gemm_compute_note(p, config.model))
+        out << "note: " << *note << "\n";
     }
   }
   out.flush();

@@ -30,7 +30,7 @@ auto with_device_model(const train::TrainConfig& config, const train::Dataset& t
                        Call run) {
   return train::steps::with_model(config, train_set, [&](const auto& model) {
     using Model = std::decay_t<decltype(model)>;
-    if constexpr (std::is_same_v<Model, train::Mlp>) {
+    if constexpr (std::is_same_v<Model, train::Mlp> || std::is_same_v<Model, train::Cnn>) {
       return run(model);
     } else {
       throw std::invalid_argument(

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
-#include "harness/backends/cuda/lt_matmul.hpp"
+#include "harness/backends/cuda/training_ops_context.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/ops/catalog.hpp"
 #include "harness/profile/classify.hpp"
@@ -20,6 +22,17 @@ namespace {
 
 using numeric::Format;
 namespace formats = numeric::formats;
+using training_ops_detail::device_type_of;
+using training_ops_detail::dtype_of;
+using training_ops_detail::format_of;
+
+const ops::OpInfo& op_info(std::string_view name) {
+  return *ops::find_op(name);
+}
+
+}  // namespace
+
+namespace training_ops_detail {
 
 kernels::DType dtype_of(DeviceType t) {
   switch (t) {
@@ -43,18 +56,13 @@ Format format_of(kernels::DType t) {
   return device_type_format(device_type_of(t));
 }
 
-// The element type that stores results of format `f` (why_not_trainable has checked it exists).
 kernels::DType dtype_of(const Format& f) {
   const std::optional<DeviceType> t = output_type(f);
   if (!t) throw std::logic_error(fmt::format("no device type stores {}", f.name));
   return dtype_of(*t);
 }
 
-const ops::OpInfo& op_info(std::string_view name) {
-  return *ops::find_op(name);
-}
-
-}  // namespace
+}  // namespace training_ops_detail
 
 // ---- device memory ----------------------------------------------------------------------------
 
@@ -87,33 +95,31 @@ void reset_peak_pool_bytes() {
 
 // ---- the ops ------------------------------------------------------------------------------------
 
-struct CudaOps::Context {
-  cudaStream_t stream = nullptr;
-  LtMatmul matmul;
+CudaOps::Context::Context() {
+  AMPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Keep freed memory in the pool between steps instead of returning it to the driver at every
+  // synchronization, as a caching allocator does.
+  int device = 0;
+  AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  AMPBENCH_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+  AMPBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
 
-  Context() {
-    AMPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    // Keep freed memory in the pool between steps instead of returning it to the driver at
-    // every synchronization, as a caching allocator does.
-    int device = 0;
-    AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-    cudaMemPool_t pool = nullptr;
-    AMPBENCH_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-    std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
-    AMPBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+CudaOps::Context::~Context() {
+  if (stream != nullptr) {
+    AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
+    cudnn.reset();  // before its stream goes
+    AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream));
   }
-  ~Context() {
-    if (stream != nullptr) {
-      AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
-      AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream));
-    }
-  }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-};
+}
 
 CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
-  if (auto why = why_not_trainable(policy_, "mlp")) throw std::invalid_argument(*why);
+  // The ops do not know the model: the policy must train one of them (train_on_device checks the
+  // model it runs before any work).
+  const std::optional<std::string> why = why_not_trainable(policy_, "mlp");
+  if (why && why_not_trainable(policy_, "cnn")) throw std::invalid_argument(*why);
   context_ = std::make_unique<Context>();
 }
 

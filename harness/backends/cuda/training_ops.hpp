@@ -1,5 +1,5 @@
 // The training ops of the CUDA backend: the ops interface of harness/train/ops.hpp (the subset the
-// mlp runs) on the device, under a precision policy, with autocast's dtype flow as
+// mlp and the cnn run) on the device, under a precision policy, with autocast's dtype flow as
 // train::EmulatedOps models it: each op casts its inputs to the policy's input type on the device,
 // linear layers run through cuBLASLt with the compute type the policy's plan names, the other ops
 // through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type), and a
@@ -21,10 +21,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/numeric/format.hpp"
+#include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
 #include "harness/train/ops.hpp"
@@ -70,7 +72,7 @@ class CudaOps {
   using Master = float;   // master weights and their gradients: binary32, on the host
   static constexpr const char* kBackend = "cuda";
 
-  // Throws std::invalid_argument when the policy cannot run on the device (why_not_trainable),
+  // Throws std::invalid_argument when the policy trains no model on the device (why_not_trainable),
   // kernels::CudaError when the stream or cuBLASLt cannot be created.
   explicit CudaOps(policy::Policy policy);
   ~CudaOps();
@@ -114,6 +116,28 @@ class CudaOps {
   Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
                                 std::size_t rows, std::size_t classes, Scalar d_loss);
 
+  // The cnn's ops (training_ops_cnn.cpp). Convolutions run through cuDNN with the data, compute
+  // and math types of the audit's plan for the policy's conv precision (conv_plan.hpp), on a
+  // cuDNN handle bound to this stream; batch norm and pooling through kernels/cnn_kernels.hpp,
+  // relu through kernels/op_kernels.hpp.
+  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
+  using ConvolutionGradients = train::ConvolutionGradients<Tensor>;
+  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                       const ops::convolution::Geometry& g, bool need_dx);
+  // Training-mode batch norm of batch x channels x spatial values, per channel. The backward
+  // recomputes the channels' statistics, as layer_norm_backward does.
+  Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
+                    std::size_t channels, std::size_t spatial);
+  using BatchNormGradients = train::LayerNormGradients<Tensor>;
+  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& beta, std::size_t batch,
+                                         std::size_t channels, std::size_t spatial);
+  Tensor relu(const Tensor& x);
+  Tensor relu_backward(const Tensor& x, const Tensor& dy);
+  // Global average pooling: the mean of each row of rows x cols, and its backward.
+  Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
+
   // The format the weight gradients of matmuls come out in (fp16 under amp-fp16).
   numeric::Format gradient_format() const;
 
@@ -128,6 +152,16 @@ class CudaOps {
   void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,
               const void* bias);
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
+  // Batch norm's gamma or beta as the kernels take it, binary32 holding the values of the weight
+  // the op uses (q.promote: the fp32 parameter itself; otherwise rounded to its input format).
+  Tensor batch_norm_weight(const policy::OpPrecision& q, const Tensor& weight) const;
+  // One cuDNN pass of a convolution, the catalog's op `pass` (conv2d, conv2d_backward_data or
+  // conv2d_backward_filter) under the conv precision `q`, inside a range that names it (when
+  // phases are recorded); first and second in the pass's operand order, cast to its data type.
+  // The output is in that type.
+  Tensor convolution(const policy::OpPrecision& q, std::string_view pass,
+                     const ops::convolution::Geometry& g, const Tensor& first,
+                     const Tensor& second);
 
   policy::Policy policy_;
   std::unique_ptr<Context> context_;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
+#include <string_view>
 
 #include "harness/ops/catalog.hpp"
 
@@ -13,9 +15,22 @@ namespace {
 using numeric::Format;
 namespace formats = numeric::formats;
 
-// The mlp's ops besides its linear layers, each run by a kernel of kernels/op_kernels.hpp.
-constexpr policy::Op kKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm,
-                                     policy::Op::cross_entropy};
+// The ops of each model besides its linear layers and convolutions, each run by a kernel of
+// kernels/op_kernels.hpp or kernels/cnn_kernels.hpp.
+constexpr policy::Op kMlpKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm,
+                                        policy::Op::cross_entropy};
+constexpr policy::Op kCnnKernelOps[] = {policy::Op::batch_norm, policy::Op::relu, policy::Op::mean,
+                                        policy::Op::cross_entropy};
+// The cnn's convolutions: the catalog's three cuDNN passes.
+constexpr std::string_view kConvolutionPasses[] = {"conv2d", "conv2d_backward_data",
+                                                   "conv2d_backward_filter"};
+
+// The kernel ops of a model the CUDA backend trains; none for the others.
+std::span<const policy::Op> kernel_ops(std::string_view model) {
+  if (model == "mlp") return kMlpKernelOps;
+  if (model == "cnn") return kCnnKernelOps;
+  return {};
+}
 
 // Every format an op meets in a step: the policy's formats resolved for binary32 inputs and for
 // inputs in the formats the policy's other ops produce (autocast's promote entries).
@@ -30,7 +45,7 @@ std::vector<policy::OpPrecision> resolutions(const policy::Policy& p, policy::Op
 }  // namespace
 
 std::string trainable_models() {
-  return "mlp";
+  return "mlp, cnn";
 }
 
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input) {
@@ -42,10 +57,11 @@ GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input)
 }
 
 std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model) {
-  if (model != trainable_models()) {
+  const std::span<const policy::Op> kernels = kernel_ops(model);
+  if (kernels.empty()) {
     return fmt::format(
-        "model {}: the CUDA backend trains {} so far (the cnn needs cuDNN convolutions and batch "
-        "norm, the transformer attention, on the device)",
+        "model {}: the CUDA backend trains {} so far (the transformer needs attention on the "
+        "device)",
         model, trainable_models());
   }
   for (const Format& input : {formats::fp32, formats::fp16, formats::bf16}) {
@@ -54,7 +70,15 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
     const Planning planned = plan(*ops::find_op("gemm"), q);
     if (!planned.plan) return fmt::format("policy {}: linear: {}", p.name, planned.reason);
   }
-  for (const policy::Op op : kKernelOps) {
+  if (model == "cnn") {
+    for (const policy::OpPrecision& q : resolutions(p, policy::Op::conv)) {
+      for (const std::string_view pass : kConvolutionPasses) {
+        const Planning planned = plan(*ops::find_op(pass), q);
+        if (!planned.plan) return fmt::format("policy {}: conv: {}", p.name, planned.reason);
+      }
+    }
+  }
+  for (const policy::Op op : kernels) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       const std::string_view name = policy::op_name(op);
       for (const Format* f : {&q.input, &q.output}) {
@@ -75,8 +99,8 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
   return std::nullopt;
 }
 
-std::optional<std::string> non_gemm_compute_note(const policy::Policy& p) {
-  for (const policy::Op op : kKernelOps) {
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model) {
+  for (const policy::Op op : kernel_ops(model)) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       if (q.compute.precision < formats::fp32.precision ||
           q.accumulate.precision < formats::fp32.precision) {

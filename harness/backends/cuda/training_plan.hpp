@@ -13,7 +13,7 @@
 
 namespace ampbench::backends::cuda {
 
-// The models the CUDA backend trains: "mlp".
+// The models the CUDA backend trains: "mlp, cnn".
 std::string trainable_models();
 
 // The policy's ops of the model that the GPU cannot run as the policy says, as one sentence that
@@ -26,8 +26,10 @@ std::optional<std::string> why_not_trainable(const policy::Policy& policy, std::
 // The policy's linear layer as cuBLASLt runs it, for inputs of format `input`.
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input);
 
-// When the policy asks for non-GEMM arithmetic narrower than binary32 (pure fp16 and bf16), the
-// sentence that says the GPU's kernels compute those ops in binary32; none otherwise.
-std::optional<std::string> non_gemm_compute_note(const policy::Policy& policy);
+// When the policy asks for non-GEMM arithmetic narrower than binary32 (pure fp16 and bf16) in an
+// op of the model, the sentence that says the GPU's kernels compute those ops in binary32; none
+// otherwise.
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& policy,
+                                                 std::string_view model);
 
 }  // namespace ampbench::backends::cuda

@@ -66,7 +66,8 @@ struct BadInput {
 TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
   const BadInput cases[] = {
       {"profile --backend cuda --model transformer",
-       "ampbench profile: --backend cuda: model transformer: the CUDA backend trains mlp so far"},
+       "ampbench profile: --backend cuda: model transformer: the CUDA backend trains mlp, cnn so "
+       "far"},
       {"profile --backend cuda --policy bf16", "ampbench profile: --backend cuda: policy bf16: "},
       {"profile --backend tpu",
        "ampbench profile: --backend: unknown backend 'tpu' (available: cpu, cuda)"},

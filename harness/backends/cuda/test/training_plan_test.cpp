@@ -20,6 +20,16 @@ const policy::Policy& builtin(const std::string& name) {
   return *p;
 }
 
+// The entry of `op` alone in `p` (its exception, added with the op's current precision when it has
+// none), to change without touching the op's class.
+policy::OpPrecision& own_entry(policy::Policy& p, policy::Op op) {
+  for (auto& e : p.exceptions) {
+    if (e.op == op) return e.precision;
+  }
+  p.exceptions.push_back({op, p.precision(op)});
+  return p.exceptions.back().precision;
+}
+
 TEST(TrainingPlan, TheMlpTrainsUnderEveryPolicyWithACublasComputeType) {
   for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
     EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "mlp"), std::nullopt) << name;
@@ -31,13 +41,48 @@ TEST(TrainingPlan, TheMlpTrainsUnderEveryPolicyWithACublasComputeType) {
   EXPECT_NE(bf16->find("bf16 accumulation"), std::string::npos) << *bf16;
 }
 
-TEST(TrainingPlan, OtherModelsAreRefusedWithTheReason) {
-  for (const char* model : {"cnn", "transformer"}) {
-    const auto why = backends::cuda::why_not_trainable(builtin("fp32"), model);
-    ASSERT_TRUE(why.has_value()) << model;
-    EXPECT_EQ(why->find(std::string("model ") + model + ": the CUDA backend trains mlp so far"), 0u)
-        << *why;
+TEST(TrainingPlan, TheCnnTrainsWhereCudnnAndTheKernelsRunItsOps) {
+  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
+    EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "cnn"), std::nullopt) << name;
   }
+  EXPECT_EQ(backends::cuda::trainable_models(), "mlp, cnn");
+  // Pure bf16's linear layers are refused first, as for the mlp.
+  const auto bf16 = backends::cuda::why_not_trainable(builtin("bf16"), "cnn");
+  ASSERT_TRUE(bf16.has_value());
+  EXPECT_NE(bf16->find("policy bf16: linear: "), std::string::npos) << *bf16;
+}
+
+TEST(TrainingPlan, ConvolutionsCudnnCannotRunAreRefusedWithTheirPlansReason) {
+  // bf16 accumulation of the convolutions: no cuDNN configuration accumulates bf16 data in bf16.
+  policy::Policy p = builtin("amp-bf16");
+  p.name = "amp-bf16-conv-acc";
+  own_entry(p, policy::Op::conv).accumulate = numeric::formats::bf16;
+  const auto why = backends::cuda::why_not_trainable(p, "cnn");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->find("policy amp-bf16-conv-acc: conv: conv2d ("), 0u) << *why;
+  EXPECT_NE(why->find("cuDNN accumulates 16BF data in fp32 only"), std::string::npos) << *why;
+  // The mlp has no convolution: the same policy trains it.
+  EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
+}
+
+TEST(TrainingPlan, TheCnnsKernelOpsAreCheckedNotTheMlps) {
+  // Batch norm rounding stochastically: the cnn is refused, the mlp (no batch norm) is not.
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-fp16-bn-sr";
+  own_entry(p, policy::Op::batch_norm).mode = numeric::Rounding::stochastic_proportional;
+  const auto why = backends::cuda::why_not_trainable(p, "cnn");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("policy amp-fp16-bn-sr: batch_norm rounds "), std::string::npos) << *why;
+  EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
+}
+
+TEST(TrainingPlan, TheTransformerIsRefusedWithTheReason) {
+  const auto why = backends::cuda::why_not_trainable(builtin("fp32"), "transformer");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->find("model transformer: the CUDA backend trains mlp, cnn so far (the transformer "
+                      "needs attention on the device)"),
+            0u)
+      << *why;
 }
 
 TEST(TrainingPlan, LinearLayersRunAsPyTorchRunsThem) {
@@ -63,14 +108,24 @@ TEST(TrainingPlan, LinearLayersRunAsPyTorchRunsThem) {
 }
 
 TEST(TrainingPlan, NarrowNonGemmArithmeticIsNotedNotHidden) {
-  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) {
-    EXPECT_EQ(backends::cuda::non_gemm_compute_note(builtin(name)), std::nullopt) << name;
+  for (const char* model : {"mlp", "cnn"}) {
+    for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) {
+      EXPECT_EQ(backends::cuda::non_gemm_compute_note(builtin(name), model), std::nullopt)
+          << name << " " << model;
+    }
   }
-  const auto note = backends::cuda::non_gemm_compute_note(builtin("fp16"));
+  const auto note = backends::cuda::non_gemm_compute_note(builtin("fp16"), "mlp");
   ASSERT_TRUE(note.has_value());
   EXPECT_NE(note->find("policy fp16 computes gelu in fp16; the GPU kernels compute it in fp32"),
             std::string::npos)
       << *note;
+  // The cnn's note names an op the cnn has.
+  const auto cnn = backends::cuda::non_gemm_compute_note(builtin("fp16"), "cnn");
+  ASSERT_TRUE(cnn.has_value());
+  EXPECT_NE(
+      cnn->find("policy fp16 computes batch_norm in fp16; the GPU kernels compute it in fp32"),
+      std::string::npos)
+      << *cnn;
 }
 
 TEST(TrainingPlan, RoundingModesTheKernelsDoNotHaveAreRefused) {

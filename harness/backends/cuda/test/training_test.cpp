@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "harness/backends/cuda/test/device_comparison.hpp"
 #include "harness/backends/cuda/train.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/train/ops.hpp"
@@ -19,28 +19,11 @@ namespace {
 
 using TrainingOnGpu = kernels::test::GpuTest;
 
-const policy::Policy& builtin(const char* name) {
-  return *policy::find_builtin(name);
-}
-
-// ||a - b|| / ||b||; infinite when a has a non-finite value.
-double normwise(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0, n = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    d += (a[i] - b[i]) * (a[i] - b[i]);
-    n += b[i] * b[i];
-  }
-  return std::sqrt(d / n);
-}
+using test::builtin;
+using test::normwise;
 
 std::vector<float> uniform(std::size_t n, float scale, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(gen);
-  return v;
+  return test::uniform(n, -scale, scale, seed);
 }
 
 // The mlp's first layers forward and backward under `policy` on both backends; each result

@@ -1,0 +1,153 @@
+// The cnn's ops of CudaOps: convolutions through cuDNN, batch norm and global average pooling
+// through kernels/cnn_kernels.hpp, relu through kernels/op_kernels.hpp, each with the dtype flow
+// of train::EmulatedOps (harness/train/ops.cpp): inputs cast to the op's input type, results in
+// its output type, gradients cast back to the format of the tensor they belong to.
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <stdexcept>
+
+#include "harness/backends/cuda/conv_plan.hpp"
+#include "harness/backends/cuda/training_ops.hpp"
+#include "harness/backends/cuda/training_ops_context.hpp"
+#include "harness/ops/catalog.hpp"
+#include "kernels/cnn_kernels.hpp"
+#include "kernels/cudnn_convolution.hpp"
+
+namespace ampbench::backends::cuda {
+namespace {
+
+using numeric::Format;
+using training_ops_detail::dtype_of;
+
+// The binary32 eps the kernels take, as ATen's batch-norm kernels convert it (their accumulation
+// type).
+const float kBinary32BatchNormEps = static_cast<float>(train::kBatchNormEps);
+
+const float* binary32_data(const CudaTensor& t) {
+  if (t.type != kernels::DType::f32) throw std::logic_error("batch norm's weight is not binary32");
+  return static_cast<const float*>(t.data());
+}
+
+}  // namespace
+
+CudaTensor CudaOps::convolution(const policy::OpPrecision& q, std::string_view pass,
+                                const ops::convolution::Geometry& g, const Tensor& first,
+                                const Tensor& second) {
+  // The audit's plan for the pass: why_not_trainable has checked that every conv precision of the
+  // policy has one.
+  const Planning planned = plan(*ops::find_op(pass), q);
+  if (!planned.plan) throw std::invalid_argument(planned.reason);
+  const ConvPlan& c = planned.plan->convolution;
+  kernels::ConvolutionConfig config;
+  config.pass = c.pass;
+  config.shape = convolution_shape(g);
+  config.data = dtype_of(c.data);
+  config.compute = dtype_of(c.compute);
+  config.math = c.math;
+  const Tensor a = cast(first, config.data);
+  const Tensor b = cast(second, config.data);
+  Tensor out =
+      empty(kernels::element_count(kernels::output_dims(c.pass, config.shape)), config.data);
+  const auto range = phase(fmt::format("{} {} {}", pass,
+                                       ops::convolution::to_string(ops::convolution::to_shape(g)),
+                                       kernels::dtype_name(config.data)));
+  // Runs on the handle's stream, this CudaOps' own, and waits for it (run_convolution frees its
+  // workspace on return).
+  kernels::run_convolution(context_->cudnn_handle(), config, a.data(), b.data(), out.data());
+  return out;
+}
+
+CudaTensor CudaOps::conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g) {
+  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
+  return convolution(q, "conv2d", g, x, w);
+}
+
+CudaOps::ConvolutionGradients CudaOps::conv2d_backward(const Tensor& x, const Tensor& w,
+                                                       const Tensor& dy,
+                                                       const ops::convolution::Geometry& g,
+                                                       bool need_dx) {
+  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
+  ConvolutionGradients grads;
+  if (need_dx) grads.dx = cast(convolution(q, "conv2d_backward_data", g, dy, w), x.format);
+  grads.dw = cast(convolution(q, "conv2d_backward_filter", g, x, dy), w.format);
+  return grads;
+}
+
+CudaTensor CudaOps::batch_norm_weight(const policy::OpPrecision& q, const Tensor& weight) const {
+  // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
+  // formats holds the weight in its input format, which the kernel takes widened (exactly).
+  if (q.promote) return weight;
+  return cast(cast(weight, q.input), kernels::DType::f32);
+}
+
+CudaTensor CudaOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               std::size_t batch, std::size_t channels, std::size_t spatial) {
+  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor ga = batch_norm_weight(q, gamma);
+  const Tensor ba = batch_norm_weight(q, beta);
+  Tensor y = empty(xa.size, xa.type);
+  kernels::batch_norm(xa.type, xa.data(), binary32_data(ga), binary32_data(ba), y.data(), batch,
+                      channels, spatial, kBinary32BatchNormEps, context_->stream);
+  return cast(y, q.output);
+}
+
+CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const Tensor& dy,
+                                                         const Tensor& gamma, const Tensor& beta,
+                                                         std::size_t batch, std::size_t channels,
+                                                         std::size_t spatial) {
+  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor dya = cast(dy, q.input);
+  const Tensor ga = batch_norm_weight(q, gamma);
+  Tensor dx = empty(xa.size, xa.type);
+  Tensor dgamma = empty(channels, xa.type);
+  Tensor dbeta = empty(channels, xa.type);
+  kernels::batch_norm_backward(xa.type, xa.data(), dya.data(), binary32_data(ga), dx.data(),
+                               dgamma.data(), dbeta.data(), batch, channels, spatial,
+                               kBinary32BatchNormEps, context_->stream);
+  BatchNormGradients g;
+  g.dx = cast(dx, x.format);
+  g.dgamma = cast(dgamma, gamma.format);
+  g.dbeta = cast(dbeta, beta.format);
+  return g;
+}
+
+CudaTensor CudaOps::relu(const Tensor& x) {
+  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  Tensor y = empty(xa.size, xa.type);
+  kernels::bias_activation(xa.type, kernels::Activation::relu, xa.data(), nullptr, y.data(), 1,
+                           xa.size, context_->stream);
+  return cast(y, q.output);
+}
+
+CudaTensor CudaOps::relu_backward(const Tensor& x, const Tensor& dy) {
+  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format, dy.format});
+  const Tensor xa = cast(x, q.input);
+  const Tensor dya = cast(dy, q.input);
+  Tensor dx = empty(xa.size, xa.type);
+  kernels::activation_backward(xa.type, kernels::Activation::relu, xa.data(), dya.data(), dx.data(),
+                               xa.size, context_->stream);
+  return cast(dx, x.format);
+}
+
+CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
+  const Tensor xa = cast(x, q.input);
+  Tensor y = empty(rows, xa.type);
+  kernels::mean_rows(xa.type, xa.data(), y.data(), rows, cols, context_->stream);
+  return cast(y, q.output);
+}
+
+CudaTensor CudaOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows,
+                                       std::size_t cols) {
+  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
+  const Tensor dya = cast(dy, q.input);
+  Tensor dx = empty(rows * cols, dya.type);
+  kernels::mean_rows_backward(dya.type, dya.data(), dx.data(), rows, cols, context_->stream);
+  return cast(dx, x.format);
+}
+
+}  // namespace ampbench::backends::cuda

@@ -1,0 +1,43 @@
+// What the files of CudaOps share (training_ops.cpp: the mlp's ops, training_ops_cnn.cpp: the
+// cnn's): the state behind a CudaOps and the conversions between element types and formats.
+// Internal to the CUDA backend.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+
+#include "harness/backends/cuda/lt_matmul.hpp"
+#include "harness/backends/cuda/plan.hpp"
+#include "harness/backends/cuda/training_ops.hpp"
+#include "kernels/cudnn_convolution.hpp"
+
+namespace ampbench::backends::cuda {
+
+struct CudaOps::Context {
+  cudaStream_t stream = nullptr;
+  LtMatmul matmul;
+  // Created on the first convolution, bound to `stream`: the mlp needs no cuDNN.
+  std::optional<kernels::CudnnHandle> cudnn;
+
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const kernels::CudnnHandle& cudnn_handle() {
+    if (!cudnn) cudnn.emplace(stream);
+    return *cudnn;
+  }
+};
+
+namespace training_ops_detail {
+
+kernels::DType dtype_of(DeviceType t);
+DeviceType device_type_of(kernels::DType t);
+numeric::Format format_of(kernels::DType t);
+// The element type that stores results of format `f` (why_not_trainable has checked it exists).
+kernels::DType dtype_of(const numeric::Format& f);
+
+}  // namespace training_ops_detail
+}  // namespace ampbench::backends::cuda
