@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kReductionThreads)
 
 template <typename T>
 __global__ void __launch_bounds__(kReductionThreads)
-    mean_rows_kernel(const T* x, T* y, std::uint64_t rows, std::uint64_t cols) {
+    reduce_mean_rows_kernel(const T* x, T* y, std::uint64_t rows, std::uint64_t cols) {
   __shared__ float shared[kWarps];
   for (std::uint64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* row = x + r * cols;
@@ -169,8 +169,8 @@ __global__ void __launch_bounds__(kReductionThreads)
 }
 
 template <typename T>
-__global__ void mean_rows_backward_kernel(const T* dy, T* dx, std::uint64_t rows,
-                                          std::uint64_t cols) {
+__global__ void pointwise_mean_rows_backward_kernel(const T* dy, T* dx, std::uint64_t rows,
+                                                    std::uint64_t cols) {
   const std::uint64_t n = rows * cols;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -246,7 +246,7 @@ void mean_rows(DType type, const void* x, void* y, std::size_t rows, std::size_t
   require_data({x, y}, "mean_rows");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
-    mean_rows_kernel<T><<<reduction_blocks(rows), kReductionThreads, 0, stream>>>(
+    reduce_mean_rows_kernel<T><<<reduction_blocks(rows), kReductionThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<T*>(y), rows, cols);
   });
   AMPBENCH_CUDA_CHECK(cudaGetLastError());
@@ -259,7 +259,7 @@ void mean_rows_backward(DType type, const void* dy, void* dx, std::size_t rows, 
   require_data({dy, dx}, "mean_rows_backward");
   with_element_type(type, [&](auto element) {
     using T = decltype(element);
-    mean_rows_backward_kernel<T>
+    pointwise_mean_rows_backward_kernel<T>
         <<<elementwise_blocks(rows * cols), kElementwiseThreads, 0, stream>>>(
             static_cast<const T*>(dy), static_cast<T*>(dx), rows, cols);
   });

@@ -142,6 +142,9 @@ void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
   // this buffer, and says so.
   try {
     Session& s = session();
+    // Asked of CUPTI before our lock is taken: CUPTI may hold its own lock while it calls us, and
+    // the two must not be taken in opposite orders on two threads.
+    const std::uint64_t dropped = take_dropped_records();
     const std::lock_guard lock(s.mutex);
     if (s.collecting) {
       const CUptiResult status = s.converter.add_buffer(buffer, valid_size, s.trace);
@@ -150,7 +153,7 @@ void CUPTIAPI buffer_completed(CUcontext /*context: always null since CUDA 6*/,
                              cupti_status_text(status) + "): its remaining records are missing");
       }
     }
-    s.dropped_records += take_dropped_records();
+    s.dropped_records += dropped;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ampbench: converting a CUPTI activity buffer failed: %s\n", e.what());
     try {
@@ -353,10 +356,12 @@ CollectedTrace CuptiCollector::stop() {
     problems.push_back(failure + ": records still in CUPTI's buffers are missing");
   }
   {
+    const std::uint64_t dropped =
+        take_dropped_records();  // before our lock, as in buffer_completed
     const std::lock_guard lock(s.mutex);
     s.collecting = false;
     s.converter.finish();
-    s.dropped_records += take_dropped_records();
+    s.dropped_records += dropped;
     result.trace = std::move(s.trace);
     s.trace = profile::Trace{};
     result.trace.dropped_records.push_back({.context = 0, .stream = 0, .count = s.dropped_records});

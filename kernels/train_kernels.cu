@@ -265,6 +265,10 @@ DeviceCopy::DeviceCopy(const void* host, std::size_t bytes) {
   AMPBENCH_CUDA_CHECK(cudaMalloc(&data_, bytes));
   try {
     AMPBENCH_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the DMA has landed, and it is ordered
+    // only on the legacy stream: the kernels that read the table run on the caller's stream,
+    // possibly a non-blocking one. Wait, so that the copy is complete as the headers promise.
+    AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   } catch (...) {
     AMPBENCH_CUDA_CHECK_NOTHROW(cudaFree(data_));
     throw;
@@ -355,13 +359,13 @@ void MultiTensorAdamW::step(const float* found_inf, cudaStream_t stream) {
     throw std::out_of_range("MultiTensorAdamW::step: the schedule has " +
                             std::to_string(schedule_steps_) + " steps, all called");
   }
-  ++calls_;
   if (table_.blocks != 0) {
     adamw_kernel<<<grid_of(table_), kThreadsPerBlock, 0, stream>>>(
         tasks_of(table_), tensors_of<AdamWTensor>(table_),
         static_cast<const train::AdamWScalars<float>*>(schedule_.get()), found_inf, steps_.get());
     AMPBENCH_CUDA_CHECK(cudaGetLastError());
   }
+  ++calls_;  // a launch that failed used no step of the schedule
   steps_.advance(found_inf, stream);
 }
 

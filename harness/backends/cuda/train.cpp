@@ -125,11 +125,14 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
       p.collection_warnings.push_back(std::move(w));
     }
   };
+  // The collector's cost first, while CUPTI has not yet traced this process, so that the
+  // untraced launch rate is that of a process CUPTI never touched.
+  const nlohmann::json overhead = to_json(kernels::measure_profiler_overhead());
   train::ProfileResult result = with_device_model(config, train_set, [&](const auto& model) {
     return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, hooks);
   });
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
-  result.profiler_overhead = to_json(kernels::measure_profiler_overhead());
+  result.profiler_overhead = overhead;
   return result;
 }
 

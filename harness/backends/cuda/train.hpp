@@ -27,9 +27,9 @@ train::TrainResult train_on_device_and_cpu(
 // Each policy alone on the device, `warmup` untimed steps and config.steps timed ones: every phase
 // an NVTX range, the timed steps traced by the CUPTI collector (kernels/cupti_collector.hpp), whose
 // trace (kernels, API calls, copies, the phases as NVTX markers) each policy's attribution reads;
-// the peak pool memory of the timed steps; then the device's record and the collector's own cost
-// (kernels::measure_profiler_overhead). Without CUPTI the trace holds the host phases and the
-// attribution says why.
+// the peak pool memory of the timed steps; the device's record; and the collector's own cost
+// (kernels::measure_profiler_overhead, measured before anything is traced). Without CUPTI the
+// trace holds the host phases and the attribution says why.
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
                                        const train::Dataset& train_set, std::size_t warmup);
 

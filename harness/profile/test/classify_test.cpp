@@ -246,10 +246,14 @@ TEST(ClassifyKernel, AmpbenchsOwnKernels) {
       {"sgd_kernel", C::optimizer},
       {"adamw_kernel", C::optimizer},
       {"optimizer_advance_step_kernel", C::optimizer},
+      {"batch_norm_kernel", C::reduction},
+      {"batch_norm_backward_kernel", C::reduction},
+      {"reduce_mean_rows_kernel", C::reduction},
+      {"pointwise_mean_rows_backward_kernel", C::elementwise},
   };
   std::size_t found = 0;
-  for (const char* file :
-       {"kernels/op_kernels.cu", "kernels/train_kernels.cu", "kernels/rounding_kernels.cu"}) {
+  for (const char* file : {"kernels/op_kernels.cu", "kernels/cnn_kernels.cu",
+                           "kernels/train_kernels.cu", "kernels/rounding_kernels.cu"}) {
     for (const std::string& name : kernel_names(std::string(AMPBENCH_SOURCE_DIR) + "/" + file)) {
       ++found;
       const auto it = expected.find(name);
