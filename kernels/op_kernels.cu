@@ -236,7 +236,9 @@ __global__ void softmax_kernel(RowSoftmax what, const T* x, T* y, std::size_t ro
     const T* row = x + r * cols;
     const ExpSum e = row_exp_sum(row, cols, shared);
     if (what == RowSoftmax::logsumexp) {
-      if (threadIdx.x == 0) store(y, r, e.max + logf(e.sum));
+      // As torch.logsumexp: an infinite maximum is the result (a row of -inf gives -inf, a row
+      // holding +inf gives +inf) rather than the NaN of inf - inf.
+      if (threadIdx.x == 0) store(y, r, isinf(e.max) ? e.max : e.max + logf(e.sum));
       continue;
     }
     const float log_sum = logf(e.sum);

@@ -2,7 +2,13 @@
 // derivatives in binary32, written once for the device and the host. Each formula is PyTorch's
 // (aten/src/ATen/native/cuda/ActivationGeluKernel.cu, ActivationSiluKernel.cu) and is evaluated
 // step by step as the CPU backend's emulation does (harness/backends/cpu/emulate.cpp): every
-// product, sum and function value rounded to binary32, constants rounded from binary64 once.
+// product, sum and function value rounded to binary32, constants rounded from binary64 once. The
+// order follows the emulation, which differs from ATen's in two places by about an ulp: silu's
+// backward multiplies dy by the whole derivative (ATen: (dy * s) * (1 + x (1 - s))), and
+// gelu_tanh's 3 kKappa is binary64's product rounded once (ATen: float(3) * float(kKappa)). relu's
+// derivative is a multiply by 0 or 1, where ATen's threshold_backward selects: they differ for a
+// NaN input (ATen passes dy through) and for dy = +-inf where x <= 0 (ATen gives 0, the multiply
+// NaN).
 //
 // op_kernels.cu is compiled with -fmad=false and the host test with -ffp-contract=off, so neither
 // compiler fuses a * b + c into one rounding. The functions erff, expf and tanhf are the
@@ -44,7 +50,8 @@ AMPBENCH_HD inline float silu(float v) {
   return v / (1.0F + expf(-v));
 }
 
-// 1 where v > 0, else 0 (NaN included), as ATen's threshold_backward.
+// 1 where v > 0, else 0 (NaN included); the backward multiplies dy by it (see the header comment
+// for how that differs from ATen's threshold_backward).
 AMPBENCH_HD inline float relu_derivative(float v) {
   return v > 0.0F ? 1.0F : 0.0F;
 }

@@ -141,10 +141,14 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
       sizeof workspace_bytes));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
+  // NOT_SUPPORTED: cuBLASLt has no heuristic for this configuration at all, which is the same
+  // finding as an empty list and gets the same message (any other failure is an error).
+  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
       handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), d_layout.get(),
-      preference.get(), 1, &heuristic, &found));
-  if (found == 0) {
+      preference.get(), 1, &heuristic, &found);
+  if (asked != CUBLAS_STATUS_NOT_SUPPORTED) AMPBENCH_CUBLAS_CHECK(asked);
+  if (asked == CUBLAS_STATUS_NOT_SUPPORTED || found == 0 ||
+      heuristic.state != CUBLAS_STATUS_SUCCESS) {
     throw std::runtime_error(fmt::format(
         "cuBLASLt has no algorithm for a {}x{}x{} GEMM (batch {}) with compute type {}, {} A "
         "and B, {} D{}",

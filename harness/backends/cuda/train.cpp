@@ -109,6 +109,11 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     if (auto started = kernels::CuptiCollector::start({}, &why_not)) {
       collector.emplace(std::move(*started));
     }
+    // NVTX initialises its tool (CUPTI, through the injection hook) at the first range: here, not
+    // inside the first timed step.
+    const profile::RangeHooks nvtx = kernels::nvtx_range_hooks();
+    nvtx.push("ampbench: collector started");
+    nvtx.pop();
   };
   hooks.end_timed = [&](train::PolicyProfile& p) {
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -119,8 +124,16 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     }
     kernels::CollectedTrace collected = collector->stop();
     collector.reset();
-    p.trace = std::move(collected.trace);
     p.collection_warnings = std::move(collected.problems);
+    if (collected.trace.ranges.empty()) {
+      // No NVTX markers reached CUPTI (another tool, such as Nsight Systems, took NVTX, or MARKER
+      // could not be enabled): the host phases stand in for them.
+      collected.trace.ranges = std::move(p.trace.ranges);
+      p.collection_warnings.push_back(
+          "CUPTI recorded no NVTX ranges (is another NVTX tool attached?): the phases are the host "
+          "timers'");
+    }
+    p.trace = std::move(collected.trace);
     for (auto& w : kernels::conversion_warnings(collected.counts)) {
       p.collection_warnings.push_back(std::move(w));
     }

@@ -86,7 +86,7 @@ void compare_layers(const char* policy, double tolerance) {
   CudaOps gpu(builtin(policy));
   const auto check = [&](const std::string& what, const train::EmulatedTensor& e,
                          const CudaTensor& g) {
-    EXPECT_EQ(g.format.name, e.format.name) << what;
+    EXPECT_STREQ(g.format.name, e.format.name) << what;
     EXPECT_LE(normwise(CudaOps::to_doubles(g), e.values), tolerance) << what;
   };
   struct Parameters {
@@ -208,7 +208,7 @@ TEST_F(CnnOnGpu, BatchNormAndPoolingSpanMoreElementsThanABlockHasThreads) {
     train::EmulatedOps cpu(builtin(policy));
     CudaOps gpu(builtin(policy));
     const auto check = [&](const char* what, const CudaTensor& g, const train::EmulatedTensor& e) {
-      EXPECT_EQ(g.format.name, e.format.name) << what;
+      EXPECT_STREQ(g.format.name, e.format.name) << what;
       EXPECT_LE(normwise(CudaOps::to_doubles(g), e.values), tolerance) << what;
     };
     const auto ex = as_convolution_output(cpu, x, batch, channels, height, width);

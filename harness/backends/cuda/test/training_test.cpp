@@ -44,7 +44,7 @@ void compare_layers(const char* policy, double tolerance) {
   train::EmulatedOps cpu(builtin(policy));
   CudaOps gpu(builtin(policy));
   const auto check = [&](const char* what, const train::EmulatedTensor& e, const CudaTensor& g) {
-    EXPECT_EQ(g.format.name, e.format.name) << what;
+    EXPECT_STREQ(g.format.name, e.format.name) << what;
     EXPECT_LE(normwise(CudaOps::to_doubles(g), e.values), tolerance) << what;
   };
   // forward: linear, gelu, layer_norm, linear, cross-entropy
