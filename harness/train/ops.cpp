@@ -168,7 +168,9 @@ EmulatedTensor EmulatedOps::linear(const Tensor& x, const Tensor& w, const Tenso
   const auto q = resolved(policy::Op::linear, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor wa = cast(w, q.input, q.input_mode);
-  const Tensor ba = cast(b, q.input, q.input_mode);
+  // The bias is added in the output's type, as addmm's cuBLASLt epilogue adds it: under tf32 the
+  // bias is not rounded to tf32 (only the product's inputs are).
+  const Tensor ba = cast(b, q.output, q.input_mode);
   return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, out, in, xa.values, wa.values,
                     {}, ba.values, events_),
           q.output};
@@ -194,10 +196,12 @@ EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const
                          transposed(xa.values, rows, in), dya.values, {}, {}, events_),
                q.output},
               w.format, q.mode);
-  // The bias gradient, dy summed over the rows, as the same product with a row of ones.
+  // The bias gradient, dy summed over the rows (as the same product with a row of ones), from dy in
+  // the output's type: autograd's sum(0) of dy, which under tf32 is not rounded to tf32.
+  const Tensor dyb = cast(dy, q.output, q.input_mode);
   const std::vector<double> ones(rows, 1.0);
   g.db = cast(
-      {cpu::gemm(a, cpu::Summation::sequential, 1, out, rows, ones, dya.values, {}, {}, events_),
+      {cpu::gemm(a, cpu::Summation::sequential, 1, out, rows, ones, dyb.values, {}, {}, events_),
        q.output},
       b.format, q.mode);
   return g;
