@@ -91,7 +91,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const bool on_cpu = args.backend != "cuda";
-  const bool on_cuda = args.backend != "cpu";
+  bool on_cuda = args.backend != "cpu";
   if (on_cpu) {
     if (const auto problem = audit::why_not_runnable(*op, policy, model.has_value())) {
       err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
@@ -219,12 +219,18 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   // Last of the checks, as it makes the device's context.
+  // Without one, cuda stops (exit 3) and all runs the CPU alone, saying why.
   CudaBackend cuda;
+  std::string cuda_unavailable;
   if (on_cuda) {
     cuda = open_cuda_backend();
-    if (!cuda.available) {
+    if (!cuda.available && args.backend == "cuda") {
       err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, cuda.unavailable);
       return kExitNoDevice;
+    }
+    if (!cuda.available) {
+      cuda_unavailable = cuda.unavailable;
+      on_cuda = false;
     }
   }
 
@@ -288,6 +294,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
                         {"ulp_error", nest(errors.front(), out_shape)}};
     if (model) j["mma"] = model->name;
     if (!runs.front().ran.is_null()) j["ran"] = runs.front().ran;
+    if (!cuda_unavailable.empty()) j["cuda_unavailable"] = cuda_unavailable;
     // With --backend all, the GPU's beside the CPU's.
     for (std::size_t b = 1; b < runs.size(); ++b) {
       j[runs[b].backend] = {{"output", nest(outputs[b], out_shape)},
@@ -307,6 +314,9 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
                        precision.input.name);
   }
   if (on_cuda) out << fmt::format("cuda: {}\n", cuda.gpu);
+  if (!cuda_unavailable.empty()) {
+    out << fmt::format("cuda: unavailable, {}; the CPU backend runs alone\n", cuda_unavailable);
+  }
   const bool both = runs.size() > 1;
   out << fmt::format("{:<10}", "index");
   for (const auto& r : runs) out << fmt::format("{:<26}", both ? r.backend + " output" : "output");

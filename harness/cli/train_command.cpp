@@ -66,7 +66,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
                        kCommand, args.backend);
     return kExitUsage;
   }
-  const bool on_cuda = args.backend != "cpu";
+  bool on_cuda = args.backend != "cpu";
   if (on_cuda) {
     for (const auto& p : config.policies) {
       if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
@@ -166,12 +166,18 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   }
   const train::Split split = train::split(data, args.eval, args.seed);
   // Last of the checks, as it makes the device's context.
+  // Without one, cuda stops (exit 3) and all trains on the CPU alone, saying why.
   CudaBackend cuda;
+  std::string cuda_unavailable;
   if (on_cuda) {
     cuda = open_cuda_backend();
-    if (!cuda.available) {
+    if (!cuda.available && args.backend == "cuda") {
       err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, cuda.unavailable);
       return kExitNoDevice;
+    }
+    if (!cuda.available) {
+      cuda_unavailable = cuda.unavailable;
+      on_cuda = false;
     }
   }
 
@@ -181,6 +187,9 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       "reference {} bits\n",
       config.model, data.name, split.train.samples(), split.eval.samples(), config.steps,
       config.accumulate, config.batch, config.seed, config.reference_bits);
+  if (!cuda_unavailable.empty()) {
+    out << fmt::format("cuda: unavailable, {}; the CPU backend trains alone\n", cuda_unavailable);
+  }
   if (on_cuda) {
     out << fmt::format("policies on {}{}; the reference on the CPU\n", cuda.gpu,
                        args.backend == "all" ? " and emulated on the CPU, side by side" : "");
@@ -201,6 +210,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       result = cuda_train(config, split.train, split.eval, progress, args.backend == "all");
     } else {
       result = train::train(config, split.train, split.eval, progress);
+      result.cuda_unavailable = cuda_unavailable;
     }
   } catch (const std::invalid_argument& e) {
     err << fmt::format("{}: {}\n", kCommand, e.what());

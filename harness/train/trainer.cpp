@@ -135,6 +135,7 @@ nlohmann::json to_json(const TrainResult& result) {
                    {"backend", result.backend},
                    {"reference", run_json(result.reference, result.parameters)}};
   if (!result.device.is_null()) j["device"] = result.device;
+  if (!result.cuda_unavailable.empty()) j["cuda_unavailable"] = result.cuda_unavailable;
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : result.runs) runs.push_back(run_json(r, result.parameters));
   j["runs"] = std::move(runs);

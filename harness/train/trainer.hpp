@@ -96,6 +96,7 @@ struct TrainResult {
   double seconds = 0;
   std::string backend = "cpu";               // where the policies ran: cpu, cuda or all (both)
   nlohmann::json device = nlohmann::json();  // the GPU's record (backends::cuda::device_record)
+  std::string cuda_unavailable;              // why a run asked for both backends had the CPU alone
 };
 
 // The models this build can train ("mlp").

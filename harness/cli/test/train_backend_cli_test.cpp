@@ -40,6 +40,24 @@ TEST(CliTrainBackend, CudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   if (written != nullptr) std::fclose(written);
 }
 
+TEST(CliTrainBackend, AllWithoutAGpuTrainsOnTheCpuAndSaysWhy) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: both backends train";
+  const std::string json = temp_path("train-all.json");
+  const Outcome run = ampbench(
+      "train --backend all --steps 2 --batch 16 --eval 64 --policy fp32 "
+      "--json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("cuda: unavailable, "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("the CPU backend trains alone"), std::string::npos) << run.out;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["backend"], "cpu");
+  EXPECT_FALSE(record["cuda_unavailable"].get<std::string>().empty());
+  ASSERT_EQ(record["runs"].size(), 1u);
+  EXPECT_EQ(record["runs"][0]["backend"], "cpu");
+}
+
 TEST(CliTrainBackend, ProfileOnCudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   if (device_available()) GTEST_SKIP() << "a CUDA device is present: profiling runs on it";
   const std::string trace = temp_path("profile-cuda-trace.json");
@@ -96,13 +114,21 @@ TEST(CliTrainBackend, EvalOnCudaRunsTheUsersInputsOnTheDeviceOrStopsWithStatus3)
     std::fclose(f);
   }
   const Outcome run = ampbench("eval --op dot --backend all --json --inputs " + inputs);
+  const Outcome cuda = ampbench("eval --op dot --backend cuda --inputs " + inputs);
   std::remove(inputs.c_str());
   if (!device_available()) {
-    EXPECT_EQ(run.status, 3) << run.err;
-    EXPECT_EQ(run.out, "");
-    EXPECT_EQ(run.err.find("ampbench eval: --backend all: "), 0u) << run.err;
+    // cuda stops before any work; all runs the CPU alone and says why.
+    EXPECT_EQ(cuda.status, 3) << cuda.err;
+    EXPECT_EQ(cuda.out, "");
+    EXPECT_EQ(cuda.err.find("ampbench eval: --backend cuda: "), 0u) << cuda.err;
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto j = nlohmann::json::parse(run.out);
+    EXPECT_EQ(j["output"], "0x1.6p+0");
+    EXPECT_FALSE(j.contains("cuda"));
+    EXPECT_FALSE(j["cuda_unavailable"].get<std::string>().empty());
     return;
   }
+  ASSERT_EQ(cuda.status, 0) << cuda.err;
   ASSERT_EQ(run.status, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
   // 1 * 0.5 + 2 * 0.25 + 3 * 0.125 = 1.375, exact in fp32 on both backends.
