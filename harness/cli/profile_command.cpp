@@ -198,6 +198,10 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   if (on_cuda) {
     write_device_table(out, result);
     write_profiler_overhead(out, result.profiler_overhead);
+    if (!result.hardware_metrics.is_null() && !result.hardware_metrics["collected"].get<bool>()) {
+      out << "hardware metrics: not collected: "
+          << result.hardware_metrics["why"].get<std::string>() << "\n";
+    }
   }
   bool verdicts = false;
   for (std::size_t i = 0; i < result.policies.size(); ++i) {

@@ -140,6 +140,7 @@ nlohmann::json to_json(const ProfileResult& result, std::string_view backend) {
                            {"runs", runs}};
   if (!result.device.is_null()) record["device"] = result.device;
   if (!result.profiler_overhead.is_null()) record["profiler_overhead"] = result.profiler_overhead;
+  if (!result.hardware_metrics.is_null()) record["hardware_metrics"] = result.hardware_metrics;
   return record;
 }
 

@@ -132,6 +132,9 @@ struct ProfileResult {
   std::vector<PolicyProfile> policies;
   nlohmann::json device = nlohmann::json();             // the GPU's record, on a GPU
   nlohmann::json profiler_overhead = nlohmann::json();  // the collector's cost, on a GPU
+  // Per-range hardware counters (Tensor Core pipe, DRAM), on a GPU: {"collected": false, "why"}
+  // while the CUPTI range profiler is not implemented.
+  nlohmann::json hardware_metrics = nlohmann::json();
 };
 ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,
                             std::size_t warmup);

@@ -87,6 +87,8 @@ TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   EXPECT_EQ(record["backend"], "cuda");
   EXPECT_TRUE(record["device"].contains("name")) << record.dump();
   EXPECT_GT(record["profiler_overhead"]["untraced"]["ns_per_launch"].get<double>(), 0);
+  EXPECT_FALSE(record["hardware_metrics"]["why"].get<std::string>().empty());
+  EXPECT_NE(run.out.find("hardware metrics: not collected: "), std::string::npos) << run.out;
   for (const auto& r : record["runs"]) {
     EXPECT_GT(r["peak_device_bytes"].get<double>(), 0) << r["policy"];
     EXPECT_GT(r["attribution"]["total"]["kernel_count"].get<double>(), 0) << r["policy"];
