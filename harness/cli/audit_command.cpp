@@ -123,15 +123,10 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   }
   // The device first: without one, --backend cuda has nothing to check the rest for, and all
   // runs the CPU alone.
-  CudaBackend cuda;
-  if (on_cuda) {
-    cuda = open_cuda_backend();
-    if (!cuda.available && !on_cpu) {
-      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
-      return kExitNoDevice;
-    }
-    on_cuda = cuda.available;
-  }
+  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
+  if (!opened) return kExitNoDevice;
+  const CudaBackend& cuda = *opened;
+  on_cuda = cuda.available;
   std::optional<backends::cuda::GemmCompute> gemm_compute;
   std::optional<kernels::ConvolutionMath> conv_math;
   if (!read_cuda_choice(args, "--gemm-compute", args.gemm_compute, "compute type",

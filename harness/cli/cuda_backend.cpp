@@ -1,5 +1,7 @@
 #include "harness/cli/cuda_backend.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 #if AMPBENCH_HAVE_CUDA
@@ -9,6 +11,17 @@
 #endif
 
 namespace ampbench::cli {
+
+std::optional<CudaBackend> open_for_backend(std::string_view command, std::string_view backend,
+                                            std::ostream& err) {
+  if (backend == "cpu") return CudaBackend{};
+  CudaBackend cuda = open_cuda_backend();
+  if (!cuda.available && backend == "cuda") {
+    err << fmt::format("{}: --backend cuda: {}\n", command, cuda.unavailable);
+    return std::nullopt;
+  }
+  return cuda;
+}
 
 #if AMPBENCH_HAVE_CUDA
 

@@ -6,7 +6,10 @@
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
@@ -26,6 +29,13 @@ struct CudaBackend {
 
 // Probes the device (making its context): never throws.
 CudaBackend open_cuda_backend();
+
+// The device for a command's --backend cpu|cuda|all, probed only when the GPU is asked for (cpu
+// gets a CudaBackend that is not available and says nothing). Without a usable device cuda is
+// refused: "COMMAND: --backend cuda: WHY" goes to `err` and the result is empty, for the caller to
+// exit with kExitNoDevice; all goes on with the CPU alone (`unavailable` says why).
+std::optional<CudaBackend> open_for_backend(std::string_view command, std::string_view backend,
+                                            std::ostream& err);
 
 // backends::cuda::make_kernel; only to be called when open_cuda_backend() found a device (a build
 // without CUDA throws std::logic_error).

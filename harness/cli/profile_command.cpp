@@ -143,14 +143,9 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   // Last of the checks, as it makes the device's context.
-  CudaBackend cuda;
-  if (on_cuda) {
-    cuda = open_cuda_backend();
-    if (!cuda.available) {
-      err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
-      return kExitNoDevice;
-    }
-  }
+  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
+  if (!opened) return kExitNoDevice;
+  const CudaBackend& cuda = *opened;
 
   // ---- the run ----------------------------------------------------------------------------------
   const train::Dataset data = train::default_dataset(config.model, config.seed);

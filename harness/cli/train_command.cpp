@@ -167,19 +167,11 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   const train::Split split = train::split(data, args.eval, args.seed);
   // Last of the checks, as it makes the device's context.
   // Without one, cuda stops (exit 3) and all trains on the CPU alone, saying why.
-  CudaBackend cuda;
-  std::string cuda_unavailable;
-  if (on_cuda) {
-    cuda = open_cuda_backend();
-    if (!cuda.available && args.backend == "cuda") {
-      err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, cuda.unavailable);
-      return kExitNoDevice;
-    }
-    if (!cuda.available) {
-      cuda_unavailable = cuda.unavailable;
-      on_cuda = false;
-    }
-  }
+  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
+  if (!opened) return kExitNoDevice;
+  const CudaBackend& cuda = *opened;
+  const std::string& cuda_unavailable = cuda.unavailable;
+  on_cuda = cuda.available;
 
   // ---- the run ----------------------------------------------------------------------------------
   out << fmt::format(
