@@ -168,6 +168,12 @@ __global__ void pointwise_binary_kernel(Binary op, const T* a, const T* b, T* y,
   }
 }
 
+// y = x * factor: one binary32 product, rounded once to T.
+template <typename T>
+__global__ void pointwise_scale_kernel(const T* x, float factor, T* y, std::size_t n) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) store(y, i, load(x, i) * factor);
+}
+
 template <typename T>
 __global__ void pointwise_fma_kernel(const T* x, const T* y, const T* z, T* out, std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
@@ -664,6 +670,16 @@ void reduce(DType type, Reduction what, const void* x, void* result, std::size_t
   with_type(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     reduce_kernel<<<1, kThreads, 0, stream>>>(what, in<T>(x), out<T>(result), n);
+  });
+  check_launch();
+}
+
+void scale(DType type, const void* x, float factor, void* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pointwise_scale_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(in<T>(x), factor,
+                                                                           out<T>(y), n);
   });
   check_launch();
 }

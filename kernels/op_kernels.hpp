@@ -94,4 +94,8 @@ void mul(DType type, const void* a, const void* b, void* y, std::size_t n, cudaS
 void fma(DType type, const void* x, const void* y, const void* z, void* out, std::size_t n,
          cudaStream_t stream);
 
+// y = x * factor, n elements: one binary32 product, rounded once to `type` (attention's
+// 1/sqrt(d) applied to binary32 scores and gradients).
+void scale(DType type, const void* x, float factor, void* y, std::size_t n, cudaStream_t stream);
+
 }  // namespace ampbench::kernels

@@ -52,6 +52,18 @@ TEST(CliTrainBackend, ProfileOnCudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   if (written != nullptr) std::fclose(written);
 }
 
+TEST(CliTrainBackend, TheTransformerOnCudaWithoutAGpuStopsWithStatus3NotAsRefused) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: the transformer runs on it";
+  for (const char* command : {"train", "profile"}) {
+    const Outcome run =
+        ampbench(std::string(command) + " --backend cuda --model transformer --steps 2");
+    EXPECT_EQ(run.status, 3) << command << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << command;
+    EXPECT_EQ(run.err.find("ampbench " + std::string(command) + ": --backend cuda: "), 0u)
+        << run.err;
+  }
+}
+
 TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
   const std::string json = temp_path("profile-cuda.json");
