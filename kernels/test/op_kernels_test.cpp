@@ -341,6 +341,33 @@ TEST_F(OpKernelsTest, ElementwiseKernelsCoverMoreElementsThanTheGrid) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// scale: one binary32 product, rounded once to the type: in fp32 the host's product bit for bit
+// (over more elements than the grid has threads), in fp16 and bf16 the host's binary32 product
+// rounded to nearest even.
+TEST_F(OpKernelsTest, ScaleIsOneBinary32ProductRoundedOnce) {
+  const std::size_t n = std::size_t{65536} * 256 + 5;
+  const float factor = 0.35355339F;  // 1/sqrt(8) in binary32, not a power of two
+  std::vector<float> x = normal_values(n, 7, 0, 100);
+  const DeviceBuffer<float> d_x = upload(x);
+  DeviceBuffer<float> y(n);
+  scale(DType::f32, d_x.data(), factor, y.data(), n, nullptr);
+  const std::vector<float> scaled = download(y);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += scaled[i] != x[i] * factor;
+  EXPECT_EQ(wrong, 0u);
+  x.resize(4096);
+  for (const auto& [type, format] :
+       {std::pair{DType::f16, formats::fp16}, std::pair{DType::bf16, formats::bf16}}) {
+    const std::vector<float> narrow = from_bits(format, to_bits(format, x));
+    std::vector<float> products(narrow.size());
+    for (std::size_t i = 0; i < narrow.size(); ++i) products[i] = narrow[i] * factor;
+    const DeviceBuffer<std::uint16_t> d_narrow = upload(to_bits(format, x));
+    DeviceBuffer<std::uint16_t> out(narrow.size());
+    scale(type, d_narrow.data(), factor, out.data(), narrow.size(), nullptr);
+    EXPECT_EQ(download(out), to_bits(format, products)) << format.name;
+  }
+}
+
 // More rows than the grid's blocks, and rows far longer than the block: softmax and logsumexp
 // match binary64 within 4e-6 normwise (some 64 unit roundoffs; expf is within 2 ulp).
 TEST_F(OpKernelsTest, SoftmaxCoversManyRowsAndLongRows) {
