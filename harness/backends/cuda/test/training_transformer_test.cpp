@@ -133,15 +133,10 @@ TEST_F(TransformerOnGpu, ShortTrainingTracksTheReference) {
   config.batch = 8;
   const train::Split split = train::split(train::make_sequences(6, 96, 8, 4), 16, 1);
   const train::TrainResult r = train_on_device(config, split.train, split.eval);
-  EXPECT_EQ(r.backend, "cuda");
-  ASSERT_EQ(r.runs.size(), 3u);
-  for (const auto& run : r.runs) {
-    EXPECT_TRUE(run.pass) << run.policy << ": " << run.verdict;
-    ASSERT_EQ(run.steps.size(), 10u);
-  }
-  // fp32 runs every op in binary32 (cuBLASLt 32F, no TF32): the loss differs from the reference's
-  // by binary32 roundings, as on the CPU backend (trainer_test.cpp's transformer).
-  for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
+  // fp32 within 1e-5 of the reference's loss at every step, as the CPU backend's transformer
+  // (trainer_test.cpp): attention's sums are of 16 terms or fewer here.
+  test::expect_tracks_reference(r, 3, 10);
+  if (HasFatalFailure()) return;
   EXPECT_TRUE(r.runs[1].scaler) << "amp-fp16 trains with the loss scaler";
 }
 
