@@ -228,6 +228,7 @@ TEST(ClassifyKernel, AmpbenchsOwnKernels) {
       {"round_kernel", C::cast},
       {"pointwise_binary_kernel", C::elementwise},
       {"pointwise_fma_kernel", C::elementwise},
+      {"pointwise_scale_kernel", C::elementwise},
       {"bias_activation_kernel", C::elementwise},
       {"pointwise_activation_backward_kernel", C::elementwise},
       {"reduce_columns_kernel", C::reduction},
