@@ -279,6 +279,29 @@ __global__ void softmax_backward_kernel(bool log_softmax, const T* x, const T* d
   }
 }
 
+// Attention's score gradients from P and dP (rows x cols) and the output O and its gradient dO
+// (rows x d): per row, one thread forms D = sum_t dO_t O_t in order (op_math::ordered_sum: the
+// emulation's order; d is a head's width, tens of terms), then every thread its columns'
+// P (dP - D).
+template <typename T>
+__global__ void attention_softmax_backward_kernel(const T* p, const T* dp, const T* o,
+                                                  const T* d_out, T* ds, std::size_t rows,
+                                                  std::size_t cols, std::size_t d) {
+  __shared__ float row_sum;
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (threadIdx.x == 0) {
+      row_sum = op_math::ordered_sum(
+          d, [&](std::size_t t) { return load(d_out, r * d + t) * load(o, r * d + t); });
+    }
+    __syncthreads();
+    for (std::size_t c = threadIdx.x; c < cols; c += kThreads) {
+      const std::size_t i = r * cols + c;
+      store(ds, i, op_math::score_gradient(load(p, i), load(dp, i), row_sum));
+    }
+    __syncthreads();  // every thread has read row_sum before thread 0 writes the next row's
+  }
+}
+
 // A row's mean and 1 / sqrt(var + eps), two passes (the mean, then the squared deviations from
 // it), as the CPU backend's normalize_row.
 struct Moments {
@@ -680,6 +703,18 @@ void scale(DType type, const void* x, float factor, void* y, std::size_t n, cuda
     using T = typename decltype(tag)::type;
     pointwise_scale_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(in<T>(x), factor,
                                                                            out<T>(y), n);
+  });
+  check_launch();
+}
+
+void attention_softmax_backward(DType type, const void* p, const void* dp, const void* o,
+                                const void* d_out, void* ds, std::size_t rows, std::size_t cols,
+                                std::size_t d, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    attention_softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(
+        in<T>(p), in<T>(dp), in<T>(o), in<T>(d_out), out<T>(ds), rows, cols, d);
   });
   check_launch();
 }

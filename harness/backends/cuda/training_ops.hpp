@@ -144,10 +144,11 @@ class CudaOps {
   // steps in the compute format of the policy's attention (fp32 under fp32 and autocast, fp16 under
   // pure fp16): the scores Q K^T and dP = dO V^T through strided-batched cuBLASLt products of the
   // inputs written in the compute format, the scale 1/sqrt(d) rounded to that format applied to
-  // the sums, softmax and its backward through kernels/op_kernels.hpp, and the products of the
-  // probabilities and score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the compute format
-  // on the other operand widened exactly; one rounding to the output format at the end. The
-  // backward recomputes the scores and probabilities, as FlashAttention's does.
+  // the sums, softmax and the score gradients dS = P (dP - rowsum(dO * O)) (FlashAttention-2's) in
+  // kernels/op_kernels.hpp, and the products of the probabilities and score gradients (P V, dS K,
+  // dS^T Q, P^T dO) as GEMMs in the compute format on the other operand widened exactly; one
+  // rounding to the output format at the end. The backward recomputes the scores, the
+  // probabilities and the output O, as FlashAttention's recomputes P (it keeps O).
   Tensor gradient_for(const Tensor& input, const Tensor& gradient);
   Tensor add(const Tensor& a, const Tensor& b);
   // One head of attention per sample: q, k, v batch x length x d.

@@ -121,25 +121,28 @@ CudaOps::AttentionGradients CudaOps::attention_backward(const Tensor& q, const T
   const Tensor va = cast(v, p.input);
   const Tensor da = cast(d_out, p.input);
   const ops::Shape shape{{length, d, length}};
-  // The scores again, and the probabilities from them.
-  const Tensor scores = attention_scores(p, qa, ka, batch, length, d);
-  const Tensor probabilities = attention_probabilities(scores, length);
-  // dP = dO V^T (gemm_backward_a, dO as dY and V as B), then dS = P (dP - sum_j P_ij dP_ij) by
-  // softmax's backward, which recomputes P from the scores. The emulation, as FlashAttention-2,
-  // takes that row sum as rowsum(dO * O) from the output O rounded to the output format: equal in
-  // exact arithmetic, the two differ by about one rounding of the output format in the row sum.
+  // The probabilities again, from the scores, and the output O as the forward stored it (rounded to
+  // the output format), in the compute format.
+  const Tensor probabilities =
+      attention_probabilities(attention_scores(p, qa, ka, batch, length, d), length);
+  const Tensor vw = cast(va, p.compute);
+  const Tensor o = cast(
+      cast(attention_product(p, "gemm", shape, batch, probabilities, vw), p.output), p.compute);
+  // dP = dO V^T (gemm_backward_a, dO as dY and V as B); dS = P (dP - D) with FlashAttention-2's
+  // D = rowsum(dO * O), as the emulation forms it.
   const Tensor dp = attention_product(p, "gemm_backward_a", shape, batch, da, va);
+  const Tensor dow = cast(da, p.compute);
   Tensor ds = empty(dp.size, dp.type);
-  kernels::softmax_backward(dp.type, scores.data(), dp.data(), ds.data(), batch * length, length,
-                            context_->stream);
+  kernels::attention_softmax_backward(dp.type, probabilities.data(), dp.data(), o.data(),
+                                      dow.data(), ds.data(), batch * length, length, d,
+                                      context_->stream);
   // dQ = (dS K) * scale and dK = (dS^T Q) * scale, the scale last, on the sums; dV = P^T dO.
   // Products of dS and P in the compute format with the inputs widened to it exactly.
-  const Tensor kw = cast(ka, p.compute);
-  const Tensor qw = cast(qa, p.compute);
-  const Tensor dow = cast(da, p.compute);
   const float scale = softmax_scale(d, p.compute);
-  const Tensor dq = scaled(attention_product(p, "gemm", shape, batch, ds, kw), scale);
-  const Tensor dk = scaled(attention_product(p, "gemm_backward_b", shape, batch, ds, qw), scale);
+  const Tensor dq =
+      scaled(attention_product(p, "gemm", shape, batch, ds, cast(ka, p.compute)), scale);
+  const Tensor dk =
+      scaled(attention_product(p, "gemm_backward_b", shape, batch, ds, cast(qa, p.compute)), scale);
   const Tensor dv = attention_product(p, "gemm_backward_b", shape, batch, probabilities, dow);
   // Each gradient rounded to the output format, then to its input's format (autograd's cast back).
   AttentionGradients g;

@@ -235,6 +235,7 @@ TEST(ClassifyKernel, AmpbenchsOwnKernels) {
       {"reduce_kernel", C::reduction},
       {"softmax_kernel", C::reduction},
       {"softmax_backward_kernel", C::reduction},
+      {"attention_softmax_backward_kernel", C::reduction},
       {"layer_norm_kernel", C::reduction},
       {"layer_norm_dx_kernel", C::reduction},
       {"layer_norm_parameters_kernel", C::reduction},

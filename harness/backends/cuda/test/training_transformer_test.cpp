@@ -5,23 +5,21 @@
 // device.
 //
 // The tolerances. The device runs the emulation's roundings (training_ops.hpp), in another order:
-// cuBLASLt's sums against the emulation's sequential ones over d = 16 or L terms, the softmax
-// kernels' tree reductions, and one difference of method: the backward's row sum
-// D_i = sum_j P_ij dP_ij comes from binary32 P and dP on the device, from rowsum(dO_i * O_i) with
-// O rounded to the output format in the emulation. Under fp32 each of these is a binary32
-// rounding or two of values of the size of the results (two orders of a sum of k terms differ by
-// about sqrt(k) u, u = 2^-24, k <= 24 here, so about 1e-7), carried through a chain of four or five
-// ops: 1e-5 leaves a wide margin and is 50 times smaller than fp16's unit roundoff, so a 16-bit
-// rounding, a missing or doubled scale (a factor 4 here), a transposed operand or a wrong batch
-// stride exceed it. Under amp-fp16 and amp-bf16 the results are rounded to the 16-bit type, where
-// two orders of the binary32 sums (and D from O rounded to that type) round to neighbouring values
-// now and then: a rounding or two of fp16 (u = 2^-11) and bf16 (2^-8), the mlp's and the cnn's
-// tolerances (training_test.cpp, training_cnn_test.cpp). Pure fp16 accumulates in fp16: the
-// emulation's sequential sums of 16 terms and cuBLAS's 16F sums in its own order each carry up to
-// 16 u = 8e-3 relative to the sum of the magnitudes, and the device's softmax computes in fp32
-// where the emulation rounds every step to fp16 (the command's note says so); through the linear
-// layer, the scores and the products with V, 2e-2 (about 40 u) bounds that chain, while a wrong
-// scale (a factor 4), a lost operand or a wrong stride still exceeds it by far.
+// cuBLASLt's sums against the emulation's sequential ones over d = 16 or L terms and the softmax
+// kernel's tree reductions (the backward's row sums D_i = rowsum(dO_i * O_i) are added in the
+// emulation's order). Under fp32 each of these is a binary32 rounding or two of values of the size
+// of the results (two orders of a sum of k terms differ by about sqrt(k) u, u = 2^-24, k <= 16
+// here, so about 1e-7), carried through a chain of four or five ops: 1e-5 leaves a wide margin and
+// is 50 times smaller than fp16's unit roundoff, so a 16-bit rounding, a missing or doubled scale
+// (a factor 4 here), a transposed operand or a wrong batch stride exceed it. Under amp-fp16 and
+// amp-bf16 the results are rounded to the 16-bit type, where two orders of the binary32 sums round
+// to neighbouring values now and then: a rounding or two of fp16 (u = 2^-11) and bf16 (2^-8), the
+// mlp's and the cnn's tolerances (training_test.cpp, training_cnn_test.cpp). Pure fp16 accumulates
+// in fp16: the emulation's sequential sums of 16 terms and cuBLAS's 16F sums in its own order each
+// carry up to 16 u = 8e-3 relative to the sum of the magnitudes, and the device's softmax computes
+// in fp32 where the emulation rounds every step to fp16 (the command's note says so); through the
+// linear layer, the scores and the products with V, 2e-2 (about 40 u) bounds that chain, while a
+// wrong scale (a factor 4), a lost operand or a wrong stride still exceeds it by far.
 #include <gtest/gtest.h>
 
 #include <cstdint>
