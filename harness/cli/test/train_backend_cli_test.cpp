@@ -150,4 +150,21 @@ TEST(CliTrainBackend, ShortRunOnTheGpuTracksTheReference) {
   }
 }
 
+TEST(CliTrainBackend, TheTransformerTrainsOnTheGpu) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const std::string json = temp_path("train-cuda-transformer.json");
+  const Outcome run = ampbench(
+      "train --backend cuda --model transformer --steps 3 --batch 8 --eval 32 "
+      "--policy fp32,amp-fp16,amp-bf16 --json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["backend"], "cuda");
+  ASSERT_EQ(record["runs"].size(), 3u);
+  for (const auto& r : record["runs"]) {
+    EXPECT_TRUE(r["pass"].get<bool>()) << r["policy"] << ": " << r["verdict"];
+  }
+}
+
 }  // namespace
