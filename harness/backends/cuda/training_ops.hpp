@@ -194,7 +194,7 @@ class CudaOps {
   Tensor attention_probabilities(const Tensor& scores, std::size_t length);
   // One strided-batched product of attention, batch x (M x N x K) as `shape` gives it: `op` is the
   // catalog's gemm, gemm_backward_a or gemm_backward_b, first and second its operands in the
-  // catalog's order, both of one format (q's input format or binary32), each sample's matrices one
+  // catalog's order, both of one format (q's input or compute format), each sample's matrices one
   // after another. The result is in q's compute format (attention_product_plan).
   Tensor attention_product(const policy::OpPrecision& q, std::string_view op,
                            const ops::Shape& shape, std::size_t batch, const Tensor& first,

@@ -27,10 +27,10 @@ std::optional<std::string> why_not_trainable(const policy::Policy& policy, std::
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input);
 
 // One matrix product of attention under its resolved precision `attention` as cuBLASLt runs it:
-// A and B of format `inputs` (the attention's input format, or binary32 for the products that read
-// the binary32 probabilities or score gradients), written in the compute format (binary32), as the
-// emulation keeps scores, probabilities and unscaled gradients. std::invalid_argument when cuBLASLt
-// cannot run it (why_not_trainable says so first).
+// A and B of format `inputs` (the attention's input format, or its compute format for the products
+// that read the probabilities or score gradients), written in the compute format (binary32 under
+// fp32 and autocast), as the emulation keeps scores, probabilities and unscaled gradients.
+// std::invalid_argument when cuBLASLt cannot run it (why_not_trainable says so first).
 GemmPlan attention_product_plan(const policy::OpPrecision& attention,
                                 const numeric::Format& inputs);
 
