@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/numeric/rounding.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/op_kernels.hpp"
 #include "kernels/op_math.hpp"
@@ -165,6 +166,14 @@ __global__ void pointwise_binary_kernel(Binary op, const T* a, const T* b, T* y,
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
     const float u = load(a, i), v = load(b, i);
     store(y, i, op == Binary::add ? u + v : u * v);
+  }
+}
+
+// y = x rounded to tf32 (passed by value: a host constant) to nearest even: the host's
+// numeric::round_to, run on the device.
+__global__ void cast_to_tf32_kernel(numeric::Format tf32, const float* x, float* y, std::size_t n) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) {
+    y[i] = static_cast<float>(numeric::round_to(tf32, numeric::Rounding::nearest_even, x[i]).value);
   }
 }
 
@@ -716,6 +725,13 @@ void attention_softmax_backward(DType type, const void* p, const void* dp, const
     attention_softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(
         in<T>(p), in<T>(dp), in<T>(o), in<T>(d_out), out<T>(ds), rows, cols, d);
   });
+  check_launch();
+}
+
+void round_to_tf32(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  cast_to_tf32_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(numeric::formats::tf32, x, y,
+                                                                      n);
   check_launch();
 }
 

@@ -106,4 +106,9 @@ void attention_softmax_backward(DType type, const void* p, const void* dp, const
                                 const void* d_out, void* ds, std::size_t rows, std::size_t cols,
                                 std::size_t d, cudaStream_t stream);
 
+// y = x rounded to tf32 (binary32 values with 10 fraction bits), to nearest even, n binary32
+// elements: the rounding an autocast-free TF32 policy applies to attention's inputs, as the CPU
+// backend's numeric::round_to does it (its code, run on the device).
+void round_to_tf32(const float* x, float* y, std::size_t n, cudaStream_t stream);
+
 }  // namespace ampbench::kernels

@@ -343,6 +343,29 @@ TEST_F(OpKernelsTest, ElementwiseKernelsCoverMoreElementsThanTheGrid) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// round_to_tf32 is the host's round_to (its code, on the device): ties to even, the largest values
+// (overflow to infinity past tf32's largest), subnormals, over more elements than the grid has
+// threads.
+TEST_F(OpKernelsTest, RoundToTf32IsTheHostsRounding) {
+  std::vector<float> x = normal_values(std::size_t{65536} * 256 + 7, 21, 0, 1000);
+  for (const float v : {0x1.002p0F, 0x1.006p0F, 0x1.0030p0F, 0x1.ffep127F, 0x1.fffp127F, 0x1p-130F,
+                        0x1.0018p-126F, -0.0F, std::numeric_limits<float>::infinity()}) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  const DeviceBuffer<float> d_x = upload(x);
+  DeviceBuffer<float> y(x.size());
+  round_to_tf32(d_x.data(), y.data(), x.size(), nullptr);
+  const std::vector<float> got = download(y);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto expected = static_cast<float>(
+        numeric::round_to(formats::tf32, numeric::Rounding::nearest_even, x[i]).value);
+    wrong += std::memcmp(&got[i], &expected, sizeof(float)) != 0;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 // scale: one binary32 product, rounded once to the type: in fp32 the host's product bit for bit
 // (over more elements than the grid has threads), in fp16 and bf16 the host's binary32 product
 // rounded to nearest even.

@@ -141,14 +141,15 @@ class CudaOps {
   // The transformer's ops (training_ops_transformer.cpp). add runs kernels::add under the policy's
   // add precision; gradient_for casts a gradient to its input's format, as autograd stores it.
   // Attention is the emulation's fused kernel (harness/backends/cpu/emulate.hpp) as separate
-  // steps in the compute format of the policy's attention (fp32 under fp32 and autocast, fp16 under
-  // pure fp16): the scores Q K^T and dP = dO V^T through strided-batched cuBLASLt products of the
-  // inputs written in the compute format, the scale 1/sqrt(d) rounded to that format applied to
-  // the sums, softmax and the score gradients dS = P (dP - rowsum(dO * O)) (FlashAttention-2's) in
-  // kernels/op_kernels.hpp, and the products of the probabilities and score gradients (P V, dS K,
-  // dS^T Q, P^T dO) as GEMMs in the compute format on the other operand widened exactly; one
-  // rounding to the output format at the end. The backward recomputes the scores, the
-  // probabilities and the output O, as FlashAttention's recomputes P (it keeps O).
+  // steps in the compute format of the policy's attention (fp32 under fp32, tf32 and autocast, fp16
+  // under pure fp16): the scores Q K^T and dP = dO V^T through strided-batched cuBLASLt products of
+  // the inputs as the policy casts them (tf32: rounded on the device) written in the compute
+  // format, the scale 1/sqrt(d) rounded to that format applied to the sums, softmax and the score
+  // gradients dS = P (dP - rowsum(dO * O)) (FlashAttention-2's) in kernels/op_kernels.hpp, and the
+  // products of the probabilities and score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the
+  // compute format on the other operand widened exactly; one rounding to the output format at the
+  // end. The backward recomputes the scores, the probabilities and the output O, as
+  // FlashAttention's recomputes P (it keeps O).
   Tensor gradient_for(const Tensor& input, const Tensor& gradient);
   Tensor add(const Tensor& a, const Tensor& b);
   // One head of attention per sample: q, k, v batch x length x d.
@@ -186,6 +187,11 @@ class CudaOps {
 
   // x * factor element by element, in x's type (kernels::scale).
   Tensor scaled(const Tensor& x, float factor);
+  // t's values rounded to attention's input format f (autocast's cast), in the type that holds f:
+  // a cast, and for tf32 (held by binary32) kernels::round_to_tf32 after it.
+  Tensor in_format(const Tensor& t, const numeric::Format& f);
+  // t widened exactly to the compute format f (a format that holds t's values), said to be f.
+  Tensor widened(const Tensor& t, const numeric::Format& f) const;
   // The scaled scores of attention under its precision q, batch x length x length values of its
   // compute format s_ij = (q_i . k_j) * (1/sqrt d), from q and k already in q's input type; and
   // the probabilities, the softmax of each row of `length` scores in their type.

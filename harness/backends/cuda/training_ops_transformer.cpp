@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -70,6 +71,28 @@ CudaTensor CudaOps::attention_product(const policy::OpPrecision& q, std::string_
   return d;
 }
 
+CudaTensor CudaOps::in_format(const Tensor& t, const Format& f) {
+  if (numeric::same_values(t.format, f)) return t;
+  const std::optional<DeviceType> held = holding_type(f);
+  if (!held) throw std::logic_error(fmt::format("no device type holds {}", f.name));
+  const Tensor r = cast(t, dtype_of(*held));
+  if (numeric::same_values(r.format, f)) return r;
+  if (!numeric::same_values(f, numeric::formats::tf32)) {
+    throw std::logic_error(fmt::format("the device does not round binary32 values to {}", f.name));
+  }
+  Tensor rounded = empty(r.size, kernels::DType::f32);
+  kernels::round_to_tf32(static_cast<const float*>(r.data()), static_cast<float*>(rounded.data()),
+                         r.size, context_->stream);
+  rounded.format = f;
+  return rounded;
+}
+
+CudaTensor CudaOps::widened(const Tensor& t, const Format& f) const {
+  Tensor w = cast(t, f);
+  w.format = f;
+  return w;
+}
+
 CudaTensor CudaOps::scaled(const Tensor& x, float factor) {
   Tensor y = empty(x.size, x.type);
   kernels::scale(x.type, x.data(), factor, y.data(), x.size, context_->stream);
@@ -98,15 +121,15 @@ CudaTensor CudaOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
                               std::size_t length, std::size_t d) {
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
-  const Tensor qa = cast(q, p.input);
-  const Tensor ka = cast(k, p.input);
-  const Tensor va = cast(v, p.input);
+  const Tensor qa = in_format(q, p.input);
+  const Tensor ka = in_format(k, p.input);
+  const Tensor va = in_format(v, p.input);
   const Tensor probabilities =
       attention_probabilities(attention_scores(p, qa, ka, batch, length, d), length);
   // O = P V (gemm L x d x L) with P in the compute format: V widened to it exactly, then one
   // rounding of the sums to the output format.
   const Tensor out = attention_product(p, "gemm", ops::Shape{{length, d, length}}, batch,
-                                       probabilities, cast(va, p.compute));
+                                       probabilities, widened(va, p.compute));
   return cast(out, p.output);
 }
 
@@ -116,22 +139,22 @@ CudaOps::AttentionGradients CudaOps::attention_backward(const Tensor& q, const T
                                                         std::size_t d) {
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
-  const Tensor qa = cast(q, p.input);
-  const Tensor ka = cast(k, p.input);
-  const Tensor va = cast(v, p.input);
-  const Tensor da = cast(d_out, p.input);
+  const Tensor qa = in_format(q, p.input);
+  const Tensor ka = in_format(k, p.input);
+  const Tensor va = in_format(v, p.input);
+  const Tensor da = in_format(d_out, p.input);
   const ops::Shape shape{{length, d, length}};
   // The probabilities again, from the scores, and the output O as the forward stored it (rounded to
   // the output format), in the compute format.
   const Tensor probabilities =
       attention_probabilities(attention_scores(p, qa, ka, batch, length, d), length);
-  const Tensor vw = cast(va, p.compute);
+  const Tensor vw = widened(va, p.compute);
   const Tensor o = cast(
       cast(attention_product(p, "gemm", shape, batch, probabilities, vw), p.output), p.compute);
   // dP = dO V^T (gemm_backward_a, dO as dY and V as B); dS = P (dP - D) with FlashAttention-2's
   // D = rowsum(dO * O), as the emulation forms it.
   const Tensor dp = attention_product(p, "gemm_backward_a", shape, batch, da, va);
-  const Tensor dow = cast(da, p.compute);
+  const Tensor dow = widened(da, p.compute);
   Tensor ds = empty(dp.size, dp.type);
   kernels::attention_softmax_backward(dp.type, probabilities.data(), dp.data(), o.data(),
                                       dow.data(), ds.data(), batch * length, length, d,
@@ -140,9 +163,9 @@ CudaOps::AttentionGradients CudaOps::attention_backward(const Tensor& q, const T
   // Products of dS and P in the compute format with the inputs widened to it exactly.
   const float scale = softmax_scale(d, p.compute);
   const Tensor dq =
-      scaled(attention_product(p, "gemm", shape, batch, ds, cast(ka, p.compute)), scale);
-  const Tensor dk =
-      scaled(attention_product(p, "gemm_backward_b", shape, batch, ds, cast(qa, p.compute)), scale);
+      scaled(attention_product(p, "gemm", shape, batch, ds, widened(ka, p.compute)), scale);
+  const Tensor dk = scaled(
+      attention_product(p, "gemm_backward_b", shape, batch, ds, widened(qa, p.compute)), scale);
   const Tensor dv = attention_product(p, "gemm_backward_b", shape, batch, probabilities, dow);
   // Each gradient rounded to the output format, then to its input's format (autograd's cast back).
   AttentionGradients g;

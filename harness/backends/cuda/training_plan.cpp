@@ -63,20 +63,22 @@ policy::OpPrecision attention_product(const policy::OpPrecision& attention, cons
 // Why the device cannot run attention as the policy's precision q says, or none. The device runs
 // it as the emulation's fused kernel does (harness/backends/cpu/emulate.hpp), in q's compute
 // format: scores and probabilities in it, and the probabilities' products with V and dO a GEMM in
-// it on the other operand widened exactly. So the inputs and the compute format must be formats a
-// device type holds as they are (tf32 inputs would have to be rounded on the device before the
-// probabilities' products in binary32), and cuBLASLt must run both kinds of product. (The formats
-// and rounding modes of its kernels are checked with the other kernel ops.)
+// it on the other operand widened exactly. So the compute format must be one a device type holds
+// as it is, and the inputs one the device casts to: fp32, fp16, bf16, or tf32 (binary32 values
+// rounded by kernels::round_to_tf32, so that the binary32 products read V and dO as the emulation
+// does); and cuBLASLt must run both kinds of product. (The formats and rounding modes of its
+// kernels are checked with the other kernel ops.)
 std::optional<std::string> why_not_attention(const policy::Policy& p,
                                              const policy::OpPrecision& q) {
-  for (const Format* f : {&q.input, &q.compute}) {
-    const std::optional<DeviceType> held = holding_type(*f);
-    if (!held || !numeric::same_values(device_type_format(*held), *f)) {
-      return fmt::format(
-          "policy {}: attention ({} inputs, {} compute): the device's attention reads and computes "
-          "fp32, fp16 and bf16 tensors",
-          p.name, q.input.name, q.compute.name);
-    }
+  const auto exact = [](const Format& f) {
+    const std::optional<DeviceType> held = holding_type(f);
+    return held && numeric::same_values(device_type_format(*held), f);
+  };
+  if (!(exact(q.input) || numeric::same_values(q.input, formats::tf32)) || !exact(q.compute)) {
+    return fmt::format(
+        "policy {}: attention ({} inputs, {} compute): the device's attention reads fp32, tf32, "
+        "fp16 and bf16 inputs and computes in fp32, fp16 or bf16",
+        p.name, q.input.name, q.compute.name);
   }
   for (const Format& inputs : {q.input, q.compute}) {
     const Planning planned = plan(*ops::find_op("bmm"), attention_product(q, inputs));
@@ -147,7 +149,10 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
   for (const policy::Op op : kernels) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       const std::string_view name = policy::op_name(op);
-      for (const Format* f : {&q.input, &q.output}) {
+      // Attention's kernels (softmax, its backward, the scale) read its compute format; its inputs
+      // go to cuBLASLt (why_not_attention).
+      const Format& read = op == policy::Op::attention ? q.compute : q.input;
+      for (const Format* f : {&read, &q.output}) {
         if (!output_type(*f)) {
           return fmt::format(
               "policy {}: {} in {}: the GPU kernels take and give fp32, fp16 and bf16 tensors",

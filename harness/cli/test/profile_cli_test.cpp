@@ -65,9 +65,8 @@ struct BadInput {
 
 TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
   const BadInput cases[] = {
-      {"profile --backend cuda --model transformer --policy tf32",
-       "ampbench profile: --backend cuda: policy tf32: attention (tf32 inputs, fp32 compute): the "
-       "device's attention reads and computes fp32, fp16 and bf16 tensors"},
+      {"profile --backend cuda --model transformer --policy amp-fp16,bf16",
+       "ampbench profile: --backend cuda: policy bf16: "},
       {"profile --backend cuda --policy bf16", "ampbench profile: --backend cuda: policy bf16: "},
       {"profile --backend tpu",
        "ampbench profile: --backend: unknown backend 'tpu' (available: cpu, cuda)"},

@@ -225,6 +225,7 @@ std::vector<std::string> kernel_names(const std::string& path) {
 TEST(ClassifyKernel, AmpbenchsOwnKernels) {
   const std::map<std::string, KernelCategory> expected = {
       {"cast_kernel", C::cast},
+      {"cast_to_tf32_kernel", C::cast},
       {"round_kernel", C::cast},
       {"pointwise_binary_kernel", C::elementwise},
       {"pointwise_fma_kernel", C::elementwise},

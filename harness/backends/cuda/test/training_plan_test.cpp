@@ -79,19 +79,22 @@ TEST(TrainingPlan, TheCnnsKernelOpsAreCheckedNotTheMlps) {
 }
 
 TEST(TrainingPlan, TheTransformerTrainsWhereTheDeviceRunsAttentionAsTheEmulation) {
-  for (const char* name : {"fp32", "amp-fp16", "amp-bf16", "fp16"}) {
+  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
     EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "transformer"), std::nullopt)
         << name;
   }
   EXPECT_EQ(backends::cuda::trainable_models(), "mlp, cnn, transformer");
-  // tf32 attention inputs: the probabilities' binary32 products with tf32 values need V rounded
-  // to tf32 on the device, which it does not do. Its mlp trains.
-  const auto tf32 = backends::cuda::why_not_trainable(builtin("tf32"), "transformer");
-  ASSERT_TRUE(tf32.has_value());
-  EXPECT_EQ(*tf32,
-            "policy tf32: attention (tf32 inputs, fp32 compute): the device's attention reads and "
-            "computes fp32, fp16 and bf16 tensors");
-  EXPECT_EQ(backends::cuda::why_not_trainable(builtin("tf32"), "mlp"), std::nullopt);
+  // Attention inputs in e5m2: no device type holds them and the device rounds only to tf32. The
+  // mlp, which has no attention, trains.
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-e5m2-attention";
+  own_entry(p, policy::Op::attention).input = numeric::formats::e5m2;
+  const auto e5m2 = backends::cuda::why_not_trainable(p, "transformer");
+  ASSERT_TRUE(e5m2.has_value());
+  EXPECT_EQ(*e5m2,
+            "policy amp-e5m2-attention: attention (e5m2 inputs, fp32 compute): the device's "
+            "attention reads fp32, tf32, fp16 and bf16 inputs and computes in fp32, fp16 or bf16");
+  EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
   // Pure bf16's linear layers are refused first, as for the other models.
   const auto bf16 = backends::cuda::why_not_trainable(builtin("bf16"), "transformer");
   ASSERT_TRUE(bf16.has_value());
@@ -129,6 +132,13 @@ TEST(TrainingPlan, AttentionsProductsWriteTheirSumsInTheComputeFormat) {
     GemmCompute compute;
     DeviceType sums;  // the compute format's type
   };
+  // tf32's scores: tf32 inputs through 32F_FAST_TF32, exact conversions of values the device has
+  // rounded to tf32; its probabilities' products binary32 (32F), as the emulation's.
+  const auto tf32_q = policy::resolve(builtin("tf32").precision(policy::Op::attention), inputs);
+  EXPECT_EQ(backends::cuda::attention_product_plan(tf32_q, tf32_q.input).compute,
+            GemmCompute::f32_fast_tf32);
+  EXPECT_EQ(backends::cuda::attention_product_plan(tf32_q, tf32_q.compute).compute,
+            GemmCompute::f32);
   for (const Case& c : {Case{"fp32", GemmCompute::f32, DeviceType::f32},
                         Case{"amp-fp16", GemmCompute::f32, DeviceType::f32},
                         Case{"amp-bf16", GemmCompute::f32, DeviceType::f32},

@@ -119,6 +119,16 @@ TEST_F(TransformerOnGpu, AmpAttentionFollowsAutocastsDtypeFlow) {
   compare_attention("amp-fp16", 4e-3, 9, 7);
 }
 
+// tf32: the device rounds q, k, v and dO to tf32 as the emulation does (kernels::round_to_tf32,
+// round_to's code) and multiplies them exactly; but q, k and v come from tf32 linear layers, whose
+// conversion inside cuBLAS (32F_FAST_TF32) need not round to nearest as the emulation's does, so
+// an input may sit one tf32 step (2^-11 relative, fp16's unit roundoff) from the emulation's:
+// fp16's tolerance.
+TEST_F(TransformerOnGpu, Tf32AttentionRoundsItsInputsOnTheDevice) {
+  compare_attention("tf32", 4e-3, 4, 16);
+  compare_attention("tf32", 4e-3, 9, 7);
+}
+
 TEST_F(TransformerOnGpu, PureFp16AttentionComputesInFp16) {
   compare_attention("fp16", 2e-2, 4, 16);
 }
@@ -126,37 +136,38 @@ TEST_F(TransformerOnGpu, PureFp16AttentionComputesInFp16) {
 TEST_F(TransformerOnGpu, ShortTrainingTracksTheReference) {
   train::TrainConfig config;
   config.model = "transformer";
-  for (const char* p : {"fp32", "amp-fp16", "amp-bf16"}) config.policies.push_back(builtin(p));
+  for (const char* p : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) {
+    config.policies.push_back(builtin(p));
+  }
   config.steps = 10;
   config.batch = 8;
   const train::Split split = train::split(train::make_sequences(6, 96, 8, 4), 16, 1);
   const train::TrainResult r = train_on_device(config, split.train, split.eval);
   // fp32 within 1e-5 of the reference's loss at every step, as the CPU backend's transformer
   // (trainer_test.cpp): attention's sums are of 16 terms or fewer here.
-  test::expect_tracks_reference(r, 3, 10);
+  test::expect_tracks_reference(r, 4, 10);
   if (HasFatalFailure()) return;
-  EXPECT_TRUE(r.runs[1].scaler) << "amp-fp16 trains with the loss scaler";
+  EXPECT_TRUE(r.runs[2].scaler) << "amp-fp16 trains with the loss scaler";
 }
 
 TEST_F(TransformerOnGpu, ProfileNamesTheAttentionProductsForTensorCoreEligibility) {
   train::TrainConfig config;
   config.model = "transformer";
-  config.policies = {builtin("fp32"), builtin("amp-fp16")};
+  config.policies = {builtin("fp32"), builtin("amp-fp16"), builtin("tf32")};
   config.steps = 3;
   const train::Dataset data = train::default_dataset("transformer", 1);
   const std::size_t length = data.sample_shape.at(0), width = 16;  // the model's width
   const train::ProfileResult r = profile_on_device(config, data, /*warmup=*/1);
-  ASSERT_EQ(r.policies.size(), 2u);
-  // The scores Q K^T (L x L from d terms, in the policy's attention inputs) and P V (d x L from L
-  // terms, binary32 under every policy: the probabilities stay binary32).
+  ASSERT_EQ(r.policies.size(), 3u);
+  // The scores Q K^T (L x L from d terms, in the type the policy's attention inputs reach the
+  // Tensor Cores in) and P V (d x L from L terms, binary32 under these policies: the probabilities
+  // stay binary32, and under tf32 their product is no TF32 product, as in the emulation).
   const auto name = [&](std::uint64_t m, std::uint64_t k, profile::GemmDtype dtype) {
     return profile::gemm_range_name({m, length, k, dtype});
   };
-  const std::set<std::string> fp32_products{name(length, width, profile::GemmDtype::fp32),
-                                            name(width, length, profile::GemmDtype::fp32)};
-  const std::set<std::string> amp_products{name(length, width, profile::GemmDtype::fp16),
-                                           name(width, length, profile::GemmDtype::fp32)};
-  for (std::size_t i = 0; i < 2; ++i) {
+  const profile::GemmDtype scores[] = {profile::GemmDtype::fp32, profile::GemmDtype::fp16,
+                                       profile::GemmDtype::tf32};
+  for (std::size_t i = 0; i < 3; ++i) {
     const auto& p = r.policies[i];
     EXPECT_EQ(p.step_ns.size(), 3u) << p.policy;
     std::set<std::string> seen;
@@ -167,7 +178,8 @@ TEST_F(TransformerOnGpu, ProfileNamesTheAttentionProductsForTensorCoreEligibilit
       seen.insert(range.name);
     }
     EXPECT_TRUE(forward && backward) << p.policy;
-    for (const std::string& product : i == 0 ? fp32_products : amp_products) {
+    for (const std::string& product :
+         {name(length, width, scores[i]), name(width, length, profile::GemmDtype::fp32)}) {
       EXPECT_TRUE(seen.contains(product)) << p.policy << ": no range " << product;
     }
   }
