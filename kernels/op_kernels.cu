@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/numeric/rounding.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/op_kernels.hpp"
 #include "kernels/op_math.hpp"
@@ -168,6 +169,20 @@ __global__ void pointwise_binary_kernel(Binary op, const T* a, const T* b, T* y,
   }
 }
 
+// y = x rounded to tf32 (passed by value: a host constant) to nearest even: the host's
+// numeric::round_to, run on the device.
+__global__ void cast_to_tf32_kernel(numeric::Format tf32, const float* x, float* y, std::size_t n) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) {
+    y[i] = static_cast<float>(numeric::round_to(tf32, numeric::Rounding::nearest_even, x[i]).value);
+  }
+}
+
+// y = x * factor: one binary32 product, rounded once to T.
+template <typename T>
+__global__ void pointwise_scale_kernel(const T* x, float factor, T* y, std::size_t n) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) store(y, i, load(x, i) * factor);
+}
+
 template <typename T>
 __global__ void pointwise_fma_kernel(const T* x, const T* y, const T* z, T* out, std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
@@ -272,6 +287,29 @@ __global__ void softmax_backward_kernel(bool log_softmax, const T* x, const T* d
         store(dx, r * cols + c, p(c) * (load(d, c) - inner));
       }
     }
+  }
+}
+
+// Attention's score gradients from P and dP (rows x cols) and the output O and its gradient dO
+// (rows x d): per row, one thread forms D = sum_t dO_t O_t in order (op_math::ordered_sum: the
+// emulation's order; d is a head's width, tens of terms), then every thread its columns'
+// P (dP - D).
+template <typename T>
+__global__ void attention_softmax_backward_kernel(const T* p, const T* dp, const T* o,
+                                                  const T* d_out, T* ds, std::size_t rows,
+                                                  std::size_t cols, std::size_t d) {
+  __shared__ float row_sum;
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (threadIdx.x == 0) {
+      row_sum = op_math::ordered_sum(
+          d, [&](std::size_t t) { return load(d_out, r * d + t) * load(o, r * d + t); });
+    }
+    __syncthreads();
+    for (std::size_t c = threadIdx.x; c < cols; c += kThreads) {
+      const std::size_t i = r * cols + c;
+      store(ds, i, op_math::score_gradient(load(p, i), load(dp, i), row_sum));
+    }
+    __syncthreads();  // every thread has read row_sum before thread 0 writes the next row's
   }
 }
 
@@ -667,6 +705,35 @@ void reduce(DType type, Reduction what, const void* x, void* result, std::size_t
     using T = typename decltype(tag)::type;
     reduce_kernel<<<1, kThreads, 0, stream>>>(what, in<T>(x), out<T>(result), n);
   });
+  check_launch();
+}
+
+void scale(DType type, const void* x, float factor, void* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pointwise_scale_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(in<T>(x), factor,
+                                                                           out<T>(y), n);
+  });
+  check_launch();
+}
+
+void attention_softmax_backward(DType type, const void* p, const void* dp, const void* o,
+                                const void* d_out, void* ds, std::size_t rows, std::size_t cols,
+                                std::size_t d, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    attention_softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(
+        in<T>(p), in<T>(dp), in<T>(o), in<T>(d_out), out<T>(ds), rows, cols, d);
+  });
+  check_launch();
+}
+
+void round_to_tf32(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  cast_to_tf32_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(numeric::formats::tf32, x, y,
+                                                                      n);
   check_launch();
 }
 

@@ -94,4 +94,21 @@ void mul(DType type, const void* a, const void* b, void* y, std::size_t n, cudaS
 void fma(DType type, const void* x, const void* y, const void* z, void* out, std::size_t n,
          cudaStream_t stream);
 
+// y = x * factor, n elements: one binary32 product, rounded once to `type` (attention's
+// 1/sqrt(d) applied to binary32 scores and gradients).
+void scale(DType type, const void* x, float factor, void* y, std::size_t n, cudaStream_t stream);
+
+// The gradient of attention's scores as FlashAttention-2's backward forms it (the CPU backend's
+// attention_backward): ds = p (dp - D) for rows x cols probabilities p and their gradient dp, with
+// D = sum_t d_out[t] o[t] per row from the output o and its gradient d_out (rows x d), the
+// products added in order; binary32 arithmetic (kernels/op_math.hpp), ds rounded once to `type`.
+void attention_softmax_backward(DType type, const void* p, const void* dp, const void* o,
+                                const void* d_out, void* ds, std::size_t rows, std::size_t cols,
+                                std::size_t d, cudaStream_t stream);
+
+// y = x rounded to tf32 (binary32 values with 10 fraction bits), to nearest even, n binary32
+// elements: the rounding an autocast-free TF32 policy applies to attention's inputs, as the CPU
+// backend's numeric::round_to does it (its code, run on the device).
+void round_to_tf32(const float* x, float* y, std::size_t n, cudaStream_t stream);
+
 }  // namespace ampbench::kernels

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 
 #include "harness/numeric/host_device.hpp"
 
@@ -77,6 +78,21 @@ AMPBENCH_HD inline float gelu_tanh_derivative(float v) {
 AMPBENCH_HD inline float silu_derivative(float v) {
   const float s = 1.0F / (1.0F + expf(-v));
   return s * (1.0F + v * (1.0F - s));
+}
+
+// Attention's backward as the CPU backend's emulation (harness/backends/cpu/attention_backward.cpp)
+// and FlashAttention-2 compute it: the row sum D_i = sum_t dO_it O_it of binary32 products added
+// in order from the first term, and a score's gradient dS_ij = P_ij (dP_ij - D_i), each step
+// rounded to binary32.
+template <class Term>
+AMPBENCH_HD inline float ordered_sum(std::size_t n, Term term) {
+  if (n == 0) return 0.0F;
+  float sum = term(0);
+  for (std::size_t i = 1; i < n; ++i) sum = sum + term(i);
+  return sum;
+}
+AMPBENCH_HD inline float score_gradient(float p, float dp, float row_sum) {
+  return p * (dp - row_sum);
 }
 
 }  // namespace ampbench::kernels::op_math

@@ -14,6 +14,8 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "harness/numeric/format.hpp"
@@ -339,6 +341,108 @@ TEST_F(OpKernelsTest, ElementwiseKernelsCoverMoreElementsThanTheGrid) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i) wrong += sum[i] != a[i] + b[i];
   EXPECT_EQ(wrong, 0u);
+}
+
+// round_to_tf32 is the host's round_to (its code, on the device): ties to even, the largest values
+// (overflow to infinity past tf32's largest), subnormals, over more elements than the grid has
+// threads.
+TEST_F(OpKernelsTest, RoundToTf32IsTheHostsRounding) {
+  std::vector<float> x = normal_values(std::size_t{65536} * 256 + 7, 21, 0, 1000);
+  for (const float v : {0x1.002p0F, 0x1.006p0F, 0x1.0030p0F, 0x1.ffep127F, 0x1.fffp127F, 0x1p-130F,
+                        0x1.0018p-126F, -0.0F, std::numeric_limits<float>::infinity()}) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  const DeviceBuffer<float> d_x = upload(x);
+  DeviceBuffer<float> y(x.size());
+  round_to_tf32(d_x.data(), y.data(), x.size(), nullptr);
+  const std::vector<float> got = download(y);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto expected = static_cast<float>(
+        numeric::round_to(formats::tf32, numeric::Rounding::nearest_even, x[i]).value);
+    wrong += std::memcmp(&got[i], &expected, sizeof(float)) != 0;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// scale: one binary32 product, rounded once to the type: in fp32 the host's product bit for bit
+// (over more elements than the grid has threads), in fp16 and bf16 the host's binary32 product
+// rounded to nearest even.
+TEST_F(OpKernelsTest, ScaleIsOneBinary32ProductRoundedOnce) {
+  const std::size_t n = std::size_t{65536} * 256 + 5;
+  const float factor = 0.35355339F;  // 1/sqrt(8) in binary32, not a power of two
+  std::vector<float> x = normal_values(n, 7, 0, 100);
+  const DeviceBuffer<float> d_x = upload(x);
+  DeviceBuffer<float> y(n);
+  scale(DType::f32, d_x.data(), factor, y.data(), n, nullptr);
+  const std::vector<float> scaled = download(y);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += scaled[i] != x[i] * factor;
+  EXPECT_EQ(wrong, 0u);
+  x.resize(4096);
+  for (const auto& [type, format] :
+       {std::pair{DType::f16, formats::fp16}, std::pair{DType::bf16, formats::bf16}}) {
+    const std::vector<float> narrow = from_bits(format, to_bits(format, x));
+    std::vector<float> products(narrow.size());
+    for (std::size_t i = 0; i < narrow.size(); ++i) products[i] = narrow[i] * factor;
+    const DeviceBuffer<std::uint16_t> d_narrow = upload(to_bits(format, x));
+    DeviceBuffer<std::uint16_t> out(narrow.size());
+    scale(type, d_narrow.data(), factor, out.data(), narrow.size(), nullptr);
+    EXPECT_EQ(download(out), to_bits(format, products)) << format.name;
+  }
+}
+
+// Attention's score gradients: in fp32 the host's op_math bit for bit (D added in order by one
+// thread), over more rows than the grid has blocks and rows longer than the block; in fp16 and
+// bf16 the host's binary32 result from the 16-bit values, rounded once.
+TEST_F(OpKernelsTest, AttentionSoftmaxBackwardIsTheHostsMathBitForBit) {
+  for (const auto& [rows, cols, d] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{70000, 3, 5},
+        std::tuple<std::size_t, std::size_t, std::size_t>{4, 700, 64}}) {
+    const std::vector<float> p = normal_values(rows * cols, 11, 0.5F, 0.2F);
+    const std::vector<float> dp = normal_values(rows * cols, 12);
+    const std::vector<float> o = normal_values(rows * d, 13);
+    const std::vector<float> d_out = normal_values(rows * d, 14);
+    const auto host = [&](const std::vector<float>& hp, const std::vector<float>& hdp,
+                          const std::vector<float>& ho, const std::vector<float>& hd) {
+      std::vector<float> ds(rows * cols);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float row_sum =
+            op_math::ordered_sum(d, [&](std::size_t t) { return hd[r * d + t] * ho[r * d + t]; });
+        for (std::size_t c = 0; c < cols; ++c) {
+          ds[r * cols + c] = op_math::score_gradient(hp[r * cols + c], hdp[r * cols + c], row_sum);
+        }
+      }
+      return ds;
+    };
+    const DeviceBuffer<float> d_p = upload(p), d_dp = upload(dp), d_o = upload(o),
+                              d_d = upload(d_out);
+    DeviceBuffer<float> ds(rows * cols);
+    attention_softmax_backward(DType::f32, d_p.data(), d_dp.data(), d_o.data(), d_d.data(),
+                               ds.data(), rows, cols, d, nullptr);
+    const std::vector<float> expected = host(p, dp, o, d_out);
+    const std::vector<float> got = download(ds);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expected[i];
+    EXPECT_EQ(wrong, 0u) << rows << " x " << cols;
+    for (const auto& [type, format] :
+         {std::pair{DType::f16, formats::fp16}, std::pair{DType::bf16, formats::bf16}}) {
+      const auto narrow = [&](const std::vector<float>& x) {
+        return from_bits(format, to_bits(format, x));
+      };
+      const DeviceBuffer<std::uint16_t> n_p = upload(to_bits(format, p)),
+                                        n_dp = upload(to_bits(format, dp)),
+                                        n_o = upload(to_bits(format, o)),
+                                        n_d = upload(to_bits(format, d_out));
+      DeviceBuffer<std::uint16_t> n_ds(rows * cols);
+      attention_softmax_backward(type, n_p.data(), n_dp.data(), n_o.data(), n_d.data(), n_ds.data(),
+                                 rows, cols, d, nullptr);
+      EXPECT_EQ(download(n_ds),
+                to_bits(format, host(narrow(p), narrow(dp), narrow(o), narrow(d_out))))
+          << format.name << " " << rows << " x " << cols;
+    }
+  }
 }
 
 // More rows than the grid's blocks, and rows far longer than the block: softmax and logsumexp

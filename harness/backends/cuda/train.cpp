@@ -3,7 +3,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
@@ -22,22 +21,6 @@ void require_trainable(const train::TrainConfig& config) {
   for (const auto& p : config.policies) {
     if (auto why = why_not_trainable(p, config.model)) throw std::invalid_argument(*why);
   }
-}
-
-// `run(model)` for the models the device trains; the others were refused by require_trainable.
-template <class Call>
-auto with_device_model(const train::TrainConfig& config, const train::Dataset& train_set,
-                       Call run) {
-  return train::steps::with_model(config, train_set, [&](const auto& model) {
-    using Model = std::decay_t<decltype(model)>;
-    if constexpr (std::is_same_v<Model, train::Mlp> || std::is_same_v<Model, train::Cnn>) {
-      return run(model);
-    } else {
-      throw std::invalid_argument(
-          why_not_trainable(config.policies.front(), config.model).value_or(config.model));
-      return decltype(run(std::declval<const train::Mlp&>())){};
-    }
-  });
 }
 
 nlohmann::json to_json(const kernels::LaunchRate& r) {
@@ -71,7 +54,7 @@ train::TrainResult train_on_device(const train::TrainConfig& config,
                                    const train::Dataset& train_set, const train::Dataset& eval_set,
                                    const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  train::TrainResult result = with_device_model(config, train_set, [&](const auto& model) {
+  train::TrainResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
     return train::steps::run_training<CudaOps>(model, config, train_set, eval_set, progress);
   });
   result.backend = "cuda";
@@ -84,7 +67,7 @@ train::TrainResult train_on_device_and_cpu(const train::TrainConfig& config,
                                            const train::Dataset& eval_set,
                                            const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  train::TrainResult result = with_device_model(config, train_set, [&](const auto& model) {
+  train::TrainResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
     return train::steps::run_training<train::EmulatedOps, CudaOps>(model, config, train_set,
                                                                    eval_set, progress);
   });
@@ -141,7 +124,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   // The collector's cost first, while CUPTI has not yet traced this process, so that the
   // untraced launch rate is that of a process CUPTI never touched.
   const nlohmann::json overhead = to_json(kernels::measure_profiler_overhead());
-  train::ProfileResult result = with_device_model(config, train_set, [&](const auto& model) {
+  train::ProfileResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
     return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, hooks);
   });
   result.device = device_record(kernels::probe_device(), kernels::library_versions());

@@ -1,10 +1,10 @@
-// The training ops of the CUDA backend: the ops interface of harness/train/ops.hpp (the subset the
-// mlp and the cnn run) on the device, under a precision policy, with autocast's dtype flow as
-// train::EmulatedOps models it: each op casts its inputs to the policy's input type on the device,
-// linear layers run through cuBLASLt with the compute type the policy's plan names, the other ops
-// through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type), and a
-// gradient comes back in the type of its input. Parameters (master weights) are binary32 on the
-// host, uploaded for each step; gradients come back to the host, where the trainer unscales,
+// The training ops of the CUDA backend: the ops interface of harness/train/ops.hpp (what the mlp,
+// the cnn and the transformer run) on the device, under a precision policy, with autocast's dtype
+// flow as train::EmulatedOps models it: each op casts its inputs to the policy's input type on the
+// device, linear layers run through cuBLASLt with the compute type the policy's plan names, the
+// other ops through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type),
+// and a gradient comes back in the type of its input. Parameters (master weights) are binary32 on
+// the host, uploaded for each step; gradients come back to the host, where the trainer unscales,
 // clips and steps them as on the CPU backend.
 //
 // All work of one CudaOps runs in order on a stream of its own; device memory comes from the
@@ -138,6 +138,28 @@ class CudaOps {
   Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
   Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
 
+  // The transformer's ops (training_ops_transformer.cpp). add runs kernels::add under the policy's
+  // add precision; gradient_for casts a gradient to its input's format, as autograd stores it.
+  // Attention is the emulation's fused kernel (harness/backends/cpu/emulate.hpp) as separate
+  // steps in the compute format of the policy's attention (fp32 under fp32, tf32 and autocast, fp16
+  // under pure fp16): the scores Q K^T and dP = dO V^T through strided-batched cuBLASLt products of
+  // the inputs as the policy casts them (tf32: rounded on the device) written in the compute
+  // format, the scale 1/sqrt(d) rounded to that format applied to the sums, softmax and the score
+  // gradients dS = P (dP - rowsum(dO * O)) (FlashAttention-2's) in kernels/op_kernels.hpp, and the
+  // products of the probabilities and score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the
+  // compute format on the other operand widened exactly; one rounding to the output format at the
+  // end. The backward recomputes the scores, the probabilities and the output O, as
+  // FlashAttention's recomputes P (it keeps O).
+  Tensor gradient_for(const Tensor& input, const Tensor& gradient);
+  Tensor add(const Tensor& a, const Tensor& b);
+  // One head of attention per sample: q, k, v batch x length x d.
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
+                   std::size_t length, std::size_t d);
+  using AttentionGradients = train::AttentionGradients<Tensor>;
+  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& d_out, std::size_t batch, std::size_t length,
+                                        std::size_t d);
+
   // The format the weight gradients of matmuls come out in (fp16 under amp-fp16).
   numeric::Format gradient_format() const;
 
@@ -162,6 +184,27 @@ class CudaOps {
   Tensor convolution(const policy::OpPrecision& q, std::string_view pass,
                      const ops::convolution::Geometry& g, const Tensor& first,
                      const Tensor& second);
+
+  // x * factor element by element, in x's type (kernels::scale).
+  Tensor scaled(const Tensor& x, float factor);
+  // t's values rounded to attention's input format f (autocast's cast), in the type that holds f:
+  // a cast, and for tf32 (held by binary32) kernels::round_to_tf32 after it.
+  Tensor in_format(const Tensor& t, const numeric::Format& f);
+  // t widened exactly to the compute format f (a format that holds t's values), said to be f.
+  Tensor widened(const Tensor& t, const numeric::Format& f) const;
+  // The scaled scores of attention under its precision q, batch x length x length values of its
+  // compute format s_ij = (q_i . k_j) * (1/sqrt d), from q and k already in q's input type; and
+  // the probabilities, the softmax of each row of `length` scores in their type.
+  Tensor attention_scores(const policy::OpPrecision& q, const Tensor& queries, const Tensor& keys,
+                          std::size_t batch, std::size_t length, std::size_t d);
+  Tensor attention_probabilities(const Tensor& scores, std::size_t length);
+  // One strided-batched product of attention, batch x (M x N x K) as `shape` gives it: `op` is the
+  // catalog's gemm, gemm_backward_a or gemm_backward_b, first and second its operands in the
+  // catalog's order, both of one format (q's input or compute format), each sample's matrices one
+  // after another. The result is in q's compute format (attention_product_plan).
+  Tensor attention_product(const policy::OpPrecision& q, std::string_view op,
+                           const ops::Shape& shape, std::size_t batch, const Tensor& first,
+                           const Tensor& second);
 
   policy::Policy policy_;
   std::unique_ptr<Context> context_;

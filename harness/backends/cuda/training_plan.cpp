@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "harness/ops/catalog.hpp"
 
@@ -21,6 +24,11 @@ constexpr policy::Op kMlpKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm
                                         policy::Op::cross_entropy};
 constexpr policy::Op kCnnKernelOps[] = {policy::Op::batch_norm, policy::Op::relu, policy::Op::mean,
                                         policy::Op::cross_entropy};
+// Attention's softmax, its backward and its scale run in the kernels too (its products are checked
+// apart: why_not_attention).
+constexpr policy::Op kTransformerKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm,
+                                                policy::Op::add, policy::Op::attention,
+                                                policy::Op::cross_entropy};
 // The cnn's convolutions: the catalog's three cuDNN passes.
 constexpr std::string_view kConvolutionPasses[] = {"conv2d", "conv2d_backward_data",
                                                    "conv2d_backward_filter"};
@@ -29,6 +37,7 @@ constexpr std::string_view kConvolutionPasses[] = {"conv2d", "conv2d_backward_da
 std::span<const policy::Op> kernel_ops(std::string_view model) {
   if (model == "mlp") return kMlpKernelOps;
   if (model == "cnn") return kCnnKernelOps;
+  if (model == "transformer") return kTransformerKernelOps;
   return {};
 }
 
@@ -42,10 +51,46 @@ std::vector<policy::OpPrecision> resolutions(const policy::Policy& p, policy::Op
   return out;
 }
 
+// A product of attention (attention_product_plan): its A and B in `inputs`, its D in the compute
+// format.
+policy::OpPrecision attention_product(const policy::OpPrecision& attention, const Format& inputs) {
+  policy::OpPrecision product = attention;
+  product.input = inputs;
+  product.output = attention.compute;
+  return product;
+}
+
+// Why the device cannot run attention as the policy's precision q says, or none. The device runs
+// it as the emulation's fused kernel does (harness/backends/cpu/emulate.hpp), in q's compute
+// format: scores and probabilities in it, and the probabilities' products with V and dO a GEMM in
+// it on the other operand widened exactly. So the compute format must be one a device type holds
+// as it is, and the inputs one the device casts to: fp32, fp16, bf16, or tf32 (binary32 values
+// rounded by kernels::round_to_tf32, so that the binary32 products read V and dO as the emulation
+// does); and cuBLASLt must run both kinds of product. (The formats and rounding modes of its
+// kernels are checked with the other kernel ops.)
+std::optional<std::string> why_not_attention(const policy::Policy& p,
+                                             const policy::OpPrecision& q) {
+  const auto exact = [](const Format& f) {
+    const std::optional<DeviceType> held = holding_type(f);
+    return held && numeric::same_values(device_type_format(*held), f);
+  };
+  if (!(exact(q.input) || numeric::same_values(q.input, formats::tf32)) || !exact(q.compute)) {
+    return fmt::format(
+        "policy {}: attention ({} inputs, {} compute): the device's attention reads fp32, tf32, "
+        "fp16 and bf16 inputs and computes in fp32, fp16 or bf16",
+        p.name, q.input.name, q.compute.name);
+  }
+  for (const Format& inputs : {q.input, q.compute}) {
+    const Planning planned = plan(*ops::find_op("bmm"), attention_product(q, inputs));
+    if (!planned.plan) return fmt::format("policy {}: attention: {}", p.name, planned.reason);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string trainable_models() {
-  return "mlp, cnn";
+  return "mlp, cnn, transformer";
 }
 
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input) {
@@ -56,13 +101,31 @@ GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input)
   return planned.plan->gemm;
 }
 
+GemmPlan attention_product_plan(const policy::OpPrecision& attention, const Format& inputs) {
+  const Planning planned = plan(*ops::find_op("bmm"), attention_product(attention, inputs));
+  if (!planned.plan) throw std::invalid_argument(planned.reason);
+  return planned.plan->gemm;
+}
+
+GemmCall attention_call(std::string_view op, const ops::Shape& shape, std::size_t batch) {
+  const ops::OpInfo& info = *ops::find_op(op);
+  if (batch == 0 || batch > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw std::invalid_argument(
+        fmt::format("attention: {} samples are not a cuBLASLt batch count", batch));
+  }
+  GemmCall call = gemm_call(info, shape);
+  const std::vector<ops::Operand> operands = ops::operands(info, shape);
+  call.batch = static_cast<std::int32_t>(batch);
+  call.stride_a = static_cast<std::int64_t>(ops::element_count(operands.at(call.a.operand).shape));
+  call.stride_b = static_cast<std::int64_t>(ops::element_count(operands.at(call.b.operand).shape));
+  call.stride_d = static_cast<std::int64_t>(call.m * call.n);
+  return call;
+}
+
 std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model) {
   const std::span<const policy::Op> kernels = kernel_ops(model);
   if (kernels.empty()) {
-    return fmt::format(
-        "model {}: the CUDA backend trains {} so far (the transformer needs attention on the "
-        "device)",
-        model, trainable_models());
+    return fmt::format("model {}: the CUDA backend trains {}", model, trainable_models());
   }
   for (const Format& input : {formats::fp32, formats::fp16, formats::bf16}) {
     const policy::OpPrecision q =
@@ -78,10 +141,18 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
       }
     }
   }
+  if (model == "transformer") {
+    for (const policy::OpPrecision& q : resolutions(p, policy::Op::attention)) {
+      if (auto why = why_not_attention(p, q)) return why;
+    }
+  }
   for (const policy::Op op : kernels) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       const std::string_view name = policy::op_name(op);
-      for (const Format* f : {&q.input, &q.output}) {
+      // Attention's kernels (softmax, its backward, the scale) read its compute format; its inputs
+      // go to cuBLASLt (why_not_attention).
+      const Format& read = op == policy::Op::attention ? q.compute : q.input;
+      for (const Format* f : {&read, &q.output}) {
         if (!output_type(*f)) {
           return fmt::format(
               "policy {}: {} in {}: the GPU kernels take and give fp32, fp16 and bf16 tensors",

@@ -13,7 +13,7 @@
 
 namespace ampbench::backends::cuda {
 
-// The models the CUDA backend trains: "mlp, cnn".
+// The models the CUDA backend trains: "mlp, cnn, transformer".
 std::string trainable_models();
 
 // The policy's ops of the model that the GPU cannot run as the policy says, as one sentence that
@@ -25,6 +25,20 @@ std::optional<std::string> why_not_trainable(const policy::Policy& policy, std::
 
 // The policy's linear layer as cuBLASLt runs it, for inputs of format `input`.
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input);
+
+// One matrix product of attention under its resolved precision `attention` as cuBLASLt runs it:
+// A and B of format `inputs` (the attention's input format, or its compute format for the products
+// that read the probabilities or score gradients), written in the compute format (binary32 under
+// fp32 and autocast), as the emulation keeps scores, probabilities and unscaled gradients.
+// std::invalid_argument when cuBLASLt cannot run it (why_not_trainable says so first).
+GemmPlan attention_product_plan(const policy::OpPrecision& attention,
+                                const numeric::Format& inputs);
+
+// The strided-batched cuBLASLt call of one product of attention: the catalog's gemm,
+// gemm_backward_a or gemm_backward_b of `shape` (M x N x K) for each of `batch` samples, whose
+// operands and results lie one after another. std::invalid_argument beyond cuBLASLt's 32-bit
+// batch count.
+GemmCall attention_call(std::string_view op, const ops::Shape& shape, std::size_t batch);
 
 // When the policy asks for non-GEMM arithmetic narrower than binary32 (pure fp16 and bf16) in an
 // op of the model, the sentence that says the GPU's kernels compute those ops in binary32; none

@@ -65,9 +65,8 @@ struct BadInput {
 
 TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
   const BadInput cases[] = {
-      {"profile --backend cuda --model transformer",
-       "ampbench profile: --backend cuda: model transformer: the CUDA backend trains mlp, cnn so "
-       "far"},
+      {"profile --backend cuda --model transformer --policy amp-fp16,bf16",
+       "ampbench profile: --backend cuda: policy bf16: "},
       {"profile --backend cuda --policy bf16", "ampbench profile: --backend cuda: policy bf16: "},
       {"profile --backend tpu",
        "ampbench profile: --backend: unknown backend 'tpu' (available: cpu, cuda)"},

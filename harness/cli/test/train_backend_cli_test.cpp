@@ -70,6 +70,18 @@ TEST(CliTrainBackend, ProfileOnCudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   if (written != nullptr) std::fclose(written);
 }
 
+TEST(CliTrainBackend, TheTransformerOnCudaWithoutAGpuStopsWithStatus3NotAsRefused) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: the transformer runs on it";
+  for (const char* command : {"train", "profile"}) {
+    const Outcome run =
+        ampbench(std::string(command) + " --backend cuda --model transformer --steps 2");
+    EXPECT_EQ(run.status, 3) << command << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << command;
+    EXPECT_EQ(run.err.find("ampbench " + std::string(command) + ": --backend cuda: "), 0u)
+        << run.err;
+  }
+}
+
 TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
   const std::string json = temp_path("profile-cuda.json");
@@ -163,6 +175,23 @@ TEST(CliTrainBackend, ShortRunOnTheGpuTracksTheReference) {
         EXPECT_LT(s["loss_rel_error"].get<double>(), 1e-5) << "step " << s["step"];
       }
     }
+  }
+}
+
+TEST(CliTrainBackend, TheTransformerTrainsOnTheGpu) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const std::string json = temp_path("train-cuda-transformer.json");
+  const Outcome run = ampbench(
+      "train --backend cuda --model transformer --steps 3 --batch 8 --eval 32 "
+      "--policy fp32,amp-fp16,amp-bf16 --json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["backend"], "cuda");
+  ASSERT_EQ(record["runs"].size(), 3u);
+  for (const auto& r : record["runs"]) {
+    EXPECT_TRUE(r["pass"].get<bool>()) << r["policy"] << ": " << r["verdict"];
   }
 }
 

@@ -97,9 +97,8 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --eval 100000", "ampbench train: --eval 100000: the data set has only 4608 samples"},
       {"train --backend tpu",
        "ampbench train: --backend: unknown backend 'tpu' (available: cpu, cuda, all)"},
-      {"train --backend cuda --model transformer",
-       "ampbench train: --backend cuda: model transformer: the CUDA backend trains mlp, cnn so "
-       "far"},
+      {"train --backend cuda --model transformer --policy fp32,bf16",
+       "ampbench train: --backend cuda: policy bf16: linear: gemm (bf16 inputs, bf16 accumulation"},
       {"train --backend cuda --policy fp32,bf16",
        "ampbench train: --backend cuda: policy bf16: linear: gemm (bf16 inputs, bf16 accumulation"},
   };

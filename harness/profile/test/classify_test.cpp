@@ -225,15 +225,18 @@ std::vector<std::string> kernel_names(const std::string& path) {
 TEST(ClassifyKernel, AmpbenchsOwnKernels) {
   const std::map<std::string, KernelCategory> expected = {
       {"cast_kernel", C::cast},
+      {"cast_to_tf32_kernel", C::cast},
       {"round_kernel", C::cast},
       {"pointwise_binary_kernel", C::elementwise},
       {"pointwise_fma_kernel", C::elementwise},
+      {"pointwise_scale_kernel", C::elementwise},
       {"bias_activation_kernel", C::elementwise},
       {"pointwise_activation_backward_kernel", C::elementwise},
       {"reduce_columns_kernel", C::reduction},
       {"reduce_kernel", C::reduction},
       {"softmax_kernel", C::reduction},
       {"softmax_backward_kernel", C::reduction},
+      {"attention_softmax_backward_kernel", C::reduction},
       {"layer_norm_kernel", C::reduction},
       {"layer_norm_dx_kernel", C::reduction},
       {"layer_norm_parameters_kernel", C::reduction},

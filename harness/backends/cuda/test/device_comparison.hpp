@@ -1,15 +1,18 @@
-// What the GPU training tests share: the built-in policies by name, seeded binary32 operands and
-// the normwise distance of a device result from the CPU emulation's.
+// What the GPU training tests share: the built-in policies by name, seeded binary32 operands, the
+// normwise distance of a device result from the CPU emulation's, and what a short training run on
+// the device must show.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "harness/policy/policy.hpp"
+#include "harness/train/trainer.hpp"
 
 namespace ampbench::backends::cuda::test {
 
@@ -36,6 +39,22 @@ inline std::vector<float> uniform(std::size_t n, float low, float high, std::uin
   std::vector<float> v(n);
   for (float& x : v) x = u(gen);
   return v;
+}
+
+// A short run on the device: `policies` runs of `steps` steps on the CUDA backend, each tracking
+// the reference, the first one fp32, whose every op runs in binary32 (cuBLASLt 32F, no TF32;
+// cuDNN's FMA math): its loss differs from the reference's by binary32 roundings at every step,
+// as on the CPU backend.
+inline void expect_tracks_reference(const train::TrainResult& r, std::size_t policies,
+                                    std::size_t steps) {
+  EXPECT_EQ(r.backend, "cuda");
+  ASSERT_EQ(r.runs.size(), policies);
+  for (const auto& run : r.runs) {
+    EXPECT_TRUE(run.pass) << run.policy << ": " << run.verdict;
+    ASSERT_EQ(run.steps.size(), steps);
+  }
+  ASSERT_EQ(r.runs[0].policy, "fp32");
+  for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
 }
 
 }  // namespace ampbench::backends::cuda::test

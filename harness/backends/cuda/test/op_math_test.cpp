@@ -105,6 +105,37 @@ TEST(OpMath, DerivativesAreThoseOfTheForwardFunctions) {
   }
 }
 
+// binary32 a op b, correctly rounded: the binary64 result of two binary32 values rounded once more
+// (binary64 has more than twice binary32's precision, so the double rounding is innocuous).
+float product32(float a, float b) {
+  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b));
+}
+float sum32(float a, float b) {
+  return static_cast<float>(static_cast<double>(a) + static_cast<double>(b));
+}
+
+// Attention's backward as the CPU backend's emulation rounds it in binary32
+// (attention_backward.cpp): D = the products dO_t O_t added in order from the first, and
+// dS = P (dP - D), every step rounded, no fused multiply-add.
+TEST(OpMath, AttentionsScoreGradientRoundsEveryStepInTheEmulationsOrder) {
+  const float d_out[] = {0.3F, -1.7F, 2.25F, 1e-3F, -0.6F, 7.5F};
+  const float o[] = {1.1F, 0.45F, -0.35F, 3e4F, 0.2F, -0.015F};
+  float expected = product32(d_out[0], o[0]);
+  for (std::size_t t = 1; t < 6; ++t) expected = sum32(expected, product32(d_out[t], o[t]));
+  const float row_sum = ordered_sum(6, [&](std::size_t t) { return d_out[t] * o[t]; });
+  EXPECT_EQ(row_sum, expected);
+  // 1 + 2^-24 + 2^-24 is 1 in this order (each addition a tie, to even) and 1 + 2^-23 backwards:
+  // the order is the emulation's.
+  const float small[] = {1.0F, 0x1p-24F, 0x1p-24F};
+  EXPECT_EQ(ordered_sum(3, [&](std::size_t t) { return small[t]; }), 1.0F);
+  EXPECT_EQ(ordered_sum(0, [](std::size_t) { return 1.0F; }), 0.0F);
+  for (const float p : {0.3F, 1e-7F, 0.999F}) {
+    for (const float dp : {row_sum, 31.4F, -2.7e-3F}) {
+      EXPECT_EQ(score_gradient(p, dp, row_sum), product32(p, sum32(dp, -row_sum)));
+    }
+  }
+}
+
 TEST(OpMath, ReluKeepsNanAndGivesPositiveZero) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "harness/backends/cuda/test/gemm_call_emulation.hpp"
+#include "harness/ops/catalog.hpp"
 #include "harness/policy/policy.hpp"
 
 namespace {
@@ -45,7 +48,6 @@ TEST(TrainingPlan, TheCnnTrainsWhereCudnnAndTheKernelsRunItsOps) {
   for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
     EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "cnn"), std::nullopt) << name;
   }
-  EXPECT_EQ(backends::cuda::trainable_models(), "mlp, cnn");
   // Pure bf16's linear layers are refused first, as for the mlp.
   const auto bf16 = backends::cuda::why_not_trainable(builtin("bf16"), "cnn");
   ASSERT_TRUE(bf16.has_value());
@@ -76,13 +78,143 @@ TEST(TrainingPlan, TheCnnsKernelOpsAreCheckedNotTheMlps) {
   EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
 }
 
-TEST(TrainingPlan, TheTransformerIsRefusedWithTheReason) {
-  const auto why = backends::cuda::why_not_trainable(builtin("fp32"), "transformer");
+TEST(TrainingPlan, TheTransformerTrainsWhereTheDeviceRunsAttentionAsTheEmulation) {
+  for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
+    EXPECT_EQ(backends::cuda::why_not_trainable(builtin(name), "transformer"), std::nullopt)
+        << name;
+  }
+  EXPECT_EQ(backends::cuda::trainable_models(), "mlp, cnn, transformer");
+  // Attention inputs in e5m2: no device type holds them and the device rounds only to tf32. The
+  // mlp, which has no attention, trains.
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-e5m2-attention";
+  own_entry(p, policy::Op::attention).input = numeric::formats::e5m2;
+  const auto e5m2 = backends::cuda::why_not_trainable(p, "transformer");
+  ASSERT_TRUE(e5m2.has_value());
+  EXPECT_EQ(*e5m2,
+            "policy amp-e5m2-attention: attention (e5m2 inputs, fp32 compute): the device's "
+            "attention reads fp32, tf32, fp16 and bf16 inputs and computes in fp32, fp16 or bf16");
+  EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
+  // Pure bf16's linear layers are refused first, as for the other models.
+  const auto bf16 = backends::cuda::why_not_trainable(builtin("bf16"), "transformer");
+  ASSERT_TRUE(bf16.has_value());
+  EXPECT_EQ(bf16->find("policy bf16: linear: "), 0u) << *bf16;
+}
+
+TEST(TrainingPlan, UnknownModelsAreRefusedWithTheTrainableOnes) {
+  const auto why = backends::cuda::why_not_trainable(builtin("fp32"), "rnn");
   ASSERT_TRUE(why.has_value());
-  EXPECT_EQ(why->find("model transformer: the CUDA backend trains mlp, cnn so far (the transformer "
-                      "needs attention on the device)"),
-            0u)
-      << *why;
+  EXPECT_EQ(*why, "model rnn: the CUDA backend trains mlp, cnn, transformer");
+}
+
+TEST(TrainingPlan, TheTransformersAttentionAndAddAreCheckedNotTheMlps) {
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-fp16-attention-sr";
+  own_entry(p, policy::Op::attention).mode = numeric::Rounding::stochastic_proportional;
+  const auto attention = backends::cuda::why_not_trainable(p, "transformer");
+  ASSERT_TRUE(attention.has_value());
+  EXPECT_EQ(attention->find("policy amp-fp16-attention-sr: attention rounds "), 0u) << *attention;
+  EXPECT_EQ(backends::cuda::why_not_trainable(p, "mlp"), std::nullopt);
+
+  policy::Policy q = builtin("amp-bf16");
+  q.name = "amp-bf16-add-sr";
+  own_entry(q, policy::Op::add).mode = numeric::Rounding::stochastic_proportional;
+  const auto add = backends::cuda::why_not_trainable(q, "transformer");
+  ASSERT_TRUE(add.has_value());
+  EXPECT_EQ(add->find("policy amp-bf16-add-sr: add rounds "), 0u) << *add;
+  EXPECT_EQ(backends::cuda::why_not_trainable(q, "mlp"), std::nullopt);
+}
+
+TEST(TrainingPlan, AttentionsProductsWriteTheirSumsInTheComputeFormat) {
+  const std::vector<numeric::Format> inputs{numeric::formats::fp32};
+  struct Case {
+    const char* policy;
+    GemmCompute compute;
+    DeviceType sums;  // the compute format's type
+  };
+  // tf32's scores: tf32 inputs through 32F_FAST_TF32, exact conversions of values the device has
+  // rounded to tf32; its probabilities' products binary32 (32F), as the emulation's.
+  const auto tf32_q = policy::resolve(builtin("tf32").precision(policy::Op::attention), inputs);
+  EXPECT_EQ(backends::cuda::attention_product_plan(tf32_q, tf32_q.input).compute,
+            GemmCompute::f32_fast_tf32);
+  EXPECT_EQ(backends::cuda::attention_product_plan(tf32_q, tf32_q.compute).compute,
+            GemmCompute::f32);
+  for (const Case& c : {Case{"fp32", GemmCompute::f32, DeviceType::f32},
+                        Case{"amp-fp16", GemmCompute::f32, DeviceType::f32},
+                        Case{"amp-bf16", GemmCompute::f32, DeviceType::f32},
+                        Case{"fp16", GemmCompute::f16, DeviceType::f16}}) {
+    const policy::OpPrecision q =
+        policy::resolve(builtin(c.policy).precision(policy::Op::attention), inputs);
+    // The scores and dP: the inputs as the policy casts them.
+    const auto scores = backends::cuda::attention_product_plan(q, q.input);
+    EXPECT_EQ(scores.compute, c.compute) << c.policy;
+    EXPECT_EQ(device_type_format(scores.inputs).name, q.input.name) << c.policy;
+    EXPECT_EQ(scores.output, c.sums) << c.policy;
+    // The products of the probabilities and score gradients: compute-format operands (no TF32).
+    const auto wide = backends::cuda::attention_product_plan(q, q.compute);
+    EXPECT_EQ(wide.compute, c.compute) << c.policy;
+    EXPECT_EQ(wide.inputs, c.sums) << c.policy;
+    EXPECT_EQ(wide.output, c.sums) << c.policy;
+  }
+}
+
+// Row-major products per sample, directly: C_b = op(X_b) op(Y_b), C_b m x n from k terms, X_b
+// stored m x k (k x m when transposed), Y_b k x n (n x k when transposed).
+std::vector<double> sample_products(std::size_t batch, std::size_t m, std::size_t n, std::size_t k,
+                                    const std::vector<double>& x, bool x_transposed,
+                                    const std::vector<double>& y, bool y_transposed) {
+  std::vector<double> c(batch * m * n);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const double* xb = x.data() + b * m * k;
+    const double* yb = y.data() + b * k * n;
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (std::size_t l = 0; l < k; ++l) {
+          sum += (x_transposed ? xb[l * m + i] : xb[i * k + l]) *
+                 (y_transposed ? yb[j * k + l] : yb[l * n + j]);
+        }
+        c[b * m * n + i * n + j] = sum;
+      }
+    }
+  }
+  return c;
+}
+
+// Small integers, distinct per seed: every product and sum is exact.
+std::vector<double> integers(std::size_t n, int seed) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = static_cast<double>((static_cast<int>(i) * 7 + seed * 5) % 13 - 6);
+  }
+  return v;
+}
+
+TEST(TrainingPlan, AttentionsCallsComputeItsSixProductsPerSample) {
+  // Lengths and widths that differ, so that a swapped dimension or stride shows.
+  constexpr std::size_t batch = 3, length = 5, d = 4;
+  const ops::Shape shape{{length, d, length}};
+  const auto tokens = integers(batch * length * d, 1);       // Q, K, V or dO
+  const auto others = integers(batch * length * d, 2);       // a second one
+  const auto square = integers(batch * length * length, 3);  // P or dS
+  const auto run = [&](const char* op, const std::vector<double>& first,
+                       const std::vector<double>& second) {
+    ops::Inputs in;
+    in.values = {first, second};
+    return backends::cuda::test::emulate(backends::cuda::attention_call(op, shape, batch), in);
+  };
+  // S = Q K^T and dP = dO V^T: gemm_backward_a.
+  EXPECT_EQ(run("gemm_backward_a", tokens, others),
+            sample_products(batch, length, length, d, tokens, false, others, true));
+  // O = P V and dQ = dS K: gemm.
+  EXPECT_EQ(run("gemm", square, tokens),
+            sample_products(batch, length, d, length, square, false, tokens, false));
+  // dK = dS^T Q and dV = P^T dO: gemm_backward_b.
+  EXPECT_EQ(run("gemm_backward_b", square, tokens),
+            sample_products(batch, length, d, length, square, true, tokens, false));
+  EXPECT_THROW(backends::cuda::attention_call("gemm", shape, 0), std::invalid_argument);
+  EXPECT_THROW(backends::cuda::attention_call("gemm", shape, std::size_t{1} << 31),
+               std::invalid_argument);
 }
 
 TEST(TrainingPlan, LinearLayersRunAsPyTorchRunsThem) {
@@ -108,7 +240,7 @@ TEST(TrainingPlan, LinearLayersRunAsPyTorchRunsThem) {
 }
 
 TEST(TrainingPlan, NarrowNonGemmArithmeticIsNotedNotHidden) {
-  for (const char* model : {"mlp", "cnn"}) {
+  for (const char* model : {"mlp", "cnn", "transformer"}) {
     for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) {
       EXPECT_EQ(backends::cuda::non_gemm_compute_note(builtin(name), model), std::nullopt)
           << name << " " << model;
