@@ -16,9 +16,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "kernels/dtype.hpp"
+
 namespace ampbench::kernels {
 
-enum class DType { f32, f16, bf16 };
 std::size_t dtype_bytes(DType type);
 std::string_view dtype_name(DType type);  // "fp32", "fp16", "bf16"
 

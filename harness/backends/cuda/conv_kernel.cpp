@@ -14,15 +14,6 @@
 namespace ampbench::backends::cuda {
 namespace {
 
-kernels::DType dtype(DeviceType t) {
-  switch (t) {
-    case DeviceType::f32: return kernels::DType::f32;
-    case DeviceType::f16: return kernels::DType::f16;
-    case DeviceType::bf16: return kernels::DType::bf16;
-  }
-  throw std::logic_error("unknown device type");
-}
-
 // cudnnDataType_t's enumerator of a device type, for the records.
 std::string_view cudnn_type_name(DeviceType t) {
   switch (t) {
@@ -60,8 +51,8 @@ std::vector<double> run(const kernels::ConvolutionShape& shape, const ConvPlan& 
   kernels::ConvolutionConfig config;
   config.pass = plan.pass;
   config.shape = shape;
-  config.data = dtype(plan.data);
-  config.compute = dtype(plan.compute);
+  config.data = dtype_of(plan.data);
+  config.compute = dtype_of(plan.compute);
   config.math = plan.math;
   const kernels::CudnnHandle handle;
   const kernels::ConvolutionRun ran =

@@ -66,15 +66,6 @@ std::vector<double> run_cast(const CastPlan& plan, const ops::Inputs& in, nlohma
 constexpr float kLayerNormEps = 1e-5F;
 constexpr float kRmsNormEps = 1e-6F;
 
-kernels::DType dtype_of(DeviceType t) {
-  switch (t) {
-    case DeviceType::f32: return kernels::DType::f32;
-    case DeviceType::f16: return kernels::DType::f16;
-    case DeviceType::bf16: return kernels::DType::bf16;
-  }
-  throw std::logic_error("unknown device type");
-}
-
 kernels::Activation activation_of(ops::Op op) {
   switch (op) {
     case ops::Op::relu:

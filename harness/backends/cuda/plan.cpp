@@ -251,6 +251,24 @@ std::optional<DeviceType> holding_type(const numeric::Format& f) {
 }
 
 // cuBLAS converts D, and cuDNN its output, with IEEE overflow to infinity.
+kernels::DType dtype_of(DeviceType t) {
+  switch (t) {
+    case DeviceType::f32: return kernels::DType::f32;
+    case DeviceType::f16: return kernels::DType::f16;
+    case DeviceType::bf16: return kernels::DType::bf16;
+  }
+  throw std::logic_error("unknown device type");
+}
+
+DeviceType device_type_of(kernels::DType t) {
+  switch (t) {
+    case kernels::DType::f32: return DeviceType::f32;
+    case kernels::DType::f16: return DeviceType::f16;
+    case kernels::DType::bf16: return DeviceType::bf16;
+  }
+  throw std::logic_error("unknown element type");
+}
+
 std::optional<DeviceType> output_type(const numeric::Format& f) {
   for (const DeviceType t : {DeviceType::f32, DeviceType::f16, DeviceType::bf16}) {
     if (numeric::same_format(f, device_type_format(t))) return t;

@@ -20,6 +20,7 @@
 #include "harness/policy/policy.hpp"
 #include "kernels/convolution_shape.hpp"  // plain data, no CUDA header
 #include "kernels/device.hpp"             // plain data, no CUDA header
+#include "kernels/dtype.hpp"              // likewise
 
 namespace ampbench::backends::cuda {
 
@@ -45,6 +46,9 @@ enum class DeviceType { f32, f16, bf16 };
 std::string_view device_type_name(DeviceType t);  // "32F", "16F", "16BF"
 std::size_t device_type_bytes(DeviceType t);
 numeric::Format device_type_format(DeviceType t);
+// The element type the backend's own kernels call a device type, and back.
+kernels::DType dtype_of(DeviceType t);
+DeviceType device_type_of(kernels::DType t);
 
 // A GEMM as cuBLASLt runs it: the compute type, the types of A and B and of D (no C: the audit
 // measures A B alone), and why this compute type (the rule and its source, for the records).

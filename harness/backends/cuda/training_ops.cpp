@@ -34,24 +34,6 @@ const ops::OpInfo& op_info(std::string_view name) {
 
 namespace training_ops_detail {
 
-kernels::DType dtype_of(DeviceType t) {
-  switch (t) {
-    case DeviceType::f32: return kernels::DType::f32;
-    case DeviceType::f16: return kernels::DType::f16;
-    case DeviceType::bf16: return kernels::DType::bf16;
-  }
-  throw std::logic_error("unknown device type");
-}
-
-DeviceType device_type_of(kernels::DType t) {
-  switch (t) {
-    case kernels::DType::f32: return DeviceType::f32;
-    case kernels::DType::f16: return DeviceType::f16;
-    case kernels::DType::bf16: return DeviceType::bf16;
-  }
-  throw std::logic_error("unknown element type");
-}
-
 Format format_of(kernels::DType t) {
   return device_type_format(device_type_of(t));
 }

@@ -33,8 +33,8 @@ struct CudaOps::Context {
 
 namespace training_ops_detail {
 
-kernels::DType dtype_of(DeviceType t);
-DeviceType device_type_of(kernels::DType t);
+using cuda::device_type_of;
+using cuda::dtype_of;
 numeric::Format format_of(kernels::DType t);
 // The element type that stores results of format `f` (why_not_trainable has checked it exists).
 kernels::DType dtype_of(const numeric::Format& f);
