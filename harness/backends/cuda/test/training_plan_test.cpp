@@ -148,7 +148,7 @@ TEST(TrainingPlan, AttentionsProductsWriteTheirSumsInTheComputeFormat) {
     // The scores and dP: the inputs as the policy casts them.
     const auto scores = backends::cuda::attention_product_plan(q, q.input);
     EXPECT_EQ(scores.compute, c.compute) << c.policy;
-    EXPECT_EQ(device_type_format(scores.inputs).name, q.input.name) << c.policy;
+    EXPECT_STREQ(device_type_format(scores.inputs).name, q.input.name) << c.policy;
     EXPECT_EQ(scores.output, c.sums) << c.policy;
     // The products of the probabilities and score gradients: compute-format operands (no TF32).
     const auto wide = backends::cuda::attention_product_plan(q, q.compute);

@@ -71,7 +71,7 @@ void compare_attention(const char* policy, double tolerance, std::size_t batch,
   CudaOps gpu(builtin(policy));
   const auto check = [&](const std::string& what, const train::EmulatedTensor& e,
                          const CudaTensor& g) {
-    EXPECT_EQ(g.format.name, e.format.name) << what;
+    EXPECT_STREQ(g.format.name, e.format.name) << what;
     EXPECT_EQ(g.size, e.values.size()) << what;
     EXPECT_LE(normwise(CudaOps::to_doubles(g), e.values), tolerance) << what;
   };
