@@ -159,6 +159,14 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
               p.name, name, f->name);
         }
       }
+      // The training ops run each kernel in its input's type and cast the result to the output's:
+      // one rounding only when the two are one format (as in every built-in policy).
+      if (op != policy::Op::attention && !numeric::same_format(q.input, q.output)) {
+        return fmt::format(
+            "policy {}: {} reads {} and writes {}: the GPU training ops compute in their input's "
+            "type, which would round the result twice",
+            p.name, name, q.input.name, q.output.name);
+      }
       for (const numeric::Rounding mode : {q.mode, q.input_mode}) {
         if (mode != numeric::Rounding::nearest_even) {
           return fmt::format("policy {}: {} rounds {}: the GPU kernels round to nearest even only",

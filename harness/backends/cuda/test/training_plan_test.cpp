@@ -270,4 +270,15 @@ TEST(TrainingPlan, RoundingModesTheKernelsDoNotHaveAreRefused) {
   EXPECT_NE(why->find("the GPU kernels round to nearest even only"), std::string::npos) << *why;
 }
 
+TEST(TrainingPlan, OpsWhoseInputAndOutputFormatsDifferAreRefused) {
+  policy::Policy p = builtin("amp-fp16");
+  p.name = "amp-fp16-narrow-norms";
+  p.precision(policy::OpClass::normalization).input = numeric::formats::fp16;
+  const auto why = backends::cuda::why_not_trainable(p, "mlp");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("policy amp-fp16-narrow-norms: layer_norm reads fp16 and writes fp32"),
+            std::string::npos)
+      << *why;
+}
+
 }  // namespace
