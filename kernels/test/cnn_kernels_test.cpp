@@ -32,34 +32,21 @@ using CnnKernelsTest = test::GpuTest;
 
 const float kEps = static_cast<float>(train::kBatchNormEps);
 
-const numeric::Format& format_of(DType type) {
-  switch (type) {
-    case DType::f32: return numeric::formats::fp32;
-    case DType::f16: return numeric::formats::fp16;
-    case DType::bf16: return numeric::formats::bf16;
-  }
-  throw std::logic_error("unknown DType");
-}
-
-std::size_t bytes_of(DType type) {
-  return type == DType::f32 ? 4 : 2;
-}
-
 // x rounded to nearest even in `type`, as a kernel's store rounds it.
 float narrow(DType type, float x) {
   return static_cast<float>(
-      numeric::round_to(format_of(type), numeric::Rounding::nearest_even, x).value);
+      numeric::round_to(dtype_format(type), numeric::Rounding::nearest_even, x).value);
 }
 
 // Values of `type` in device memory and back.
 DeviceBuffer<std::byte> upload(DType type, const std::vector<float>& values) {
-  std::vector<std::byte> bytes(values.size() * bytes_of(type));
+  std::vector<std::byte> bytes(values.size() * dtype_bytes(type));
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (type == DType::f32) {
       std::memcpy(bytes.data() + 4 * i, &values[i], 4);
     } else {
       const auto bits = static_cast<std::uint16_t>(
-          numeric::round_to(format_of(type), numeric::Rounding::nearest_even, values[i]).bits);
+          numeric::round_to(dtype_format(type), numeric::Rounding::nearest_even, values[i]).bits);
       std::memcpy(bytes.data() + 2 * i, &bits, 2);
     }
   }
@@ -72,14 +59,14 @@ std::vector<float> download(DType type, const DeviceBuffer<std::byte>& d) {
   AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<std::byte> bytes(d.size());
   d.copy_to(bytes);
-  std::vector<float> values(bytes.size() / bytes_of(type));
+  std::vector<float> values(bytes.size() / dtype_bytes(type));
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (type == DType::f32) {
       std::memcpy(&values[i], bytes.data() + 4 * i, 4);
     } else {
       std::uint16_t bits = 0;
       std::memcpy(&bits, bytes.data() + 2 * i, 2);
-      values[i] = static_cast<float>(numeric::decode(format_of(type), bits));
+      values[i] = static_cast<float>(numeric::decode(dtype_format(type), bits));
     }
   }
   return values;
@@ -144,7 +131,7 @@ Statistics statistics(const std::vector<float>& x, const Sizes& s, std::size_t c
 
 // Forward and backward on the device against the host, every output bit for bit.
 void check_batch_norm(DType type, const Sizes& s) {
-  SCOPED_TRACE(testing::Message() << format_of(type).name << " " << s.batch << "x" << s.channels
+  SCOPED_TRACE(testing::Message() << dtype_format(type).name << " " << s.batch << "x" << s.channels
                                   << "x" << s.spatial);
   // An offset large against the spread: the two passes and the rounding of x - mean matter.
   const auto x = uniform(type, s.size(), 2.0F, 4.0F, 1);
@@ -153,8 +140,8 @@ void check_batch_norm(DType type, const Sizes& s) {
   const auto beta = uniform(DType::f32, s.channels, -0.5F, 0.5F, 4);
   const auto device_x = upload(type, x), device_dy = upload(type, dy);
   const auto device_gamma = upload_floats(gamma), device_beta = upload_floats(beta);
-  DeviceBuffer<std::byte> y(s.size() * bytes_of(type)), dx(s.size() * bytes_of(type)),
-      dgamma(s.channels * bytes_of(type)), dbeta(s.channels * bytes_of(type));
+  DeviceBuffer<std::byte> y(s.size() * dtype_bytes(type)), dx(s.size() * dtype_bytes(type)),
+      dgamma(s.channels * dtype_bytes(type)), dbeta(s.channels * dtype_bytes(type));
   batch_norm(type, device_x.data(), device_gamma.data(), device_beta.data(), y.data(), s.batch,
              s.channels, s.spatial, kEps, nullptr);
   batch_norm_backward(type, device_x.data(), device_dy.data(), device_gamma.data(), dx.data(),
@@ -200,11 +187,11 @@ TEST_F(CnnKernelsTest, BatchNormIsTheHostMathInTheDocumentedOrder) {
 }
 
 void check_mean_rows(DType type, std::size_t rows, std::size_t cols) {
-  SCOPED_TRACE(testing::Message() << format_of(type).name << " " << rows << "x" << cols);
+  SCOPED_TRACE(testing::Message() << dtype_format(type).name << " " << rows << "x" << cols);
   const auto x = uniform(type, rows * cols, -1.0F, 3.0F, 5);
   const auto dy = uniform(type, rows, -1.0F, 1.0F, 6);
   const auto device_x = upload(type, x), device_dy = upload(type, dy);
-  DeviceBuffer<std::byte> y(rows * bytes_of(type)), dx(rows * cols * bytes_of(type));
+  DeviceBuffer<std::byte> y(rows * dtype_bytes(type)), dx(rows * cols * dtype_bytes(type));
   mean_rows(type, device_x.data(), y.data(), rows, cols, nullptr);
   mean_rows_backward(type, device_dy.data(), dx.data(), rows, cols, nullptr);
   const auto y_host = download(type, y), dx_host = download(type, dx);

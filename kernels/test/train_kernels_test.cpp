@@ -35,29 +35,16 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // ---- element types on the host ------------------------------------------------------------------
 
-const numeric::Format& format_of(DType type) {
-  switch (type) {
-    case DType::f32: return numeric::formats::fp32;
-    case DType::f16: return numeric::formats::fp16;
-    case DType::bf16: return numeric::formats::bf16;
-  }
-  throw std::logic_error("unknown DType");
-}
-
-std::size_t bytes_of(DType type) {
-  return type == DType::f32 ? 4 : 2;
-}
-
 float value_of(DType type, std::uint32_t bits) {
   if (type == DType::f32) return std::bit_cast<float>(bits);
-  return static_cast<float>(numeric::decode(format_of(type), bits));
+  return static_cast<float>(numeric::decode(dtype_format(type), bits));
 }
 
 // A binary32 value stored as `type`: rounded to nearest even, as the kernel's store.
 std::uint32_t store(DType type, float x) {
   if (type == DType::f32) return std::bit_cast<std::uint32_t>(x);
   return static_cast<std::uint32_t>(
-      numeric::round_to(format_of(type), numeric::Rounding::nearest_even, x).bits);
+      numeric::round_to(dtype_format(type), numeric::Rounding::nearest_even, x).bits);
 }
 
 bool is_nan(DType type, std::uint32_t bits) {
@@ -103,10 +90,11 @@ class DeviceGradients {
  public:
   explicit DeviceGradients(const std::vector<HostGradient>& host) {
     for (const HostGradient& g : host) {
-      const std::size_t offset = g.misaligned ? bytes_of(g.type) : 0;
-      std::vector<std::byte> bytes(offset + g.bits.size() * bytes_of(g.type));
+      const std::size_t offset = g.misaligned ? dtype_bytes(g.type) : 0;
+      std::vector<std::byte> bytes(offset + g.bits.size() * dtype_bytes(g.type));
       for (std::size_t i = 0; i < g.bits.size(); ++i) {
-        std::memcpy(bytes.data() + offset + i * bytes_of(g.type), &g.bits[i], bytes_of(g.type));
+        std::memcpy(bytes.data() + offset + i * dtype_bytes(g.type), &g.bits[i],
+                    dtype_bytes(g.type));
       }
       buffers_.emplace_back(bytes.size());
       buffers_.back().copy_from(bytes);
@@ -122,10 +110,10 @@ class DeviceGradients {
     std::vector<std::byte> bytes(buffer.size());
     buffer.copy_to(bytes);
     const GradientTensor& t = tensors_[index];
-    const std::size_t offset = bytes.size() - t.size * bytes_of(t.type);
+    const std::size_t offset = bytes.size() - t.size * dtype_bytes(t.type);
     std::vector<std::uint32_t> out(t.size, 0);
     for (std::size_t i = 0; i < t.size; ++i) {
-      std::memcpy(&out[i], bytes.data() + offset + i * bytes_of(t.type), bytes_of(t.type));
+      std::memcpy(&out[i], bytes.data() + offset + i * dtype_bytes(t.type), dtype_bytes(t.type));
     }
     return out;
   }
@@ -172,7 +160,7 @@ void check_unscale(const std::vector<HostGradient>& host, float inv_scale) {
       // NaN payloads are the hardware's: only NaN-ness is compared.
       const bool same = is_nan(type, want) ? is_nan(type, got[i]) : got[i] == want;
       if (!same && ++mismatches <= 3) {
-        ADD_FAILURE() << format_of(type).name << " tensor " << t << " element " << i << " of "
+        ADD_FAILURE() << dtype_format(type).name << " tensor " << t << " element " << i << " of "
                       << got.size() << ": input 0x" << std::hex << host[t].bits[i] << " inv_scale "
                       << inv_scale << ": got 0x" << got[i] << ", want 0x" << want;
       }
@@ -204,8 +192,9 @@ TEST_F(TrainKernelsTest, UnscaleFindsInfAndNanWhereverTheyAre) {
       std::vector<HostGradient> list = clean;
       HostGradient& g = list.at(place.tensor);
       g.bits.at(place.element) = store(g.type, bad);
-      SCOPED_TRACE(std::string(format_of(g.type).name) + " tensor " + std::to_string(place.tensor) +
-                   " element " + std::to_string(place.element) + " = " + std::to_string(bad));
+      SCOPED_TRACE(std::string(dtype_format(g.type).name) + " tensor " +
+                   std::to_string(place.tensor) + " element " + std::to_string(place.element) +
+                   " = " + std::to_string(bad));
       check_unscale(list, inv_scale);
     }
   }

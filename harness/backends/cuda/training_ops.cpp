@@ -24,7 +24,6 @@ using numeric::Format;
 namespace formats = numeric::formats;
 using training_ops_detail::device_type_of;
 using training_ops_detail::dtype_of;
-using training_ops_detail::format_of;
 
 const ops::OpInfo& op_info(std::string_view name) {
   return *ops::find_op(name);
@@ -33,10 +32,6 @@ const ops::OpInfo& op_info(std::string_view name) {
 }  // namespace
 
 namespace training_ops_detail {
-
-Format format_of(kernels::DType t) {
-  return device_type_format(device_type_of(t));
-}
 
 kernels::DType dtype_of(const Format& f) {
   const std::optional<DeviceType> t = output_type(f);
@@ -119,7 +114,7 @@ policy::OpPrecision CudaOps::resolved(policy::Op op, std::span<const Format> inp
 
 CudaTensor CudaOps::empty(std::size_t size, kernels::DType type) const {
   return {std::make_shared<DeviceArray>(size * kernels::dtype_bytes(type), context_->stream), size,
-          type, format_of(type)};
+          type, kernels::dtype_format(type)};
 }
 
 CudaTensor CudaOps::cast(const Tensor& t, kernels::DType to) const {
@@ -234,27 +229,38 @@ void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, 
   } else if (plan.inputs == DeviceType::bf16) {
     shape.dtype = profile::GemmDtype::bf16;
   }
-  const auto range = phase(profile::gemm_range_name(shape));
+  // The name is formatted only when phases are recorded: a training step runs many products.
+  const auto range = recording() ? phase(profile::gemm_range_name(shape)) : std::nullopt;
   context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
-CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
-  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format});
+CudaTensor CudaOps::activation(policy::Op op, kernels::Activation act, const Tensor& x,
+                               std::size_t rows, std::size_t cols) {
+  const auto q = resolved(op, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   Tensor y = empty(xa.size, xa.type);
-  kernels::bias_activation(xa.type, kernels::Activation::gelu, xa.data(), nullptr, y.data(), rows,
-                           cols, context_->stream);
+  kernels::bias_activation(xa.type, act, xa.data(), nullptr, y.data(), rows, cols,
+                           context_->stream);
   return cast(y, q.output);
 }
 
-CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
-  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format, dy.format});
+CudaTensor CudaOps::activation_gradient(policy::Op op, kernels::Activation act, const Tensor& x,
+                                        const Tensor& dy) {
+  const auto q = resolved(op, std::initializer_list<Format>{x.format, dy.format});
   const Tensor xa = cast(x, q.input);
   const Tensor dya = cast(dy, q.input);
   Tensor dx = empty(xa.size, xa.type);
-  kernels::activation_backward(xa.type, kernels::Activation::gelu, xa.data(), dya.data(), dx.data(),
-                               xa.size, context_->stream);
+  kernels::activation_backward(xa.type, act, xa.data(), dya.data(), dx.data(), xa.size,
+                               context_->stream);
   return cast(dx, x.format);
+}
+
+CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
+  return activation(policy::Op::gelu, kernels::Activation::gelu, x, rows, cols);
+}
+
+CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
+  return activation_gradient(policy::Op::gelu, kernels::Activation::gelu, x, dy);
 }
 
 CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,

@@ -85,6 +85,7 @@ class CudaOps {
   // Phases timed into `recorder` from now on (null: none); with NVTX hooks in the recorder they
   // are NVTX ranges too.
   void record_phases(profile::PhaseRecorder* recorder) { recorder_ = recorder; }
+  bool recording() const { return recorder_ != nullptr; }
   std::optional<profile::ScopedPhase> phase(std::string name) {
     if (recorder_ == nullptr) return std::nullopt;
     return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, std::move(name));
@@ -169,6 +170,11 @@ class CudaOps {
   Tensor cast(const Tensor& t, kernels::DType to) const;
   Tensor cast(const Tensor& t, const numeric::Format& to) const;
   Tensor upload_targets(std::span<const std::int64_t> targets) const;
+  // An activation of rows x cols values under `op`'s precision, and its backward: gelu and relu.
+  Tensor activation(policy::Op op, kernels::Activation act, const Tensor& x, std::size_t rows,
+                    std::size_t cols);
+  Tensor activation_gradient(policy::Op op, kernels::Activation act, const Tensor& x,
+                             const Tensor& dy);
   // Enqueues one product of a linear layer inside a range "gemm m=.. n=.. k=.. dtype=.." (when
   // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
   void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,

@@ -49,9 +49,11 @@ CudaTensor CudaOps::convolution(const policy::OpPrecision& q, std::string_view p
   const Tensor b = cast(second, config.data);
   Tensor out =
       empty(kernels::element_count(kernels::output_dims(c.pass, config.shape)), config.data);
-  const auto range = phase(fmt::format("{} {} {}", pass,
-                                       ops::convolution::to_string(ops::convolution::to_shape(g)),
-                                       kernels::dtype_name(config.data)));
+  const auto range =
+      recording() ? phase(fmt::format("{} {} {}", pass,
+                                      ops::convolution::to_string(ops::convolution::to_shape(g)),
+                                      kernels::dtype_name(config.data)))
+                  : std::nullopt;
   // Runs on the handle's stream, this CudaOps' own, and waits for it (run_convolution frees its
   // workspace on return).
   kernels::run_convolution(context_->cudnn_handle(), config, a.data(), b.data(), out.data());
@@ -115,22 +117,11 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
 }
 
 CudaTensor CudaOps::relu(const Tensor& x) {
-  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
-  Tensor y = empty(xa.size, xa.type);
-  kernels::bias_activation(xa.type, kernels::Activation::relu, xa.data(), nullptr, y.data(), 1,
-                           xa.size, context_->stream);
-  return cast(y, q.output);
+  return activation(policy::Op::relu, kernels::Activation::relu, x, 1, x.size);
 }
 
 CudaTensor CudaOps::relu_backward(const Tensor& x, const Tensor& dy) {
-  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format, dy.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor dya = cast(dy, q.input);
-  Tensor dx = empty(xa.size, xa.type);
-  kernels::activation_backward(xa.type, kernels::Activation::relu, xa.data(), dya.data(), dx.data(),
-                               xa.size, context_->stream);
-  return cast(dx, x.format);
+  return activation_gradient(policy::Op::relu, kernels::Activation::relu, x, dy);
 }
 
 CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {

@@ -35,7 +35,6 @@ namespace training_ops_detail {
 
 using cuda::device_type_of;
 using cuda::dtype_of;
-numeric::Format format_of(kernels::DType t);
 // The element type that stores results of format `f` (why_not_trainable has checked it exists).
 kernels::DType dtype_of(const numeric::Format& f);
 
