@@ -1,0 +1,1 @@
+// The target that builds the test programs' shared precompiled header (CMakeLists.txt).
