@@ -25,10 +25,13 @@ install(TARGETS ${ampbench_export_targets} EXPORT ampbenchTargets
 if(AMPBENCH_CLI)
   install(TARGETS ampbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# Headers of the exported libraries only: not the command line's, and not the CUDA backend's,
+# which is not exported (its headers include kernels/, which is not installed).
 foreach(dir harness reference)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp"
-    PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN cli EXCLUDE)
+    PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN cli EXCLUDE
+    REGEX "/harness/backends/cuda$" EXCLUDE)
 endforeach()
 install(DIRECTORY suites/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ampbench/suites)
 

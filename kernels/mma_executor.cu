@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@
 #include "kernels/device.hpp"
 #include "kernels/device_buffer.hpp"
 #include "kernels/mma_executor.hpp"
+#include "kernels/mma_probe.hpp"
 
 namespace ampbench::kernels {
 namespace {
@@ -26,17 +28,8 @@ namespace wmma = nvcuda::wmma;
 using numeric::Format;
 using numeric::MmaAccumulator;
 
-// The probes in device form: k_total operand bit patterns per probe (zero-padded to whole
-// instructions; tf32 as fp32 bits), c's bit pattern, and per probe d's bit pattern and whether
-// every element of the D tile agreed.
-struct ProbeArrays {
-  int chunks;  // instructions per probe
-  const std::uint32_t* a;
-  const std::uint32_t* b;
-  const std::uint32_t* c;
-  std::uint32_t* d;
-  std::uint32_t* uniform;
-};
+using detail::ProbeArrays;
+using detail::WgmmaKind;
 
 // --- WMMA: fp16, bf16 (16x16x16), tf32 (16x16x8) -------------------------------------------------
 
@@ -186,16 +179,18 @@ __global__ void fp8_probe_kernel(ProbeArrays p) {
 // The bit pattern of x in f (tf32 as fp32), which must hold it exactly: the probes are built from
 // values of the formats, so anything else is a bug in them.
 std::uint32_t bits_of(const Format& f, double x) {
-  const Format& encoding = same_values(f, numeric::formats::tf32) ? numeric::formats::fp32 : f;
-  const numeric::Rounded r = numeric::round_to(encoding, numeric::Rounding::nearest_even, x);
-  if (r.value != x && !(x != x)) {
+  const bool nan = x != x;
+  if (numeric::round_to(f, numeric::Rounding::nearest_even, x).value != x && !nan) {
     throw std::invalid_argument("probe value " + std::to_string(x) + " is not a " + f.name +
                                 " value");
   }
-  return static_cast<std::uint32_t>(r.bits);
+  // tf32 goes to the device in fp32 bits, its 13 low fraction bits zero.
+  const Format& encoding = same_values(f, numeric::formats::tf32) ? numeric::formats::fp32 : f;
+  return static_cast<std::uint32_t>(
+      numeric::round_to(encoding, numeric::Rounding::nearest_even, x).bits);
 }
 
-using Launch = void (*)(ProbeArrays, unsigned blocks);
+using Launch = detail::ProbeLaunch;
 
 template <typename In, typename Acc>
 void launch_wmma(ProbeArrays p, unsigned blocks) {
@@ -274,17 +269,111 @@ class MmaExecutor final : public fingerprint::Executor {
   std::string description_;
 };
 
+// Throws, naming the first slot whose one-hot probe does not give 2, when the kernel's operand
+// layout is wrong.
+void check_operands_meet(fingerprint::Executor& executor) {
+  const std::vector<fingerprint::Probe> probes = one_hot_probes(executor.instruction_k());
+  const std::size_t k = probes.size();
+  std::vector<double> d;
+  try {
+    d = executor.run(probes);
+  } catch (const CudaError&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // the tile's elements disagree
+    throw std::runtime_error(std::string("the operand layout check failed: ") + e.what() +
+                             " (--instruction mma avoids it)");
+  }
+  for (std::size_t j = 0; j < k; ++j) {
+    if (d[j] != 2.0) {
+      throw std::runtime_error(executor.description() + ": the operand layout check failed: " +
+                               "a and b in k slot " + std::to_string(j) + " gave " +
+                               std::to_string(d[j]) + ", not 2 (--instruction mma avoids it)");
+    }
+  }
+}
+
+// The wgmma executor for the combination, or nothing where wgmma has no such instruction.
+std::unique_ptr<fingerprint::Executor> make_wgmma_executor(const Format& input,
+                                                           MmaAccumulator accumulator,
+                                                           const DeviceStatus& device,
+                                                           const std::string& where) {
+  using numeric::formats::bf16;
+  using numeric::formats::e4m3;
+  using numeric::formats::e5m2;
+  using numeric::formats::fp16;
+  using numeric::formats::tf32;
+  const bool fp32 = accumulator == MmaAccumulator::fp32;
+  struct Choice {
+    WgmmaKind kind;
+    int k;
+    const char* name;
+  };
+  std::optional<Choice> choice;
+  if (same_values(input, fp16)) {
+    choice = fp32 ? Choice{WgmmaKind::f16_f32, 16, "wgmma.m64n8k16 f16 -> f32"}
+                  : Choice{WgmmaKind::f16_f16, 16, "wgmma.m64n8k16 f16 -> f16"};
+  } else if (!fp32) {
+    return nullptr;
+  } else if (same_values(input, bf16)) {
+    choice = Choice{WgmmaKind::bf16_f32, 16, "wgmma.m64n8k16 bf16 -> f32"};
+  } else if (same_values(input, tf32)) {
+    choice = Choice{WgmmaKind::tf32_f32, 8, "wgmma.m64n8k8 tf32 -> f32"};
+  } else if (same_values(input, e4m3)) {
+    choice = Choice{WgmmaKind::e4m3_f32, 32, "wgmma.m64n8k32 e4m3 -> f32"};
+  } else if (same_values(input, e5m2)) {
+    choice = Choice{WgmmaKind::e5m2_f32, 32, "wgmma.m64n8k32 e5m2 -> f32"};
+  } else {
+    return nullptr;
+  }
+  if (device.compute_major != 9 || device.compute_minor != 0) {
+    throw std::runtime_error(where + " has no wgmma (compute capability 9.0 only)");
+  }
+  if (detail::wgmma_binary_version(choice->kind) != 90) {
+    throw std::runtime_error("this build has no sm_90a code for wgmma on " + where);
+  }
+  auto executor = std::make_unique<MmaExecutor>(input, accumulator, choice->k,
+                                                detail::wgmma_launcher(choice->kind),
+                                                where + ", " + choice->name);
+  check_operands_meet(*executor);
+  return executor;
+}
+
 }  // namespace
 
+std::vector<fingerprint::Probe> one_hot_probes(int instruction_k) {
+  const auto k = 2 * static_cast<std::size_t>(instruction_k);
+  std::vector<fingerprint::Probe> probes;
+  for (std::size_t j = 0; j < k; ++j) {
+    fingerprint::Probe p{0.0, std::vector<double>(k, 0.0), std::vector<double>(k, 0.0)};
+    p.a[j] = 1.0;
+    p.b[j] = 2.0;
+    probes.push_back(std::move(p));
+  }
+  return probes;
+}
+
 std::unique_ptr<fingerprint::Executor> make_mma_executor(const Format& input,
-                                                         MmaAccumulator accumulator) {
+                                                         MmaAccumulator accumulator,
+                                                         MmaInstruction instruction) {
   const DeviceStatus device = probe_device();
   if (!device.available) throw std::runtime_error("no usable GPU: " + device.error);
   const std::string where = device.name + " (sm_" + std::to_string(device.compute_major) +
                             std::to_string(device.compute_minor) + ")";
+  // automatic: wgmma on compute capability 9.0 when the build holds its sm_90a code.
+  const bool wgmma_here = device.compute_major == 9 && device.compute_minor == 0 &&
+                          detail::wgmma_binary_version(WgmmaKind::f16_f32) == 90;
+  if (instruction == MmaInstruction::wgmma ||
+      (instruction == MmaInstruction::automatic && wgmma_here)) {
+    if (auto executor = make_wgmma_executor(input, accumulator, device, where)) return executor;
+    if (instruction == MmaInstruction::wgmma) {
+      throw std::invalid_argument(
+          std::string("no wgmma kernel for ") + input.name + " inputs with an " +
+          (accumulator == MmaAccumulator::fp16 ? "fp16" : "fp32") + " accumulator");
+    }
+  }
   const bool fp32 = accumulator == MmaAccumulator::fp32;
-  const auto make = [&](int k, Launch launch, const char* instruction) {
-    return std::make_unique<MmaExecutor>(input, accumulator, k, launch, where + ", " + instruction);
+  const auto make = [&](int k, Launch launch, const char* name) {
+    return std::make_unique<MmaExecutor>(input, accumulator, k, launch, where + ", " + name);
   };
   using numeric::formats::bf16;
   using numeric::formats::e4m3;

@@ -270,6 +270,9 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         cuda.device["compute_capability"].get<std::string>(),
         cuda.device["driver"].get<std::string>(), cuda.device["cuda_runtime"].get<std::string>(),
         cuda.device["cublas"].get<std::string>(), cuda.device["cudnn"].get<std::string>());
+    if (cuda.device["nvidia_tf32_override"] == "0") {
+      out << "cuda: NVIDIA_TF32_OVERRIDE=0: cuBLAS and cuDNN run no TF32, whatever the policy\n";
+    }
     for (const auto& planned : plans) {
       if (!planned.plan) out << "not on cuda: " << planned.reason << '\n';
     }

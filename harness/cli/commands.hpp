@@ -195,6 +195,8 @@ struct FingerprintArgs {
   std::string arch;
   std::string preset;
   std::string backend = "cuda";
+  // cuda: the matrix instruction probed: auto (wgmma on Hopper, mma elsewhere), mma, wgmma.
+  std::string instruction = "auto";
   std::string json;
 };
 int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream& err);

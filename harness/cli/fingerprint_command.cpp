@@ -90,7 +90,7 @@ struct DeviceExecutor {
 
 DeviceExecutor cuda_executor([[maybe_unused]] const numeric::Format& input,
                              [[maybe_unused]] numeric::MmaAccumulator accumulator,
-                             std::ostream& err) {
+                             [[maybe_unused]] const std::string& instruction, std::ostream& err) {
 #if AMPBENCH_HAVE_CUDA
   const kernels::DeviceStatus device = kernels::probe_device();
   if (!device.available) {
@@ -99,7 +99,11 @@ DeviceExecutor cuda_executor([[maybe_unused]] const numeric::Format& input,
   }
   const char* arch = fingerprint::mma_architecture(device.compute_major, device.compute_minor);
   try {
-    return {kernels::make_mma_executor(input, accumulator), arch == nullptr ? "" : arch, kExitOk};
+    const auto kind = instruction == "mma"     ? kernels::MmaInstruction::mma
+                      : instruction == "wgmma" ? kernels::MmaInstruction::wgmma
+                                               : kernels::MmaInstruction::automatic;
+    return {kernels::make_mma_executor(input, accumulator, kind), arch == nullptr ? "" : arch,
+            kExitOk};
   } catch (const std::invalid_argument& e) {
     err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
     return {nullptr, "", kExitUsage};
@@ -149,6 +153,18 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
                        args.backend);
     return kExitUsage;
   }
+  if (args.instruction != "auto" && args.instruction != "mma" && args.instruction != "wgmma") {
+    err << fmt::format("{}: --instruction: unknown instruction '{}' (auto, mma, wgmma)\n", kCommand,
+                       args.instruction);
+    return kExitUsage;
+  }
+  if (args.backend == "cpu" && args.instruction != "auto") {
+    err << fmt::format(
+        "{}: --instruction {}: the cpu backend runs a preset's model, whose instruction the "
+        "preset names; --instruction chooses the GPU's\n",
+        kCommand, args.instruction);
+    return kExitUsage;
+  }
   if (args.backend == "cpu" && args.arch.empty() && !named) {
     err << fmt::format("{}: --backend cpu fingerprints a preset: give --preset or --arch\n",
                        kCommand);
@@ -187,7 +203,7 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
     if (!preset) return kExitUsage;
     executor = std::make_unique<fingerprint::ModelExecutor>(*device);
   } else {
-    DeviceExecutor device = cuda_executor(*input, accumulator, err);
+    DeviceExecutor device = cuda_executor(*input, accumulator, args.instruction, err);
     if (device.status != kExitOk) return device.status;
     if (!preset) preset = preset_of(args.arch.empty() ? device.arch : args.arch);
     if (!preset) return kExitUsage;

@@ -338,6 +338,10 @@ int main(int argc, char** argv) {
       ->add_option("--backend", fingerprint_args.backend,
                    "cuda (the GPU's matrix instructions) or cpu (the preset's model)")
       ->capture_default_str();
+  fingerprint
+      ->add_option("--instruction", fingerprint_args.instruction,
+                   "cuda: auto (wgmma on Hopper, mma elsewhere), mma (WMMA / mma.sync) or wgmma")
+      ->capture_default_str();
   fingerprint->add_option("--json", fingerprint_args.json,
                           "Write the record with every test's probes and outputs to this file");
 

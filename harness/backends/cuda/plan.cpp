@@ -451,7 +451,7 @@ std::vector<double> from_device(std::span<const std::byte> bytes, DeviceType typ
 }
 
 nlohmann::json device_record(const kernels::DeviceStatus& device,
-                             const kernels::LibraryVersions& versions) {
+                             const kernels::LibraryVersions& versions, const char* tf32_override) {
   const auto version = [](const kernels::Version& v) {
     return fmt::format("{}.{}.{}", v.major, v.minor, v.patch);
   };
@@ -460,7 +460,9 @@ nlohmann::json device_record(const kernels::DeviceStatus& device,
           {"driver", version(versions.cuda_driver)},
           {"cuda_runtime", version(versions.cuda_runtime)},
           {"cublas", version(versions.cublas)},
-          {"cudnn", version(versions.cudnn)}};
+          {"cudnn", version(versions.cudnn)},
+          {"nvidia_tf32_override",
+           tf32_override == nullptr ? nlohmann::json(nullptr) : nlohmann::json(tf32_override)}};
 }
 
 }  // namespace ampbench::backends::cuda

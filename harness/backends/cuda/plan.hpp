@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -156,8 +157,11 @@ std::vector<std::byte> to_device(std::span<const double> values, DeviceType type
 std::vector<double> from_device(std::span<const std::byte> bytes, DeviceType type);
 
 // What the audit's records say of the device a CUDA case ran on: its name and compute capability,
-// and the driver, CUDA runtime, cuBLAS and cuDNN versions.
+// the driver, CUDA runtime, cuBLAS and cuDNN versions, and `nvidia_tf32_override`: the value of
+// NVIDIA_TF32_OVERRIDE (null when unset), which at "0" turns TF32 off in cuBLAS and cuDNN whatever
+// a policy asks for (the process's environment unless given).
 nlohmann::json device_record(const kernels::DeviceStatus& device,
-                             const kernels::LibraryVersions& versions);
+                             const kernels::LibraryVersions& versions,
+                             const char* tf32_override = std::getenv("NVIDIA_TF32_OVERRIDE"));
 
 }  // namespace ampbench::backends::cuda

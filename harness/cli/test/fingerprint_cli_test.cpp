@@ -71,6 +71,8 @@ TEST(FingerprintCli, BadCommandLinesExitWith2) {
       {"--backend cpu --arch pascal", "no preset for pascal"},
       {"--backend cuda --arch ampere --preset ampere-fp16", "give --arch or --preset, not both"},
       {"--backend cpu --arch ampere --json /nonexistent/dir/f.json", "--json /nonexistent"},
+      {"--backend cuda --instruction hmma", "--instruction: unknown instruction 'hmma'"},
+      {"--backend cpu --arch hopper --instruction wgmma", "--instruction wgmma: the cpu backend"},
   };
   for (const Case& c : cases) {
     const Outcome run = ampbench("fingerprint " + c.args);

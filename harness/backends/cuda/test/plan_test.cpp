@@ -398,9 +398,12 @@ TEST(DeviceRecord, NamesTheDeviceAndEveryLibraryVersion) {
   versions.cuda_runtime = {13, 0, 0};
   versions.cublas = {13, 1, 0};
   versions.cudnn = {9, 19, 0};
-  const nlohmann::json record = device_record(device, versions);
+  const nlohmann::json record = device_record(device, versions, nullptr);
   EXPECT_EQ(record, nlohmann::json::parse(R"({"name": "NVIDIA H200", "compute_capability": "9.0",
-      "driver": "13.0.0", "cuda_runtime": "13.0.0", "cublas": "13.1.0", "cudnn": "9.19.0"})"));
+      "driver": "13.0.0", "cuda_runtime": "13.0.0", "cublas": "13.1.0", "cudnn": "9.19.0",
+      "nvidia_tf32_override": null})"));
+  // NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN: the record keeps its value.
+  EXPECT_EQ(device_record(device, versions, "0")["nvidia_tf32_override"], "0");
 }
 
 }  // namespace
