@@ -84,22 +84,22 @@ std::vector<float> test_inputs(const Format& f) {
   return in;
 }
 
-struct Case {
+struct RoundingCase {
   Format format;
   Rounding mode;
 };
 
-void PrintTo(const Case& c, std::ostream* os) {
+void PrintTo(const RoundingCase& c, std::ostream* os) {
   *os << c.format.name << ' ' << numeric::rounding_name(c.mode);
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
+std::string case_name(const ::testing::TestParamInfo<RoundingCase>& param_info) {
   return std::string(param_info.param.format.name) + "_" +
          std::string(numeric::rounding_name(param_info.param.mode));
 }
 
-std::vector<Case> cases(bool stochastic_only) {
-  std::vector<Case> out;
+std::vector<RoundingCase> cases(bool stochastic_only) {
+  std::vector<RoundingCase> out;
   for (const Format& f :
        {formats::fp16, formats::bf16, formats::e4m3, formats::e5m2, formats::tf32}) {
     for (const Rounding mode :
@@ -112,7 +112,8 @@ std::vector<Case> cases(bool stochastic_only) {
   return out;
 }
 
-class RoundingKernelTest : public test::GpuTest, public ::testing::WithParamInterface<Case> {};
+class RoundingKernelTest : public test::GpuTest,
+                           public ::testing::WithParamInterface<RoundingCase> {};
 class StochasticRoundingKernelTest : public RoundingKernelTest {};
 
 std::string hex(std::uint64_t v) {

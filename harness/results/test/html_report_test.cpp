@@ -87,7 +87,7 @@ nlohmann::json train() {
             {"runs", nlohmann::json{fp32, amp}}}}};
 }
 
-ResultDocument sample() {
+ResultDocument html_sample() {
   nlohmann::json records{audit("8x8x16", "fp32", 1e-7, "pass"),
                          audit("8x8x32", "fp32", 2e-7, "pass"),
                          audit("8x8x16", "fp16", 1e-3, "fail"), train()};
@@ -102,7 +102,7 @@ ResultDocument sample() {
 }
 
 TEST(HtmlReport, HasAChartForEachViewOfTheRecords) {
-  const std::vector<ResultDocument> results{sample()};
+  const std::vector<ResultDocument> results{html_sample()};
   const std::string html = html_report(results);
   const auto svgs = charts(html);
   // training: loss, loss error, scale; gemm: a histogram per shape (2), error against size, error
@@ -125,7 +125,7 @@ TEST(HtmlReport, HasAChartForEachViewOfTheRecords) {
 }
 
 TEST(HtmlReport, TableHighlightsFailuresAndTextIsEscaped) {
-  const std::vector<ResultDocument> results{sample()};
+  const std::vector<ResultDocument> results{html_sample()};
   const std::string html = html_report(results);
   EXPECT_EQ(count(html, "<tr class=\"fail\">"), 1u);
   EXPECT_EQ(count(html, "<tr class=\"pass\">"), 3u);
@@ -141,7 +141,7 @@ TEST(HtmlReport, TableHighlightsFailuresAndTextIsEscaped) {
 }
 
 TEST(HtmlReport, NeedsNothingFromANetwork) {
-  const std::vector<ResultDocument> results{sample()};
+  const std::vector<ResultDocument> results{html_sample()};
   const std::string html = html_report(results);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   for (const char* reference : {"http", "//", "src=", "href=", "url(", "@import", "<link"}) {
@@ -150,7 +150,7 @@ TEST(HtmlReport, NeedsNothingFromANetwork) {
 }
 
 TEST(HtmlReport, SaysWhatARecordDoesNotCarry) {
-  auto result = sample();
+  auto result = html_sample();
   nlohmann::json& runs = result.document["records"][3]["detail"]["runs"];
   runs.erase(1);                                      // fp32 only: no scaler
   result.document["records"][0]["detail"] = nullptr;  // a case that threw

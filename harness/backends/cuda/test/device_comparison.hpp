@@ -32,6 +32,10 @@ inline double normwise(const std::vector<double>& a, const std::vector<double>& 
   return std::sqrt(d / n);
 }
 
+inline std::vector<double> widened(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
+
 // n binary32 values uniform in [low, high).
 inline std::vector<float> uniform(std::size_t n, float low, float high, std::uint32_t seed) {
   std::mt19937 gen(seed);

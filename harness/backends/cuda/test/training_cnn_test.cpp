@@ -37,10 +37,7 @@ using CnnOnGpu = kernels::test::GpuTest;
 using test::builtin;
 using test::normwise;
 using test::uniform;
-
-std::vector<double> widened(const std::vector<float>& v) {
-  return {v.begin(), v.end()};
-}
+using test::widened;
 
 // The cnn's two convolutions (models.hpp): 3x3, padding 1, the second with stride 2.
 ops::convolution::Geometry first_convolution(std::size_t batch) {
@@ -66,7 +63,7 @@ ops::convolution::Geometry second_convolution(std::size_t batch) {
 // backend's previous results, as a step runs them; each result within `tolerance` (normwise) of
 // the emulation's, and in the same format. Weights and the norms' gamma and beta are random (not
 // the initial ones and zeros), so that every product is exercised.
-void compare_layers(const char* policy, double tolerance) {
+void compare_cnn_layers(const char* policy, double tolerance) {
   SCOPED_TRACE(policy);
   constexpr std::size_t batch = 8, classes = 4;
   const auto g1 = first_convolution(batch), g2 = second_convolution(batch);
@@ -170,12 +167,12 @@ void compare_layers(const char* policy, double tolerance) {
 }
 
 TEST_F(CnnOnGpu, Fp32LayersAgreeWithTheEmulationToBinary32Accuracy) {
-  compare_layers("fp32", 1e-5);
+  compare_cnn_layers("fp32", 1e-5);
 }
 
 TEST_F(CnnOnGpu, AmpLayersFollowAutocastsDtypeFlow) {
-  compare_layers("amp-fp16", 4e-3);
-  compare_layers("amp-bf16", 3e-2);
+  compare_cnn_layers("amp-fp16", 4e-3);
+  compare_cnn_layers("amp-bf16", 3e-2);
 }
 
 // `values` (batch x channels x height x width) through a grouped 1x1 convolution with unit

@@ -43,10 +43,7 @@ using TransformerOnGpu = kernels::test::GpuTest;
 using test::builtin;
 using test::normwise;
 using test::uniform;
-
-std::vector<double> widened(const std::vector<float>& v) {
-  return {v.begin(), v.end()};
-}
+using test::widened;
 
 // Attention over `batch` samples of `length` tokens of width d under `policy`, with the ops around
 // it in the model: q, k and v from linear layers of the same input, the residual add, the
