@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::size_t kNoApi = std::numeric_limits<std::size_t>::max();
 
-std::uint64_t duration(std::uint64_t start, std::uint64_t end) {
-  return end > start ? end - start : 0;
-}
-
 struct Interval {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
@@ -208,7 +204,7 @@ class Attributor {
     std::vector<std::int64_t> delays;
     for (std::size_t id : activity_ids) {
       const Activity& a = activities_[id];
-      const std::uint64_t length = duration(a.start_ns, a.end_ns);
+      const std::uint64_t length = duration_ns(a.start_ns, a.end_ns);
       const Interval interval{a.start_ns, a.end_ns};
       busy.emplace_back(a.device, interval);
       busy_by_category[a.category].emplace_back(a.device, interval);
@@ -289,10 +285,10 @@ class Attributor {
       }
     }
     for (const SynchronizationEvent& s : trace_.synchronizations) {
-      result.synchronization_time_ns += duration(s.start_ns, s.end_ns);
+      result.synchronization_time_ns += duration_ns(s.start_ns, s.end_ns);
     }
     for (const OverheadEvent& o : trace_.overheads) {
-      result.cupti_overhead_ns += duration(o.start_ns, o.end_ns);
+      result.cupti_overhead_ns += duration_ns(o.start_ns, o.end_ns);
     }
   }
 
@@ -335,7 +331,7 @@ class Attributor {
     for (const RangeEvent& r : trace_.ranges) {
       RangeStats& stats = result.ranges[name_index.at(r.name)];
       ++stats.instances;
-      stats.wall_ns += duration(r.start_ns, r.end_ns);
+      stats.wall_ns += duration_ns(r.start_ns, r.end_ns);
     }
     for (std::size_t index = 0; index < outside; ++index) {
       result.ranges[index].self = bucket(self_activities[index], self_calls[index]);
@@ -360,7 +356,7 @@ class Attributor {
         if (!parse_gemm_range_name(trace_.ranges[r].name)) continue;
         Instance& instance = instances[r];
         ++instance.kernels;
-        instance.time_ns += duration(a.start_ns, a.end_ns);
+        instance.time_ns += duration_ns(a.start_ns, a.end_ns);
         if (uses_tensor_cores(a.category)) ++instance.tensor_core_kernels;
       }
     }

@@ -29,10 +29,6 @@ std::string micros(std::uint64_t ns) {
   return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
 }
 
-std::uint64_t duration(std::uint64_t start, std::uint64_t end) {
-  return end > start ? end - start : 0;
-}
-
 std::uint64_t earliest_timestamp(const Trace& trace) {
   std::uint64_t base = std::numeric_limits<std::uint64_t>::max();
   const auto take = [&](const auto& events) {
@@ -129,7 +125,7 @@ class Writer {
                       nlohmann::json args) {
     append(fmt::format(
         R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",
-        category, quoted(name), pid, tid, micros(start - base_), micros(duration(start, end)),
+        category, quoted(name), pid, tid, micros(start - base_), micros(duration_ns(start, end)),
         args.dump()));
   }
 

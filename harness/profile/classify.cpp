@@ -231,7 +231,7 @@ TensorCoreEligibility tensor_core_eligibility(const GemmShape& shape) {
 std::optional<GemmShape> parse_gemm_range_name(std::string_view name) {
   constexpr std::string_view kPrefix = "gemm ";
   if (!name.starts_with(kPrefix)) return std::nullopt;
-  std::optional<std::uint64_t> m, n, k;
+  std::optional<std::uint64_t> m, n, k, batch;
   std::optional<GemmDtype> dtype;
   std::string_view rest = name.substr(kPrefix.size());
   while (!rest.empty()) {
@@ -247,23 +247,26 @@ std::optional<GemmShape> parse_gemm_range_name(std::string_view name) {
       if (!dtype) return std::nullopt;
       continue;
     }
-    std::optional<std::uint64_t>* target = key == "m"   ? &m
-                                           : key == "n" ? &n
-                                           : key == "k" ? &k
-                                                        : nullptr;
+    std::optional<std::uint64_t>* target = key == "m"       ? &m
+                                           : key == "n"     ? &n
+                                           : key == "k"     ? &k
+                                           : key == "batch" ? &batch
+                                                            : nullptr;
     if (target == nullptr) continue;
     std::uint64_t parsed = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
     if (ec != std::errc{} || end != value.data() + value.size()) return std::nullopt;
     *target = parsed;
   }
-  if (!m || !n || !k || !dtype) return std::nullopt;
-  return GemmShape{.m = *m, .n = *n, .k = *k, .dtype = *dtype};
+  if (!m || !n || !k || !dtype || batch == 0u) return std::nullopt;
+  return GemmShape{.m = *m, .n = *n, .k = *k, .dtype = *dtype, .batch = batch.value_or(1)};
 }
 
 std::string gemm_range_name(const GemmShape& shape) {
-  return fmt::format("gemm m={} n={} k={} dtype={}", shape.m, shape.n, shape.k,
-                     to_string(shape.dtype));
+  std::string name = fmt::format("gemm m={} n={} k={} dtype={}", shape.m, shape.n, shape.k,
+                                 to_string(shape.dtype));
+  if (shape.batch != 1) name += fmt::format(" batch={}", shape.batch);
+  return name;
 }
 
 }  // namespace ampbench::profile

@@ -64,12 +64,14 @@ enum class GemmDtype { fp32, tf32, fp16, bf16, fp8, int8 };
 std::string_view to_string(GemmDtype dtype);
 std::optional<GemmDtype> gemm_dtype_from_string(std::string_view name);  // also "half", "e4m3", ...
 
-// C (m x n) = A (m x k) B (k x n), in `dtype` (of A and B).
+// C (m x n) = A (m x k) B (k x n), in `dtype` (of A and B), for each of `batch` matrices (a
+// batched or strided-batched product).
 struct GemmShape {
   std::uint64_t m = 0;
   std::uint64_t n = 0;
   std::uint64_t k = 0;
   GemmDtype dtype = GemmDtype::fp32;
+  std::uint64_t batch = 1;
 };
 
 enum class TensorCoreEligibility {
@@ -88,8 +90,9 @@ TensorCoreEligibility tensor_core_eligibility(const GemmShape& shape);
 
 // The shape named by a GEMM range, the convention by which the harness tells the profile what a
 // GEMM computes: an NVTX range (or host phase) named "gemm m=M n=N k=K dtype=D" around the library
-// call; further "key=value" words may follow in any order. Nothing when the name is not of that
-// form (a range named "gemm" alone, or missing m, n, k or dtype).
+// call, with " batch=B" for a batched product (B > 1); further "key=value" words may follow in any
+// order. Nothing when the name is not of that form (a range named "gemm" alone, missing m, n, k
+// or dtype, or a batch of 0).
 std::optional<GemmShape> parse_gemm_range_name(std::string_view name);
 std::string gemm_range_name(const GemmShape& shape);
 

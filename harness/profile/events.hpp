@@ -160,6 +160,11 @@ struct Trace {
 
 std::uint64_t total_dropped_records(const Trace& trace);
 
+// end - start, or 0 for an event whose end is not after its start.
+inline std::uint64_t duration_ns(std::uint64_t start, std::uint64_t end) {
+  return end > start ? end - start : 0;
+}
+
 std::string_view to_string(ApiKind kind);
 std::string_view to_string(MemcpyKind kind);
 std::string_view to_string(SynchronizationKind kind);

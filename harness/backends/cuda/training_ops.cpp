@@ -219,9 +219,10 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
 
 void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
                      void* d, const void* bias) {
-  // The shape as the kernel sees it (m x n from k terms) and the type its inputs reach the
-  // Tensor Cores in: tf32 under 32F_FAST_TF32.
-  profile::GemmShape shape{call.m, call.n, call.k, profile::GemmDtype::fp32};
+  // The shape as the kernel sees it (m x n from k terms, for each of the batch) and the type its
+  // inputs reach the Tensor Cores in: tf32 under 32F_FAST_TF32.
+  profile::GemmShape shape{call.m, call.n, call.k, profile::GemmDtype::fp32,
+                           static_cast<std::uint64_t>(call.batch)};
   if (plan.compute == GemmCompute::f32_fast_tf32) {
     shape.dtype = profile::GemmDtype::tf32;
   } else if (plan.inputs == DeviceType::f16) {

@@ -333,7 +333,16 @@ TEST(GemmRangeName, ParsesTheConvention) {
   EXPECT_EQ(shape->n, 10u);
   EXPECT_EQ(shape->k, 256u);
   EXPECT_EQ(shape->dtype, GemmDtype::fp16);
+  EXPECT_EQ(shape->batch, 1u);
   EXPECT_EQ(gemm_range_name(*shape), "gemm m=64 n=10 k=256 dtype=fp16");
+  // A batched product names its batch; the name reads back as the same shape.
+  const GemmShape batched{.m = 16, .n = 16, .k = 4, .dtype = GemmDtype::tf32, .batch = 8};
+  EXPECT_EQ(gemm_range_name(batched), "gemm m=16 n=16 k=4 dtype=tf32 batch=8");
+  const auto back = parse_gemm_range_name(gemm_range_name(batched));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->batch, 8u);
+  EXPECT_EQ(back->m, 16u);
+  EXPECT_EQ(back->dtype, GemmDtype::tf32);
   EXPECT_EQ(
       parse_gemm_range_name(gemm_range_name({.m = 1, .n = 2, .k = 3, .dtype = GemmDtype::bf16}))
           ->dtype,
@@ -347,6 +356,8 @@ TEST(GemmRangeName, RejectsOtherNames) {
   EXPECT_FALSE(parse_gemm_range_name("gemm m=64 n=10 k=2x dtype=fp16").has_value());
   EXPECT_FALSE(parse_gemm_range_name("gemm m=64 n=10 k=2 dtype=fp12").has_value());
   EXPECT_FALSE(parse_gemm_range_name("gemm m=-1 n=10 k=2 dtype=fp16").has_value());
+  EXPECT_FALSE(parse_gemm_range_name("gemm m=64 n=10 k=2 dtype=fp16 batch=0").has_value());
+  EXPECT_FALSE(parse_gemm_range_name("gemm m=64 n=10 k=2 dtype=fp16 batch=two").has_value());
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ TEST_F(TransformerOnGpu, ProfileNamesTheAttentionProductsForTensorCoreEligibilit
   // Tensor Cores in) and P V (d x L from L terms, binary32 under these policies: the probabilities
   // stay binary32, and under tf32 their product is no TF32 product, as in the emulation).
   const auto name = [&](std::uint64_t m, std::uint64_t k, profile::GemmDtype dtype) {
-    return profile::gemm_range_name({m, length, k, dtype});
+    return profile::gemm_range_name({m, length, k, dtype, config.batch});  // one per sample
   };
   const profile::GemmDtype scores[] = {profile::GemmDtype::fp32, profile::GemmDtype::fp16,
                                        profile::GemmDtype::tf32};
