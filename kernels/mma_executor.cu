@@ -328,7 +328,8 @@ std::unique_ptr<fingerprint::Executor> make_wgmma_executor(const Format& input,
   if (device.compute_major != 9 || device.compute_minor != 0) {
     throw std::runtime_error(where + " has no wgmma (compute capability 9.0 only)");
   }
-  if (detail::wgmma_binary_version(choice->kind) != 90) {
+  // The kernels' only image is sm_90a: any image the device can load is it.
+  if (detail::wgmma_binary_version(choice->kind) == 0) {
     throw std::runtime_error("this build has no sm_90a code for wgmma on " + where);
   }
   auto executor = std::make_unique<MmaExecutor>(input, accumulator, choice->k,
@@ -361,7 +362,7 @@ std::unique_ptr<fingerprint::Executor> make_mma_executor(const Format& input,
                             std::to_string(device.compute_minor) + ")";
   // automatic: wgmma on compute capability 9.0 when the build holds its sm_90a code.
   const bool wgmma_here = device.compute_major == 9 && device.compute_minor == 0 &&
-                          detail::wgmma_binary_version(WgmmaKind::f16_f32) == 90;
+                          detail::wgmma_binary_version(WgmmaKind::f16_f32) != 0;
   if (instruction == MmaInstruction::wgmma ||
       (instruction == MmaInstruction::automatic && wgmma_here)) {
     if (auto executor = make_wgmma_executor(input, accumulator, device, where)) return executor;

@@ -27,8 +27,8 @@ enum class WgmmaKind { f16_f32, f16_f16, bf16_f32, tf32_f32, e4m3_f32, e5m2_f32 
 // The launcher of the kind's kernel (one warpgroup per probe, wgmma.m64n8k*).
 ProbeLaunch wgmma_launcher(WgmmaKind kind);
 
-// The SASS version of the kind's kernel for the current device (90 for sm_90a), or 0 when the
-// build holds no code the device can run.
+// The SASS version of the kind's kernel for the current device (sm_90a code, the only image it
+// has), or 0 when the device can run none.
 int wgmma_binary_version(WgmmaKind kind);
 
 }  // namespace ampbench::kernels::detail
