@@ -316,7 +316,8 @@ std::string time_chart(const nlohmann::json& records) {
 }
 
 // A profile run's step as stacked bars per policy: the median step's milliseconds split by the
-// phases' shares of the step time; what no phase covers (the loss, scaling the loss) is "rest".
+// phases' shares of the step time; what no phase covers (the step's own bookkeeping) is "rest". A
+// record from before a phase existed ("loss" came later) shows none of it.
 std::string profile_chart(const nlohmann::json& detail) {
   using train::kProfilePhases;
   svg::BarChart chart{

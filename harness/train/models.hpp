@@ -84,6 +84,9 @@ class Mlp {
     {
       const auto phase = ops.phase("forward");
       a = forward(ops, p, inputs, rows);
+    }
+    {
+      const auto phase = ops.phase("loss");
       loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
     }
     const auto phase = ops.phase("backward");
@@ -162,6 +165,9 @@ class Cnn {
     {
       const auto phase = ops.phase("forward");
       a = forward(ops, p, inputs, rows);
+    }
+    {
+      const auto phase = ops.phase("loss");
       loss = ops.cross_entropy(a.logits, targets, rows, s_.classes);
     }
     const auto phase = ops.phase("backward");
@@ -287,6 +293,9 @@ class Transformer {
     {
       const auto phase = ops.phase("forward");
       a = forward(ops, p, inputs, rows);
+    }
+    {
+      const auto phase = ops.phase("loss");
       loss = ops.cross_entropy(a.logits, targets, tokens, c);
     }
     const auto phase = ops.phase("backward");

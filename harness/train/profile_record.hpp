@@ -16,7 +16,7 @@
 namespace ampbench::train {
 
 // The phases of a step, in the order tables show them.
-inline constexpr const char* kProfilePhases[] = {"forward", "backward",  "unscale",
+inline constexpr const char* kProfilePhases[] = {"forward", "loss",      "backward", "unscale",
                                                  "clip",    "optimizer", "update"};
 
 struct StepTimes {

@@ -40,7 +40,8 @@ TEST(ProfileCli, TimesEveryPhaseOfEveryPolicy) {
     EXPECT_GT(
         r["phase_share"]["forward"].get<double>() + r["phase_share"]["backward"].get<double>(),
         0.5);
-    EXPECT_EQ(r["phase_share"].size(), 6u);
+    EXPECT_EQ(r["phase_share"].size(), 7u);
+    EXPECT_GT(r["phase_share"]["loss"].get<double>(), 0.0);
     EXPECT_EQ(r["attribution"]["schema"], "ampbench.profile/1");
   }
   // The trace: a named range per policy, and two "step" ranges in each.
