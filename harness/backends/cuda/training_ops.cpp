@@ -174,6 +174,7 @@ std::vector<double> CudaOps::to_doubles(const Tensor& t) {
 
 CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows,
                            std::size_t in, std::size_t out) {
+  const auto range = op_range("linear");
   const GemmPlan plan = linear_plan(policy_, x.format);
   const Tensor xa = cast(x, dtype_of(plan.inputs));
   const Tensor wa = cast(w, dtype_of(plan.inputs));
@@ -189,6 +190,7 @@ CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, st
 CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
                                                   const Tensor& dy, std::size_t rows,
                                                   std::size_t in, std::size_t out, bool need_dx) {
+  const auto range = op_range("linear_backward");
   const GemmPlan plan = linear_plan(policy_, x.format);
   const kernels::DType inputs = dtype_of(plan.inputs);
   const Tensor xa = cast(x, inputs);
@@ -257,15 +259,18 @@ CudaTensor CudaOps::activation_gradient(policy::Op op, kernels::Activation act, 
 }
 
 CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto range = op_range("gelu");
   return activation(policy::Op::gelu, kernels::Activation::gelu, x, rows, cols);
 }
 
 CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
+  const auto range = op_range("gelu_backward");
   return activation_gradient(policy::Op::gelu, kernels::Activation::gelu, x, dy);
 }
 
 CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                std::size_t rows, std::size_t cols) {
+  const auto range = op_range("layer_norm");
   const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   const Tensor ga = cast(gamma, q.input);
@@ -279,6 +284,7 @@ CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tenso
 CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const Tensor& dy,
                                                          const Tensor& gamma, const Tensor& beta,
                                                          std::size_t rows, std::size_t cols) {
+  const auto range = op_range("layer_norm_backward");
   const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   const Tensor dya = cast(dy, q.input);
@@ -317,6 +323,7 @@ CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const 
 
 double CudaOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
                               std::size_t rows, std::size_t classes) {
+  const auto range = op_range("cross_entropy");
   const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
   const Tensor la = cast(logits, q.input);
   const Tensor t = upload_targets(targets);
@@ -329,6 +336,7 @@ double CudaOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t
 CudaTensor CudaOps::cross_entropy_backward(const Tensor& logits,
                                            std::span<const std::int64_t> targets, std::size_t rows,
                                            std::size_t classes, double d_loss) {
+  const auto range = op_range("cross_entropy_backward");
   const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
   const Tensor la = cast(logits, q.input);
   const Tensor t = upload_targets(targets);

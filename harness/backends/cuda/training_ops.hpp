@@ -90,6 +90,12 @@ class CudaOps {
     if (recorder_ == nullptr) return std::nullopt;
     return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, std::move(name));
   }
+  // A range named after an op of the ops interface around its work, while phases are recorded:
+  // with NVTX hooks, Nsight Systems and the attribution see each op ("linear", "layer_norm", ...),
+  // and the GEMM and convolution ranges nest inside.
+  std::optional<profile::ScopedPhase> op_range(const char* name) {
+    return recording() ? phase(name) : std::nullopt;
+  }
 
   Tensor constant(std::span<const double> values) const;  // binary32 values
   Tensor parameter(std::span<const Master> values) const;

@@ -61,6 +61,7 @@ CudaTensor CudaOps::convolution(const policy::OpPrecision& q, std::string_view p
 }
 
 CudaTensor CudaOps::conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g) {
+  const auto range = op_range("conv2d");
   const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
   return convolution(q, "conv2d", g, x, w);
 }
@@ -69,6 +70,7 @@ CudaOps::ConvolutionGradients CudaOps::conv2d_backward(const Tensor& x, const Te
                                                        const Tensor& dy,
                                                        const ops::convolution::Geometry& g,
                                                        bool need_dx) {
+  const auto range = op_range("conv2d_backward");
   const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
   ConvolutionGradients grads;
   if (need_dx) grads.dx = cast(convolution(q, "conv2d_backward_data", g, dy, w), x.format);
@@ -85,6 +87,7 @@ CudaTensor CudaOps::batch_norm_weight(const policy::OpPrecision& q, const Tensor
 
 CudaTensor CudaOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                std::size_t batch, std::size_t channels, std::size_t spatial) {
+  const auto range = op_range("batch_norm");
   const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   const Tensor ga = batch_norm_weight(q, gamma);
@@ -99,6 +102,7 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
                                                          const Tensor& gamma, const Tensor& beta,
                                                          std::size_t batch, std::size_t channels,
                                                          std::size_t spatial) {
+  const auto range = op_range("batch_norm_backward");
   const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   const Tensor dya = cast(dy, q.input);
@@ -117,14 +121,17 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
 }
 
 CudaTensor CudaOps::relu(const Tensor& x) {
+  const auto range = op_range("relu");
   return activation(policy::Op::relu, kernels::Activation::relu, x, 1, x.size);
 }
 
 CudaTensor CudaOps::relu_backward(const Tensor& x, const Tensor& dy) {
+  const auto range = op_range("relu_backward");
   return activation_gradient(policy::Op::relu, kernels::Activation::relu, x, dy);
 }
 
 CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto range = op_range("mean_pool");
   const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input);
   Tensor y = empty(rows, xa.type);
@@ -134,6 +141,7 @@ CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t col
 
 CudaTensor CudaOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows,
                                        std::size_t cols) {
+  const auto range = op_range("mean_pool_backward");
   const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
   const Tensor dya = cast(dy, q.input);
   Tensor dx = empty(rows * cols, dya.type);

@@ -38,6 +38,7 @@ CudaTensor CudaOps::gradient_for(const Tensor& input, const Tensor& gradient) {
 }
 
 CudaTensor CudaOps::add(const Tensor& a, const Tensor& b) {
+  const auto range = op_range("add");
   if (a.size != b.size) {
     throw std::invalid_argument(fmt::format("add: a has {} elements and b {}", a.size, b.size));
   }
@@ -119,6 +120,7 @@ CudaTensor CudaOps::attention_probabilities(const Tensor& scores, std::size_t le
 
 CudaTensor CudaOps::attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
                               std::size_t length, std::size_t d) {
+  const auto range = op_range("attention");
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
   const Tensor qa = in_format(q, p.input);
@@ -137,6 +139,7 @@ CudaOps::AttentionGradients CudaOps::attention_backward(const Tensor& q, const T
                                                         const Tensor& v, const Tensor& d_out,
                                                         std::size_t batch, std::size_t length,
                                                         std::size_t d) {
+  const auto range = op_range("attention_backward");
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
   const Tensor qa = in_format(q, p.input);
