@@ -208,7 +208,9 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   out << "\nstep_ms: median wall time of a step (min and max beside it); vs_fp32: median step "
          "time over fp32's; phases:\nshare of the step time.";
   if (on_cuda) {
-    out << " peak_MiB: peak device memory of the timed steps; kernels: per step;\nlaunch: launch "
+    out << " On the device a phase's share is its range's host time: kernels run\nasynchronously, "
+           "so a phase that waits for them (the loss reads its value back) carries\ntheir time."
+           " peak_MiB: peak device memory of the timed steps; kernels: per step;\nlaunch: launch "
            "API time / wall time; cast, tensor_core: share of kernel time; idle: device\nidle time "
            "/ wall time (docs/profiling.md).";
   } else {
