@@ -125,6 +125,58 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (non_finite) *found_inf = 1.0F;
 }
 
+// Sums of squares in binary64 of the block's chunk, then over the block's threads in a fixed tree.
+__device__ double block_sum(double value) {
+  __shared__ double partial[kThreadsPerBlock];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned half = kThreadsPerBlock / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    clip_grad_norm_squares_kernel(const ChunkTask* tasks, const GradientTensor* tensors,
+                                  double* chunk_sums) {
+  const ChunkTask task = tasks[blockIdx.x];
+  const GradientTensor tensor = tensors[task.tensor];
+  const ChunkRange range = chunk_range(task, tensor.size);
+  const float* data = static_cast<const float*>(tensor.data) + range.begin;
+  double sum = 0.0;
+  for (std::uint64_t i = threadIdx.x; i < range.count; i += blockDim.x) {
+    const double g = data[i];
+    sum += g * g;  // exact: a binary32 value's square fits binary64's significand
+  }
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) chunk_sums[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    clip_grad_norm_coefficient_kernel(const double* chunk_sums, std::size_t chunks, double max_norm,
+                                      float* coefficient, double* total_norm) {
+  double sum = 0.0;
+  for (std::size_t i = threadIdx.x; i < chunks; i += blockDim.x) sum += chunk_sums[i];
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) {
+    const double norm = sqrt(total);
+    *coefficient = train::clip_coefficient(norm, max_norm);
+    if (total_norm != nullptr) *total_norm = norm;
+  }
+}
+
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    clip_grad_norm_scale_kernel(const ChunkTask* tasks, const GradientTensor* tensors,
+                                const float* coefficient) {
+  const ChunkTask task = tasks[blockIdx.x];
+  const GradientTensor tensor = tensors[task.tensor];
+  const ChunkRange range = chunk_range(task, tensor.size);
+  float* data = static_cast<float*>(tensor.data) + range.begin;
+  const float c = *coefficient;
+  for (std::uint64_t i = threadIdx.x; i < range.count; i += blockDim.x) data[i] *= c;
+}
+
 __global__ void update_scale_kernel(float* scale, int* growth_tracker, const float* found_inf,
                                     train::ScaleRule rule) {
   const train::ScaleState next =
@@ -306,6 +358,41 @@ void GradientUnscaler::unscale_and_check(const float* inv_scale, float* found_in
   if (table_.blocks == 0) return;
   unscale_and_check_kernel<<<grid_of(table_), kThreadsPerBlock, 0, stream>>>(
       tasks_of(table_), tensors_of<GradientTensor>(table_), inv_scale, found_inf);
+  AMPBENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+GradientClipper::GradientClipper(std::span<const GradientTensor> gradients) {
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    const GradientTensor& g = gradients[i];
+    require(g.size == 0 || g.data != nullptr,
+            tensor_name("GradientClipper", i) + " has elements but no data");
+    require(g.type == DType::f32, tensor_name("GradientClipper", i) + " is not binary32");
+  }
+  table_ = make_table(gradients);
+  if (table_.blocks == 0) return;
+  const std::vector<double> zeros(table_.blocks);
+  chunk_sums_ = detail::DeviceCopy(zeros.data(), zeros.size() * sizeof(double));
+  const float one = 1.0F;
+  coefficient_ = detail::DeviceCopy(&one, sizeof one);
+}
+
+void GradientClipper::clip(double max_norm, double* total_norm, cudaStream_t stream) const {
+  if (table_.blocks == 0) {
+    if (total_norm != nullptr) {
+      AMPBENCH_CUDA_CHECK(cudaMemsetAsync(total_norm, 0, sizeof(double), stream));
+    }
+    return;
+  }
+  auto* sums = static_cast<double*>(chunk_sums_.get());
+  auto* coefficient = static_cast<float*>(coefficient_.get());
+  clip_grad_norm_squares_kernel<<<grid_of(table_), kThreadsPerBlock, 0, stream>>>(
+      tasks_of(table_), tensors_of<GradientTensor>(table_), sums);
+  AMPBENCH_CUDA_CHECK(cudaGetLastError());
+  clip_grad_norm_coefficient_kernel<<<1, kThreadsPerBlock, 0, stream>>>(
+      sums, table_.blocks, max_norm, coefficient, total_norm);
+  AMPBENCH_CUDA_CHECK(cudaGetLastError());
+  clip_grad_norm_scale_kernel<<<grid_of(table_), kThreadsPerBlock, 0, stream>>>(
+      tasks_of(table_), tensors_of<GradientTensor>(table_), coefficient);
   AMPBENCH_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,7 +1,8 @@
 // The GPU side of a mixed-precision training step's bookkeeping: the fused unscale-and-check of
-// the gradients, the loss scale's update, and multi-tensor SGD and AdamW on binary32 master
-// weights. Each kernel calls the element function of the host implementation
-// (harness/train/scaler_math.hpp, optimizer_math.hpp), so device and host agree bit for bit.
+// the gradients, clipping by their global norm, the loss scale's update, and multi-tensor SGD and
+// AdamW on binary32 master weights. Each kernel calls the element function of the host
+// implementation (harness/train/scaler_math.hpp, clip_math.hpp, optimizer_math.hpp), so device
+// and host agree bit for bit (clipping: given the same norm, see GradientClipper).
 // docs/scaler.md and docs/optimizers.md ("On the GPU") describe them.
 //
 // A trainer's step, with every value in device memory and no host synchronisation:
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <span>
 
+#include "harness/train/clip_math.hpp"
 #include "harness/train/optimizer_math.hpp"
 #include "harness/train/scaler_math.hpp"
 #include "kernels/multi_tensor_plan.hpp"
@@ -88,6 +90,33 @@ class GradientUnscaler {
 
  private:
   detail::MultiTensorTable table_;
+};
+
+// torch.nn.utils.clip_grad_norm_ (norm_type 2, error_if_nonfinite=False) over a fixed list of
+// binary32 gradients, in place, without a host synchronisation, as train::clip_grad_norm defines
+// it: the sum of squares in binary64 (each square of a binary32 value exact), the norm its square
+// root, the coefficient train::clip_coefficient (clip_math.hpp) formed on the device, and every
+// element multiplied by it in binary32. The host sums element by element, the device per chunk
+// and then over the chunks in block order: the sums may differ in their last binary64 bits, and
+// the coefficients only where the norm lies that close to a binary32 rounding boundary.
+class GradientClipper {
+ public:
+  // Throws std::invalid_argument for a null pointer in a non-empty tensor or a type other than
+  // f32, std::length_error when the list does not fit one launch (plan_chunks). Copies the table
+  // to the device (synchronous).
+  explicit GradientClipper(std::span<const GradientTensor> gradients);
+
+  // Three launches: the chunks' sums of squares, their total with the norm and the coefficient
+  // (one block), and the multiply. total_norm (device memory, may be null) receives the norm. When
+  // every tensor is empty nothing is launched and *total_norm becomes 0.
+  void clip(double max_norm, double* total_norm, cudaStream_t stream) const;
+
+  std::size_t blocks() const { return table_.blocks; }  // of the first and last launch
+
+ private:
+  detail::MultiTensorTable table_;
+  detail::DeviceCopy chunk_sums_;   // double[blocks]
+  detail::DeviceCopy coefficient_;  // float
 };
 
 // PyTorch's torch._amp_update_scale_ (one thread): the loss scale's backoff after a step with a

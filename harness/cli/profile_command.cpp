@@ -153,7 +153,8 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     out << fmt::format(
         "profile {} on {}: {} warm-up and {} timed steps of {} samples per policy\n"
         "(host timers and NVTX ranges around each phase, CUPTI activity records of the device; "
-        "the optimizer\nand the scaler run on the host, over gradients copied back)\n\n",
+        "master weights,\ngradients and optimizer on the device; the scaler's step reads "
+        "found_inf back)\n\n",
         config.model, cuda.gpu, args.warmup, config.steps, config.batch);
   } else {
     out << fmt::format(

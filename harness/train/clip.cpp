@@ -1,7 +1,8 @@
 #include "harness/train/clip.hpp"
 
-#include <algorithm>
 #include <cmath>
+
+#include "harness/train/clip_math.hpp"
 
 namespace ampbench::train {
 
@@ -11,9 +12,7 @@ double clip_grad_norm(GradientList grads, double max_norm) {
     for (const float g : tensor) sum_of_squares += static_cast<double>(g) * static_cast<double>(g);
   }
   const double total_norm = std::sqrt(sum_of_squares);
-  // PyTorch's clamp(max=1.0) propagates NaN, and so does this form.
-  const double ratio = max_norm / (total_norm + 1e-6);
-  const float coefficient = static_cast<float>(ratio > 1.0 ? 1.0 : ratio);
+  const float coefficient = clip_coefficient(total_norm, max_norm);
   for (const std::span<float> tensor : grads) {
     for (float& g : tensor) g *= coefficient;
   }

@@ -88,7 +88,7 @@ LossScaler::LossScaler(const LossScalerOptions& options) {
   state_ = {static_cast<float>(options.init_scale), 0};
 }
 
-void LossScaler::unscale(GradientList grads, const numeric::Format& storage) {
+void LossScaler::require_ready_to_unscale() const {
   if (stage_ == ScalerStage::unscaled) {
     throw std::logic_error(
         "unscale_() has already been called on this optimizer since the last update().");
@@ -96,6 +96,17 @@ void LossScaler::unscale(GradientList grads, const numeric::Format& storage) {
   if (stage_ == ScalerStage::stepped) {
     throw std::logic_error("unscale_() is being called after step().");
   }
+}
+
+void LossScaler::record_unscaled(bool found_inf) {
+  require_ready_to_unscale();
+  found_inf_ = found_inf;
+  inf_check_recorded_ = true;
+  stage_ = ScalerStage::unscaled;
+}
+
+void LossScaler::unscale(GradientList grads, const numeric::Format& storage) {
+  require_ready_to_unscale();
   if (numeric::same_values(storage, numeric::formats::fp16)) {
     throw std::invalid_argument("Attempting to unscale FP16 gradients.");
   }

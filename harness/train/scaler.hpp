@@ -88,6 +88,12 @@ class LossScaler {
   // or after step().
   void unscale(GradientList grads, const numeric::Format& storage = numeric::formats::fp32);
 
+  // The gradients were unscaled elsewhere, by inverse_scale() with unscale_and_check, as a device
+  // kernel does (kernels::GradientUnscaler), and `found_inf` is what its check found: the
+  // iteration stands as after unscale() of at least one tensor. Throws std::logic_error as
+  // unscale() does when called twice in an iteration or after step().
+  void record_unscaled(bool found_inf);
+
   // Unscales `grads` unless unscale() was called in this iteration, then calls optimizer_step
   // unless a gradient was inf or NaN. Returns whether the optimizer step ran. Throws
   // std::logic_error when called twice in an iteration, or when no inf check was recorded
@@ -114,6 +120,7 @@ class LossScaler {
   const std::optional<CollapseDetection>& collapse_detection() const { return collapse_; }
 
  private:
+  void require_ready_to_unscale() const;
   void detect_collapse(float previous_scale);
 
   ScaleRule rule_{};

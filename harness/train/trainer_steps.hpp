@@ -4,8 +4,10 @@
 // trainer.cpp instantiates it for the CPU backend, harness/backends/cuda/train.cpp for the GPU.
 //
 // A policy's ops type provides the model ops of ops.hpp (at least those of the models it trains),
-// phase(name), record_phases(recorder), gradient_format(), master_gradient(tensor), a constructor
-// from the policy, and kBackend, the name of its backend ("cpu", "cuda").
+// phase(name), record_phases(recorder), gradient_format(), a constructor from the policy, and
+// kBackend, the name of its backend ("cpu", "cuda"). Its master weights, their gradients and the
+// optimizer live where Ops::Masters keeps them (the device's, for the GPU), or in HostMasters
+// when Ops names none; HostMasters needs parameter(values) and master_gradient(tensor).
 #pragma once
 
 #include <fmt/format.h>
@@ -35,21 +37,6 @@
 namespace ampbench::train::steps {
 
 using reference::Real;
-
-using reference::Real;
-
-// One run: its ops, binary32 (or Real) master weights, optimizer, scaler, and this step's values.
-template <class Ops>
-struct Run {
-  using Master = typename Ops::Master;
-  Ops ops;
-  std::vector<std::vector<Master>> weights;
-  Optimizer<Master> optimizer;
-  std::optional<LossScaler> scaler;
-  std::vector<std::vector<Master>> grads;
-  std::vector<std::vector<double>> unscaled;  // this step's unscaled gradients, for the metrics
-  RunResult result;
-};
 
 template <class Master>
 std::vector<std::vector<Master>> to_master(const std::vector<std::vector<double>>& values) {
@@ -83,60 +70,132 @@ std::vector<double> to_doubles(const std::vector<Master>& v) {
   return d;
 }
 
-// Forward and backward of every micro-batch, the gradients accumulated into the master gradients
-// (a binary32 addition per element for the policies, as PyTorch accumulates .grad), and the
-// mean loss.
+// A run's master weights (binary32, or Real for the reference), their gradients and the optimizer,
+// on the host: the parameters are uploaded for each step (ops.parameter) and each gradient comes
+// back (ops.master_gradient). A backend whose ops keep them elsewhere names its own type with this
+// interface as Ops::Masters (backends::cuda::DeviceMasters).
+template <class Ops>
+struct HostMasters {
+  using Master = typename Ops::Master;
+  using Tensor = typename Ops::Tensor;
+
+  std::vector<std::vector<Master>> weights;
+  std::vector<std::vector<Master>> grads;
+  Optimizer<Master> optimizer;
+
+  // `steps`: at most this many optimizer steps will be taken (unused here).
+  HostMasters(Ops& /*ops*/, const std::vector<std::vector<double>>& initial,
+              const OptimizerOptions& options, std::size_t /*steps*/)
+      : weights(to_master<Master>(initial)), optimizer(options) {}
+
+  std::vector<Tensor> parameters(Ops& ops) const {
+    std::vector<Tensor> params;
+    for (const auto& w : weights) params.push_back(ops.parameter(w));
+    return params;
+  }
+  // Parameter i's gradient from a micro-batch: the first of a step replaces the master gradient,
+  // later ones are added to it (a binary32 addition per element for the policies, as PyTorch
+  // accumulates .grad).
+  void accumulate(Ops& ops, std::size_t i, const Tensor& gradient, bool first) {
+    if (grads.size() != weights.size()) grads.resize(weights.size());
+    auto g = ops.master_gradient(gradient);
+    if (first) {
+      grads[i] = std::move(g);
+    } else {
+      for (std::size_t j = 0; j < g.size(); ++j) grads[i][j] += g[j];
+    }
+  }
+  void unscale(LossScaler& scaler) { scaler.unscale(spans()); }
+  // The master gradients as they stand, for the metrics.
+  std::vector<std::vector<double>> gradients() const {
+    std::vector<std::vector<double>> g;
+    for (const auto& t : grads) g.push_back(to_doubles(t));
+    return g;
+  }
+  void clip(double max_norm) { clip_grad_norm(spans(), max_norm); }
+  // The scaler's step: optimizer_step runs unless a gradient was inf or NaN.
+  bool step(LossScaler& scaler, const std::function<void()>& optimizer_step) {
+    return scaler.step(spans(), optimizer_step);
+  }
+  void optimizer_step() { optimizer.step(weights, grads); }
+  std::vector<std::vector<double>> weights_as_doubles() const {
+    std::vector<std::vector<double>> w;
+    for (const auto& t : weights) w.push_back(to_doubles(t));
+    return w;
+  }
+
+ private:
+  std::vector<std::span<float>> spans() { return {grads.begin(), grads.end()}; }
+};
+
+template <class Ops>
+struct MastersOf {
+  using type = HostMasters<Ops>;
+};
+template <class Ops>
+requires requires {
+  typename Ops::Masters;
+}
+struct MastersOf<Ops> {
+  using type = typename Ops::Masters;
+};
+
+// One run: its ops, master weights with their gradients and optimizer, scaler, and this step's
+// values.
+template <class Ops>
+struct Run {
+  Ops ops;
+  typename MastersOf<Ops>::type masters;
+  std::optional<LossScaler> scaler;
+  std::vector<std::vector<double>> unscaled;  // this step's unscaled gradients, for the metrics
+  RunResult result;
+};
+
+// Forward and backward of every micro-batch, the gradients accumulated into the master gradients,
+// and the mean loss.
 template <class Model, class Ops>
 double compute_gradients(const Model& model, Run<Ops>& run, const std::vector<Batch>& micro,
                          const typename Ops::Scalar& d_loss) {
   using Tensor = typename Ops::Tensor;
-  std::vector<Tensor> params;
-  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
-  run.grads.assign(run.weights.size(), {});
+  const std::vector<Tensor> params = run.masters.parameters(run.ops);
   double loss = 0;
-  for (const Batch& b : micro) {
+  for (std::size_t k = 0; k < micro.size(); ++k) {
+    const Batch& b = micro[k];
     std::vector<Tensor> g;
     loss += Ops::to_double(
         model.loss_and_gradients(run.ops, params, b.inputs, b.targets, b.size, d_loss, g));
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      auto mg = run.ops.master_gradient(g[i]);
-      if (run.grads[i].empty()) {
-        run.grads[i] = std::move(mg);
-      } else {
-        for (std::size_t j = 0; j < mg.size(); ++j) run.grads[i][j] += mg[j];
-      }
-    }
+    for (std::size_t i = 0; i < g.size(); ++i) run.masters.accumulate(run.ops, i, g[i], k == 0);
   }
   return loss / static_cast<double>(micro.size());
 }
 
 // A policy's step: scaled backward, unscale and inf check, clip, optimizer step unless skipped,
-// scaler update.
+// scaler update. `keep_unscaled`: copy the unscaled gradients into run.unscaled for the metrics
+// (a profile, which compares nothing, does not time that copy).
 template <class Model, class PolicyOps>
 void policy_step(const Model& model, Run<PolicyOps>& run, const std::vector<Batch>& micro,
-                 const TrainConfig& config, StepRecord& record) {
+                 const TrainConfig& config, StepRecord& record, bool keep_unscaled = true) {
   const float scale = run.scaler ? run.scaler->scale() : 1.0f;
   // d (loss / K * scale) / d loss, as autograd forms it in binary32.
   const float d_loss = scale / static_cast<float>(micro.size());
   record.loss = compute_gradients(model, run, micro, static_cast<double>(d_loss));
-  std::vector<std::span<float>> spans(run.grads.begin(), run.grads.end());
   if (run.scaler) {
     const auto phase = run.ops.phase("unscale");
     record.scale = static_cast<double>(scale);
-    run.scaler->unscale(spans);
+    run.masters.unscale(*run.scaler);
   }
   run.unscaled.clear();
-  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  if (keep_unscaled) run.unscaled = run.masters.gradients();
   if (config.clip_norm > 0) {
     const auto phase = run.ops.phase("clip");
-    clip_grad_norm(spans, config.clip_norm);
+    run.masters.clip(config.clip_norm);
   }
   const auto optimizer_step = [&] {
     const auto phase = run.ops.phase("optimizer");
-    run.optimizer.step(run.weights, run.grads);
+    run.masters.optimizer_step();
   };
   if (run.scaler) {
-    record.skipped = !run.scaler->step(spans, optimizer_step);
+    record.skipped = !run.masters.step(*run.scaler, optimizer_step);
     const auto phase = run.ops.phase("update");
     run.scaler->update();
     record.growth_tracker = run.scaler->growth_tracker();
@@ -151,21 +210,21 @@ template <class Model>
 void reference_step(const Model& model, Run<ReferenceOps>& run, const std::vector<Batch>& micro,
                     const TrainConfig& config, StepRecord& record) {
   record.loss = compute_gradients(model, run, micro, Real(1) / static_cast<double>(micro.size()));
-  run.unscaled.clear();
-  for (const auto& g : run.grads) run.unscaled.push_back(to_doubles(g));
+  run.unscaled = run.masters.gradients();
+  auto& grads = run.masters.grads;
   if (config.clip_norm > 0) {
     Real squares = 0;
-    for (const auto& g : run.grads) {
+    for (const auto& g : grads) {
       for (const auto& v : g) squares += v * v;
     }
     const Real coefficient = config.clip_norm / (reference::math::sqrt(squares) + 1e-6);
     if (coefficient < 1) {
-      for (auto& g : run.grads) {
+      for (auto& g : grads) {
         for (auto& v : g) v *= coefficient;
       }
     }
   }
-  run.optimizer.step(run.weights, run.grads);
+  run.masters.optimizer_step();
 }
 
 inline double norm(const std::vector<double>& v) {
@@ -226,8 +285,7 @@ void compare(StepRecord& record, const Run<PolicyOps>& run, const StepRecord& re
 template <class Model, class Ops>
 void evaluate(const Model& model, Run<Ops>& run, const Dataset& eval) {
   if (eval.samples() == 0) return;
-  std::vector<typename Ops::Tensor> params;
-  for (const auto& w : run.weights) params.push_back(run.ops.parameter(w));
+  const std::vector<typename Ops::Tensor> params = run.masters.parameters(run.ops);
   // One row of logits per target: per sample, or per token of a sequence.
   const std::size_t rows = eval.targets.size();
   const auto logits = model.logits(run.ops, params, eval.inputs, eval.samples());
@@ -250,16 +308,13 @@ inline bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format
   return gradient_format.emin > numeric::formats::fp32.emin;
 }
 
+// A policy's run from the initial weights, for at most `steps` optimizer steps.
 template <class PolicyOps>
 Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
-                          const std::vector<std::vector<double>>& initial) {
-  Run<PolicyOps> run{PolicyOps(p),
-                     to_master<float>(initial),
-                     Optimizer<float>(config.optimizer),
-                     std::nullopt,
-                     {},
-                     {},
-                     {}};
+                          const std::vector<std::vector<double>>& initial, std::size_t steps) {
+  PolicyOps ops(p);
+  typename MastersOf<PolicyOps>::type masters(ops, initial, config.optimizer, steps);
+  Run<PolicyOps> run{std::move(ops), std::move(masters), std::nullopt, {}, {}};
   run.result.policy = p.name;
   run.result.backend = PolicyOps::kBackend;
   run.result.gradient_format = run.ops.gradient_format().name;
@@ -298,7 +353,7 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
   result.config = config;
   result.warmup = warmup;
   for (const auto& p : config.policies) {
-    Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial);
+    Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial, warmup + config.steps);
     profile::PhaseRecorder recorder(hooks.ranges);
     for (std::size_t step = 0; step < warmup + config.steps; ++step) {
       if (step == warmup) {
@@ -308,7 +363,7 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
       const auto micro = micro_batches(config, train_set, step);
       StepRecord record;
       const auto timed = run.ops.phase("step");
-      policy_step(model, run, micro, config, record);
+      policy_step(model, run, micro, config, record, /*keep_unscaled=*/false);
     }
     PolicyProfile profiled;
     profiled.policy = p.name;
@@ -344,14 +399,19 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   result.eval_samples = eval_set.samples();
   for (const auto& s : specs) result.parameters.push_back(s.name);
 
+  ReferenceOps reference_ops;
   Run<ReferenceOps> reference{
-      {}, to_master<Real>(initial), Optimizer<Real>(config.optimizer), std::nullopt, {}, {}, {}};
+      {},
+      HostMasters<ReferenceOps>(reference_ops, initial, config.optimizer, config.steps),
+      std::nullopt,
+      {},
+      {}};
   reference.result.policy = "reference";
   reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
   std::vector<std::variant<Run<PolicyOps>...>> runs;
   for (const auto& p : config.policies) {
     (runs.emplace_back(std::in_place_type<Run<PolicyOps>>,
-                       policy_run<PolicyOps>(p, config, initial)),
+                       policy_run<PolicyOps>(p, config, initial, config.steps)),
      ...);
   }
 
@@ -384,16 +444,16 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   }
 
   evaluate(model, reference, eval_set);
-  std::vector<std::vector<double>> ref_weights;
-  for (const auto& w : reference.weights) ref_weights.push_back(to_doubles(w));
+  const std::vector<std::vector<double>> ref_weights = reference.masters.weights_as_doubles();
   for (auto& any : runs) {
     auto& run_result = std::visit([](auto& run) -> RunResult& { return run.result; }, any);
     std::visit(
         [&](auto& run) {
           evaluate(model, run, eval_set);
-          for (std::size_t i = 0; i < run.weights.size(); ++i) {
+          const std::vector<std::vector<double>> weights = run.masters.weights_as_doubles();
+          for (std::size_t i = 0; i < weights.size(); ++i) {
             run.result.weight_divergence.push_back(
-                normwise(to_doubles(run.weights[i]), ref_weights[i]).value_or(INFINITY));
+                normwise(weights[i], ref_weights[i]).value_or(INFINITY));
           }
           if (run.scaler && run.scaler->collapse_detection()) {
             for (const auto& w : run.scaler->collapse_warnings()) {

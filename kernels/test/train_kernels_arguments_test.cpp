@@ -30,6 +30,19 @@ TEST(TrainKernelArguments, AnAllEmptyListLaunchesNothing) {
   EXPECT_THROW(unscaler.unscale_and_check(nullptr, &found_inf, nullptr), std::invalid_argument);
 }
 
+TEST(TrainKernelArguments, ClipperTakesBinary32TensorsWithData) {
+  const std::vector<GradientTensor> no_data{{nullptr, 3, DType::f32}};
+  EXPECT_THROW(GradientClipper{no_data}, std::invalid_argument);
+  float x = 0;
+  const std::vector<GradientTensor> half{{&x, 1, DType::f16}};
+  EXPECT_THROW(GradientClipper{half}, std::invalid_argument);
+  // An all-empty list launches nothing and needs no device memory.
+  const std::vector<GradientTensor> empty{{nullptr, 0, DType::f32}};
+  const GradientClipper clipper(empty);
+  EXPECT_EQ(clipper.blocks(), 0u);
+  EXPECT_NO_THROW(clipper.clip(1.0, nullptr, nullptr));
+}
+
 TEST(TrainKernelArguments, ScaleKernelsRefuseNullState) {
   const train::ScaleRule rule{2.0, 0.5, 2000, 0.0F};
   float scale = 1, found_inf = 0;

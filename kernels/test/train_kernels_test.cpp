@@ -1,7 +1,8 @@
 // The training-step kernels against the host implementations they share their element math with:
 // the unscale-and-check bit for bit on mixed lists (odd sizes, many small tensors, misaligned
-// starts, subnormals, inf and NaN), the scale update step by step against train::LossScaler, and
-// SGD and AdamW against train::Sgd and train::AdamW, with steps skipped on the device.
+// starts, subnormals, inf and NaN), the scale update step by step against train::LossScaler,
+// clipping against train::clip_grad_norm, and SGD and AdamW against train::Sgd and train::AdamW,
+// with steps skipped on the device.
 #include "kernels/train_kernels.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
+#include "harness/train/clip.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
 #include "kernels/cuda_check.hpp"
@@ -499,6 +501,63 @@ TEST_F(TrainKernelsTest, AdamWMatchesTheHostOptimizerAcrossSkippedSteps) {
     EXPECT_EQ(device_steps(device.steps()), host.steps());
     // Every scheduled step was called, skipped ones too: one more has no scalars.
     EXPECT_THROW(device.step(nullptr, nullptr), std::out_of_range);
+  }
+}
+
+// Clipping against train::clip_grad_norm on the same gradients: the norm within the binary64
+// summation's error (the device sums in another order), every element the gradient times the
+// coefficient that train::clip_coefficient gives for the device's norm, and that coefficient the
+// host's. Large gradients (clipped), small ones (coefficient 1: untouched), and inf and NaN.
+TEST_F(TrainKernelsTest, ClippingMatchesClipGradNorm) {
+  std::mt19937_64 rng(11);
+  struct ClipCase {
+    const char* name;
+    float multiplier;
+    float poison;  // put into one element; 0: none
+  };
+  const ClipCase cases[] = {{"clipped", 1.0F, 0.0F},
+                            {"unclipped", 0x1p-20F, 0.0F},
+                            {"inf", 1.0F, kInf},
+                            {"nan", 1.0F, std::numeric_limits<float>::quiet_NaN()}};
+  for (const ClipCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::vector<float>> grads = random_tensors(rng);
+    for (auto& t : grads) {
+      for (float& g : t) g *= c.multiplier;
+    }
+    if (c.poison != 0.0F) grads[2][70000] = c.poison;
+    DeviceTensors d_grads(grads);
+    std::vector<GradientTensor> tensors;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      tensors.push_back({d_grads.data(i), grads[i].size(), DType::f32});
+    }
+    const GradientClipper clipper(tensors);
+    const DeviceBuffer<double> d_norm(1);
+    const double max_norm = 1.0;
+    clipper.clip(max_norm, d_norm.data(), nullptr);
+    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+
+    const std::vector<std::vector<float>> original = grads;
+    std::vector<std::span<float>> spans(grads.begin(), grads.end());
+    const double host_norm = train::clip_grad_norm(spans, max_norm);
+    const double device_norm = from_device(d_norm);
+    if (std::isfinite(host_norm)) {
+      EXPECT_NEAR(device_norm, host_norm, host_norm * 1e-12);
+    } else {
+      EXPECT_EQ(std::isnan(device_norm), std::isnan(host_norm));
+      EXPECT_EQ(std::isinf(device_norm), std::isinf(host_norm));
+    }
+    const float coefficient = train::clip_coefficient(device_norm, max_norm);
+    const float host_coefficient = train::clip_coefficient(host_norm, max_norm);
+    EXPECT_EQ(std::isnan(coefficient), std::isnan(host_coefficient));
+    if (!std::isnan(coefficient)) {
+      EXPECT_EQ(coefficient, host_coefficient);
+    }
+    std::vector<std::vector<float>> want = original;
+    for (auto& t : want) {
+      for (float& g : t) g *= coefficient;
+    }
+    expect_same_bits(d_grads, want, "clipped grad");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/backends/cuda/device_masters.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/trainer_steps.hpp"

@@ -3,9 +3,10 @@
 // flow as train::EmulatedOps models it: each op casts its inputs to the policy's input type on the
 // device, linear layers run through cuBLASLt with the compute type the policy's plan names, the
 // other ops through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type),
-// and a gradient comes back in the type of its input. Parameters (master weights) are binary32 on
-// the host, uploaded for each step; gradients come back to the host, where the trainer unscales,
-// clips and steps them as on the CPU backend.
+// and a gradient comes back in the type of its input. In training, the master weights, their
+// gradients and the optimizer stay on the device (Masters: device_masters.hpp), and the trainer
+// unscales, clips and steps them there; parameter() and master_gradient() copy between host and
+// device for tests and single ops.
 //
 // All work of one CudaOps runs in order on a stream of its own; device memory comes from the
 // stream-ordered pool (cudaMallocAsync), so that a step allocates without synchronizing, as a
@@ -65,11 +66,14 @@ struct CudaTensor {
   void* data() { return storage ? storage->data() : nullptr; }
 };
 
+class DeviceMasters;
+
 class CudaOps {
  public:
   using Tensor = CudaTensor;
-  using Scalar = double;  // losses and the upstream gradient
-  using Master = float;   // master weights and their gradients: binary32, on the host
+  using Scalar = double;          // losses and the upstream gradient
+  using Master = float;           // master weights and their gradients: binary32
+  using Masters = DeviceMasters;  // where a training run keeps them: on the device
   static constexpr const char* kBackend = "cuda";
 
   // Throws std::invalid_argument when the policy trains no model on the device (why_not_trainable),

@@ -250,6 +250,41 @@ TEST(LossScaler, UpdateAfterUnscaleWithoutStep) {
   EXPECT_TRUE(scaler.skipped_steps().empty());  // no step was skipped: none was asked for
 }
 
+// A device kernel unscaled the gradients: the scaler takes its check's result and goes on as
+// after unscale(), so that step() skips or runs and update() backs off or grows exactly as if it
+// had unscaled them itself.
+TEST(LossScaler, RecordUnscaledStandsForAnUnscaleDoneElsewhere) {
+  LossScaler device_side({.init_scale = 8.0, .growth_interval = 2});
+  LossScaler host_side({.init_scale = 8.0, .growth_interval = 2});
+  for (const float g : {1.0f, kInf, 1.0f, 1.0f, kNaN, 1.0f}) {
+    Grads grads({g});
+    host_side.unscale(grads.list());
+    device_side.record_unscaled(!std::isfinite(g));
+    EXPECT_EQ(device_side.stage(), ScalerStage::unscaled);
+    EXPECT_EQ(device_side.found_inf(), host_side.found_inf());
+    int calls = 0;
+    // The gradients were unscaled already: step() must not touch them, so none are passed.
+    EXPECT_EQ(device_side.step(GradientList{}, [&] { ++calls; }),
+              host_side.step(grads.list(), [] {}));
+    EXPECT_EQ(calls, std::isfinite(g) ? 1 : 0);
+    device_side.update();
+    host_side.update();
+    EXPECT_EQ(device_side.scale(), host_side.scale());
+    EXPECT_EQ(device_side.growth_tracker(), host_side.growth_tracker());
+  }
+  EXPECT_EQ(device_side.skipped_steps(), (std::vector<std::int64_t>{1, 4}));
+  EXPECT_EQ(device_side.scale(), 4.0f);  // 8, 4 (inf), 4, 8 (grown), 4 (NaN), 4
+
+  LossScaler twice;
+  twice.record_unscaled(false);
+  expect_error<std::logic_error>(
+      [&] { twice.record_unscaled(false); },
+      "unscale_() has already been called on this optimizer since the last update().");
+  twice.step(GradientList{}, [] {});
+  expect_error<std::logic_error>([&] { twice.record_unscaled(false); },
+                                 "unscale_() is being called after step().");
+}
+
 TEST(LossScaler, ConstructorRejectsBadOptions) {
   expect_rejected({.growth_factor = 1.0}, "growth_factor");
   expect_rejected({.growth_factor = 0.5}, "growth_factor");

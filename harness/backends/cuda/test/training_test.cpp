@@ -5,13 +5,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "harness/backends/cuda/device_masters.hpp"
 #include "harness/backends/cuda/test/device_comparison.hpp"
 #include "harness/backends/cuda/train.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
+#include "harness/train/clip.hpp"
 #include "harness/train/ops.hpp"
+#include "harness/train/optimizer.hpp"
+#include "harness/train/scaler.hpp"
 #include "kernels/test/gpu_test.hpp"
 
 namespace ampbench::backends::cuda {
@@ -114,6 +122,87 @@ TEST_F(TrainingOnGpu, ShortTrainingTracksTheReference) {
   if (HasFatalFailure()) return;
   EXPECT_TRUE(r.runs[2].scaler) << "amp-fp16 trains with the loss scaler";
   EXPECT_EQ(*r.runs[2].steps[0].scale, 65536.0);
+}
+
+// Every value of `device` is the binary32 value of `host` (two NaNs agree: payloads are the
+// hardware's).
+void expect_same_values(const std::vector<std::vector<double>>& device,
+                        const std::vector<std::vector<float>>& host, const char* what) {
+  ASSERT_EQ(device.size(), host.size()) << what;
+  for (std::size_t t = 0; t < host.size(); ++t) {
+    ASSERT_EQ(device[t].size(), host[t].size()) << what << " tensor " << t;
+    int mismatches = 0;
+    for (std::size_t i = 0; i < host[t].size(); ++i) {
+      const double want = host[t][i];
+      const bool same = std::isnan(want) ? std::isnan(device[t][i]) : device[t][i] == want;
+      if (!same && ++mismatches <= 3) {
+        ADD_FAILURE() << what << " tensor " << t << " element " << i << ": device " << device[t][i]
+                      << ", host " << want;
+      }
+    }
+  }
+}
+
+// The trainer's bookkeeping on the device (DeviceMasters) against the host's LossScaler,
+// clip_grad_norm and optimizers (with PyTorch's CUDA rounding) on the same gradients: two
+// micro-batches accumulated, unscaled, clipped, stepped (skipped on the step with inf), weights,
+// unscaled gradients and scale equal after every step, for SGD with momentum and for AdamW.
+TEST_F(TrainingOnGpu, DeviceMastersStepAsTheHostsScalerClipAndOptimizer) {
+  const std::vector<std::size_t> sizes{5, 70001, 0, 33};
+  const std::vector<train::OptimizerOptions> optimizers{
+      train::SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3},
+      train::AdamWOptions{.weight_decay = 0.1, .amsgrad = true}};
+  constexpr std::size_t kSteps = 6;
+  for (const train::OptimizerOptions& options : optimizers) {
+    SCOPED_TRACE(options.index() == 0 ? "sgd" : "adamw");
+    std::vector<std::vector<float>> weights;
+    std::vector<std::vector<double>> initial;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      weights.push_back(uniform(sizes[i], 1.0F, static_cast<std::uint32_t>(10 + i)));
+      initial.emplace_back(weights.back().begin(), weights.back().end());
+    }
+    CudaOps gpu(builtin("amp-fp16"));
+    DeviceMasters device(gpu, initial, options, kSteps);
+    train::Optimizer<float> host(options, train::TorchKernels::cuda);
+    const train::LossScalerOptions scaler_options{.init_scale = 1024.0, .growth_interval = 2};
+    train::LossScaler device_scaler(scaler_options), host_scaler(scaler_options);
+    for (std::size_t step = 0; step < kSteps; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      std::vector<std::vector<float>> grads(sizes.size());
+      for (std::size_t k = 0; k < 2; ++k) {
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          std::vector<float> g =
+              uniform(sizes[i], 2000.0F, static_cast<std::uint32_t>(100 * step + 10 * k + i));
+          if (step == 2 && k == 1 && i == 1) g[65536] = std::numeric_limits<float>::infinity();
+          device.accumulate(gpu, i, gpu.parameter(g), k == 0);
+          if (k == 0) {
+            grads[i] = g;
+          } else {
+            for (std::size_t j = 0; j < g.size(); ++j) grads[i][j] += g[j];
+          }
+        }
+      }
+      std::vector<std::span<float>> spans(grads.begin(), grads.end());
+      device.unscale(device_scaler);
+      host_scaler.unscale(spans);
+      expect_same_values(device.gradients(), grads, "unscaled gradient");
+      device.clip(1.0);
+      train::clip_grad_norm(spans, 1.0);
+      const bool ran = device.step(device_scaler, [&] { device.optimizer_step(); });
+      EXPECT_EQ(ran, host_scaler.step(spans, [&] { host.step(weights, grads); }));
+      EXPECT_EQ(ran, step != 2);
+      device_scaler.update();
+      host_scaler.update();
+      EXPECT_EQ(device_scaler.scale(), host_scaler.scale());
+      expect_same_values(device.gradients(), grads, "clipped gradient");
+      expect_same_values(device.weights_as_doubles(), weights, "weight");
+      std::vector<std::vector<double>> params;
+      for (const CudaTensor& p : device.parameters(gpu)) params.push_back(CudaOps::to_doubles(p));
+      expect_same_values(params, weights, "parameter");
+    }
+    EXPECT_EQ(device_scaler.skipped_steps(), std::vector<std::int64_t>{2});
+    EXPECT_THROW(device.step(device_scaler, [] {}), std::logic_error) << "no unscale before it";
+  }
 }
 
 TEST_F(TrainingOnGpu, ProfileTimesEveryStepPhaseByPhase) {
