@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (non_finite) *found_inf = 1.0F;
 }
 
-// Sums of squares in binary64 of the block's chunk, then over the block's threads in a fixed tree.
+// The sum over the block's threads of their values, in a fixed tree. Every launch that calls it
+// has kThreadsPerBlock threads (a smaller block would read unwritten shared memory).
 __device__ double block_sum(double value) {
   __shared__ double partial[kThreadsPerBlock];
   partial[threadIdx.x] = value;

@@ -108,7 +108,8 @@ class GradientClipper {
 
   // Three launches: the chunks' sums of squares, their total with the norm and the coefficient
   // (one block), and the multiply. total_norm (device memory, may be null) receives the norm. When
-  // every tensor is empty nothing is launched and *total_norm becomes 0.
+  // every tensor is empty nothing is launched and *total_norm becomes 0. The calls share scratch
+  // memory: calls on different streams must not overlap.
   void clip(double max_norm, double* total_norm, cudaStream_t stream) const;
 
   std::size_t blocks() const { return table_.blocks; }  // of the first and last launch

@@ -123,6 +123,7 @@ struct ProfileArgs {
   std::string backend = "cpu";
   std::string trace;  // Chrome trace JSON
   std::string json;
+  bool hardware_metrics = false;  // the CUPTI range profiler's counters (--backend cuda)
 };
 int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err);
 

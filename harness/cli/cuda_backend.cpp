@@ -52,8 +52,8 @@ train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dat
 }
 
 train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
-                                  std::size_t warmup) {
-  return backends::cuda::profile_on_device(config, train_set, warmup);
+                                  std::size_t warmup, bool hardware_metrics) {
+  return backends::cuda::profile_on_device(config, train_set, warmup, hardware_metrics);
 }
 
 #else
@@ -77,7 +77,8 @@ train::TrainResult cuda_train(const train::TrainConfig&, const train::Dataset&,
   throw std::logic_error("cuda_train: this build has no CUDA backend");
 }
 
-train::ProfileResult cuda_profile(const train::TrainConfig&, const train::Dataset&, std::size_t) {
+train::ProfileResult cuda_profile(const train::TrainConfig&, const train::Dataset&, std::size_t,
+                                  bool) {
   throw std::logic_error("cuda_profile: this build has no CUDA backend");
 }
 

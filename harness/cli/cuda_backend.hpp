@@ -43,12 +43,13 @@ audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
                           const backends::cuda::Plan& plan, nlohmann::json* detail);
 
 // backends::cuda::train_on_device and profile_on_device (the latter with NVTX ranges around every
-// phase); likewise only after open_cuda_backend() found a device.
+// phase, and with hardware_metrics the CUPTI range profiler's counters); likewise only after
+// open_cuda_backend() found a device.
 // `both`: backends::cuda::train_on_device_and_cpu, each policy on the CPU and on the device.
 train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
                               const train::Dataset& eval_set,
                               const std::function<void(std::size_t)>& progress, bool both = false);
 train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
-                                  std::size_t warmup);
+                                  std::size_t warmup, bool hardware_metrics = false);
 
 }  // namespace ampbench::cli

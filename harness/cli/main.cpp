@@ -233,11 +233,14 @@ int main(int argc, char** argv) {
   profile->add_option("--batch", profile_args.batch, "Samples per step")->capture_default_str();
   profile->add_option("--seed", profile_args.seed, "Seed of the weights and data")
       ->capture_default_str();
-  profile->add_option("--backend", profile_args.backend, "cpu (host timers)")
+  profile->add_option("--backend", profile_args.backend, "cpu (host timers) or cuda (the GPU)")
       ->capture_default_str();
   profile->add_option("--trace", profile_args.trace,
                       "Chrome trace JSON for Perfetto or chrome://tracing");
   profile->add_option("--json", profile_args.json, "Write the record to this file");
+  profile->add_flag("--hardware-metrics", profile_args.hardware_metrics,
+                    "With --backend cuda: Tensor Core pipe and DRAM counters per phase and op "
+                    "(CUPTI range profiler, after the timed steps)");
 
   ampbench::cli::RunArgs run_args;
   auto* run = app.add_subcommand(

@@ -102,6 +102,36 @@ void write_device_table(std::ostream& out, const train::ProfileResult& result) {
   }
 }
 
+// The counters of the step and its phases (depth 1 and 2) per policy, or why there are none.
+void write_hardware_metrics(std::ostream& out, const train::ProfileResult& result) {
+  const nlohmann::json& record = result.hardware_metrics;
+  if (record.is_null()) return;
+  if (!record["collected"].get<bool>()) {
+    out << "hardware metrics: not collected: " << record["why"].get<std::string>() << "\n";
+    return;
+  }
+  const auto share = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.1f}%", 100 * *v) : std::string("-");
+  };
+  out << "\nhardware counters (CUPTI range profiler; each pass one more step, untimed):\n";
+  out << fmt::format("{:<12}{:<22}{:>14}{:>14}{:>12}{:>11}\n", "policy", "range", "tensor_inst",
+                     "tensor_active", "dram_GB/s", "dram_peak");
+  for (const train::PolicyProfile& p : result.policies) {
+    if (!p.hardware_metrics) continue;
+    for (const profile::RangeMetrics& r : p.hardware_metrics->ranges) {
+      if (r.depth() > 2) continue;
+      const std::optional<double> bandwidth = r.dram_bytes_per_second();
+      out << fmt::format("{:<12}{:<22}{:>14.0f}{:>14}{:>12}{:>11}\n", p.policy, r.path,
+                         r.tensor_instructions, share(r.tensor_active_share()),
+                         bandwidth ? fmt::format("{:.1f}", *bandwidth * 1e-9) : std::string("-"),
+                         share(r.dram_peak_share()));
+    }
+    out << fmt::format("{:<12}(chip {}, {} passes, {} dropped ranges; per op in the record)\n", "",
+                       p.hardware_metrics->chip, p.hardware_metrics->passes,
+                       p.hardware_metrics->dropped_ranges);
+  }
+}
+
 }  // namespace
 
 int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
@@ -112,6 +142,13 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const bool on_cuda = args.backend == "cuda";
+  if (args.hardware_metrics && !on_cuda) {
+    err << fmt::format(
+        "{}: --hardware-metrics: needs --backend cuda (the CPU backend has no hardware "
+        "counters)\n",
+        kCommand);
+    return kExitUsage;
+  }
   train::TrainConfig config;
   if (!known_model(kCommand, args.model, err)) return kExitUsage;
   config.model = args.model;
@@ -165,7 +202,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   out.flush();
   train::ProfileResult result;
   try {
-    result = on_cuda ? cuda_profile(config, data, args.warmup)
+    result = on_cuda ? cuda_profile(config, data, args.warmup, args.hardware_metrics)
                      : train::profile_steps(config, data, args.warmup);
   } catch (const std::runtime_error& e) {  // a failed CUDA, cuBLAS or CUPTI call
     err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, e.what());
@@ -194,10 +231,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   if (on_cuda) {
     write_device_table(out, result);
     write_profiler_overhead(out, result.profiler_overhead);
-    if (!result.hardware_metrics.is_null() && !result.hardware_metrics["collected"].get<bool>()) {
-      out << "hardware metrics: not collected: "
-          << result.hardware_metrics["why"].get<std::string>() << "\n";
-    }
+    write_hardware_metrics(out, result);
   }
   bool verdicts = false;
   for (std::size_t i = 0; i < result.policies.size(); ++i) {

@@ -22,6 +22,7 @@
 #include "harness/policy/policy.hpp"
 #include "harness/profile/attribution.hpp"
 #include "harness/profile/events.hpp"
+#include "harness/profile/hardware_metrics.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
@@ -125,6 +126,10 @@ struct PolicyProfile {
   // What the device's trace lacks and why (CUPTI unavailable, records it could not convert),
   // added to the attribution's warnings.
   std::vector<std::string> collection_warnings;
+  // The hardware counters of one more step per range profiler pass, by phase and op range, when
+  // asked for on a GPU; else why not, when asked for.
+  std::optional<profile::HardwareMetrics> hardware_metrics;
+  std::string hardware_metrics_why;
 };
 struct ProfileResult {
   TrainConfig config;
@@ -132,8 +137,9 @@ struct ProfileResult {
   std::vector<PolicyProfile> policies;
   nlohmann::json device = nlohmann::json();             // the GPU's record, on a GPU
   nlohmann::json profiler_overhead = nlohmann::json();  // the collector's cost, on a GPU
-  // Per-range hardware counters (Tensor Core pipe, DRAM), on a GPU: {"collected": false, "why"}
-  // while the CUPTI range profiler is not implemented.
+  // Whether per-range hardware counters (Tensor Core pipe, DRAM) were collected, on a GPU:
+  // {"collected": true, "metrics": [...]} (each policy's are in its PolicyProfile), or
+  // {"collected": false, "why"}.
   nlohmann::json hardware_metrics = nlohmann::json();
 };
 ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,

@@ -342,6 +342,12 @@ struct ProfileHooks {
   profile::RangeHooks ranges;
   std::function<void()> begin_timed;
   std::function<void(PolicyProfile&)> end_timed;
+  // After end_timed, when set: the policy's hardware counters. It is handed a function that runs
+  // one more step, untimed, whose phases push and pop through the hooks given to it (the CUPTI
+  // range profiler replays steps through it), at most counter_steps times.
+  using CountedStep = std::function<void(const profile::RangeHooks&)>;
+  std::function<void(PolicyProfile&, const CountedStep&)> counters;
+  std::size_t counter_steps = 0;
 };
 
 // Every policy alone, timed phase by phase after `warmup` untimed steps.
@@ -353,7 +359,9 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
   result.config = config;
   result.warmup = warmup;
   for (const auto& p : config.policies) {
-    Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial, warmup + config.steps);
+    const std::size_t counter_steps = hooks.counters ? hooks.counter_steps : 0;
+    Run<PolicyOps> run =
+        policy_run<PolicyOps>(p, config, initial, warmup + config.steps + counter_steps);
     profile::PhaseRecorder recorder(hooks.ranges);
     for (std::size_t step = 0; step < warmup + config.steps; ++step) {
       if (step == warmup) {
@@ -372,6 +380,24 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
       if (phase.name == "step") profiled.step_ns.push_back(phase.end_ns - phase.start_ns);
     }
     if (hooks.end_timed) hooks.end_timed(profiled);
+    if (hooks.counters) {
+      std::size_t step = warmup + config.steps;
+      hooks.counters(profiled, [&](const profile::RangeHooks& ranges) {
+        if (step == warmup + config.steps + counter_steps) {
+          throw std::logic_error("the hardware counters asked for more than " +
+                                 std::to_string(counter_steps) + " steps");
+        }
+        profile::PhaseRecorder counted(ranges);
+        run.ops.record_phases(&counted);
+        const auto micro = micro_batches(config, train_set, step++);
+        StepRecord record;
+        {
+          const auto whole = run.ops.phase("step");
+          policy_step(model, run, micro, config, record, /*keep_unscaled=*/false);
+        }
+        run.ops.record_phases(nullptr);
+      });
+    }
     profiled.attribution = profile::attribute(profiled.trace);
     profiled.attribution.warnings.insert(profiled.attribution.warnings.begin(),
                                          profiled.collection_warnings.begin(),

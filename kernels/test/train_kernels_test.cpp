@@ -525,7 +525,8 @@ TEST_F(TrainKernelsTest, ClippingMatchesClipGradNorm) {
     for (auto& t : grads) {
       for (float& g : t) g *= c.multiplier;
     }
-    if (c.poison != 0.0F) grads[2][70000] = c.poison;
+    // Tensor 5 (131079 elements): the poison sits in its second chunk.
+    if (c.poison != 0.0F) grads.at(5).at(70000) = c.poison;
     DeviceTensors d_grads(grads);
     std::vector<GradientTensor> tensors;
     for (std::size_t i = 0; i < grads.size(); ++i) {

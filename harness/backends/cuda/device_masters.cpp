@@ -45,6 +45,26 @@ std::vector<double> download(const Storage& s, std::size_t count, cudaStream_t s
 }  // namespace
 
 struct DeviceMasters::State {
+  // One binary32 value in page-locked host memory.
+  class PinnedFloat {
+   public:
+    PinnedFloat() {
+      void* p = nullptr;
+      AMPBENCH_CUDA_CHECK(cudaMallocHost(&p, sizeof(float)));
+      value_ = static_cast<float*>(p);
+      *value_ = 1.0F;
+    }
+    ~PinnedFloat() { AMPBENCH_CUDA_CHECK_NOTHROW(cudaFreeHost(value_)); }
+    PinnedFloat(const PinnedFloat&) = delete;
+    PinnedFloat& operator=(const PinnedFloat&) = delete;
+
+    float* get() const { return value_; }
+    float& operator*() const { return *value_; }
+
+   private:
+    float* value_ = nullptr;
+  };
+
   cudaStream_t stream = nullptr;
   std::vector<std::size_t> sizes;
   std::vector<Storage> weights, grads;
@@ -52,8 +72,10 @@ struct DeviceMasters::State {
   std::optional<kernels::GradientUnscaler> unscaler;
   std::optional<kernels::GradientClipper> clipper;
   std::variant<std::monostate, kernels::MultiTensorSgd, kernels::MultiTensorAdamW> optimizer;
-  Storage check;                // float[2]: found_inf, inv_scale
-  float inv_scale_host = 1.0F;  // the source of the inv_scale upload, alive while it is in flight
+  Storage check;  // float[2]: found_inf, inv_scale
+  // The source of the inv_scale upload: pinned, so that the copy is asynchronous (from pageable
+  // memory the driver may wait for the stream); rewritten only after step() has synchronised.
+  PinnedFloat inv_scale_host;
   bool check_pending = false;
 
   float* found_inf() const { return floats(check); }
@@ -163,12 +185,14 @@ void DeviceMasters::accumulate(CudaOps& /*ops*/, std::size_t i, const CudaTensor
 
 void DeviceMasters::unscale(const train::LossScaler& scaler) {
   State& s = *state_;
-  if (s.check_pending) {
-    throw std::logic_error("DeviceMasters::unscale: the last unscale has not been stepped");
+  // Refused before the gradients change, as LossScaler::unscale refuses.
+  if (s.check_pending || scaler.stage() != train::ScalerStage::ready) {
+    throw std::logic_error(
+        "DeviceMasters::unscale: the gradients were unscaled or stepped in this iteration");
   }
-  s.inv_scale_host = scaler.inverse_scale();
+  *s.inv_scale_host = scaler.inverse_scale();
   AMPBENCH_CUDA_CHECK(cudaMemsetAsync(s.found_inf(), 0, sizeof(float), s.stream));
-  AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(s.inv_scale(), &s.inv_scale_host, sizeof(float),
+  AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(s.inv_scale(), s.inv_scale_host.get(), sizeof(float),
                                       cudaMemcpyHostToDevice, s.stream));
   s.unscaler->unscale_and_check(s.inv_scale(), s.found_inf(), s.stream);
   s.check_pending = true;

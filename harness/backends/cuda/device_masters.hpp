@@ -44,7 +44,8 @@ class DeviceMasters {
   // binary32 or not of the parameter's size.
   void accumulate(CudaOps& ops, std::size_t i, const CudaTensor& gradient, bool first);
   // Enqueues the unscale and inf check of every master gradient by scaler.inverse_scale(). Throws
-  // std::logic_error when the last unscale has not been stepped yet.
+  // std::logic_error, before anything changes, unless the scaler is ready to unscale and the last
+  // unscale was stepped.
   void unscale(const train::LossScaler& scaler);
   // The master gradients as they stand (waits for the stream).
   std::vector<std::vector<double>> gradients() const;

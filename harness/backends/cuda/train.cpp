@@ -13,6 +13,7 @@
 #include "kernels/device.hpp"
 #include "kernels/nvtx.hpp"
 #include "kernels/profiler_overhead.hpp"
+#include "kernels/range_profiler.hpp"
 
 namespace ampbench::backends::cuda {
 namespace {
@@ -49,6 +50,25 @@ nlohmann::json to_json(const kernels::ProfilerOverhead& o) {
   return j;
 }
 
+// {"collected": true, "metrics"} when every policy has its counters, else {"collected": false,
+// "why"}: not asked for, or the first policy's reason.
+nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool requested) {
+  if (!requested) {
+    return {{"collected", false},
+            {"why",
+             "not requested (--hardware-metrics runs the CUPTI range profiler after the timed "
+             "steps); the Tensor Core share is inferred from kernel names"}};
+  }
+  for (const train::PolicyProfile& p : result.policies) {
+    if (!p.hardware_metrics) {
+      return {{"collected", false}, {"why", p.policy + ": " + p.hardware_metrics_why}};
+    }
+  }
+  nlohmann::json names = nlohmann::json::array();
+  for (const std::string_view name : profile::kHardwareMetrics) names.push_back(name);
+  return {{"collected", true}, {"metrics", names}};
+}
+
 }  // namespace
 
 train::TrainResult train_on_device(const train::TrainConfig& config,
@@ -78,7 +98,8 @@ train::TrainResult train_on_device_and_cpu(const train::TrainConfig& config,
 }
 
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup) {
+                                       const train::Dataset& train_set, std::size_t warmup,
+                                       bool hardware_metrics) {
   require_trainable(config);
   // The phases are NVTX ranges, which CUPTI records as markers: the device's trace holds them, so
   // it replaces the host phases (added to it, every phase would count twice).
@@ -122,6 +143,20 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
       p.collection_warnings.push_back(std::move(w));
     }
   };
+  const kernels::RangeProfilerOptions counting;
+  if (hardware_metrics) {
+    hooks.counter_steps = counting.max_passes;
+    hooks.counters = [&](train::PolicyProfile& p,
+                         const train::steps::ProfileHooks::CountedStep& step) {
+      try {
+        p.hardware_metrics = kernels::collect_range_metrics(step, counting);
+      } catch (const kernels::RangeProfilerError& e) {
+        p.hardware_metrics_why = e.what();
+      } catch (const std::invalid_argument& e) {  // values CUPTI decoded that are no counts
+        p.hardware_metrics_why = e.what();
+      }
+    };
+  }
   // The collector's cost first, while CUPTI has not yet traced this process, so that the
   // untraced launch rate is that of a process CUPTI never touched.
   const nlohmann::json overhead = to_json(kernels::measure_profiler_overhead());
@@ -130,12 +165,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   });
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   result.profiler_overhead = overhead;
-  result.hardware_metrics = {
-      {"collected", false},
-      {"why",
-       "the CUPTI range profiler (per-range sm__inst_executed_pipe_tensor, "
-       "sm__pipe_tensor_cycles_active, DRAM throughput) is not implemented yet; the Tensor Core "
-       "share is inferred from kernel names (docs/profiling.md)"}};
+  result.hardware_metrics = hardware_metrics_record(result, hardware_metrics);
   return result;
 }
 

@@ -29,8 +29,12 @@ train::TrainResult train_on_device_and_cpu(
 // trace (kernels, API calls, copies, the phases as NVTX markers) each policy's attribution reads;
 // the peak pool memory of the timed steps; the device's record; and the collector's own cost
 // (kernels::measure_profiler_overhead, measured before anything is traced). Without CUPTI the
-// trace holds the host phases and the attribution says why.
+// trace holds the host phases and the attribution says why. With hardware_metrics, after each
+// policy's timed steps the CUPTI range profiler (kernels/range_profiler.hpp) counts one more step
+// per pass, its phases and ops as ranges (three levels: step, phase, op); a policy whose counters
+// CUPTI refuses (privileges, an unsupported device) keeps the reason instead.
 train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup);
+                                       const train::Dataset& train_set, std::size_t warmup,
+                                       bool hardware_metrics = false);
 
 }  // namespace ampbench::backends::cuda

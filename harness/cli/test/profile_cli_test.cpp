@@ -74,6 +74,9 @@ TEST(ProfileCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"profile --model resnet", "ampbench profile: --model: unknown model 'resnet'"},
       {"profile --policy fp12", "ampbench profile: --policy: "},
       {"profile --steps 0", "ampbench profile: --steps and --batch must be positive"},
+      {"profile --hardware-metrics",
+       "ampbench profile: --hardware-metrics: needs --backend cuda (the CPU backend has no "
+       "hardware counters)"},
       {"profile --json /nonexistent-ampbench-dir/p.json",
        "ampbench profile: --json /nonexistent-ampbench-dir/p.json: directory "
        "/nonexistent-ampbench-dir does not exist"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -117,6 +118,42 @@ TEST(CliTrainBackend, ProfileOnTheGpuAttributesTheDevicesTime) {
   bool kernel = false;
   for (const auto& e : chrome["traceEvents"]) kernel = kernel || e.value("cat", "") == "kernel";
   EXPECT_TRUE(kernel) << "the trace holds the device's kernels";
+}
+
+// The CUPTI range profiler's counters per phase: collected (autocast's GEMMs issue Tensor Core
+// instructions in the backward phase, and every phase moves DRAM bytes), or, where the driver
+// keeps counters from this user, a "why" that says so: then the test skips with it.
+TEST(CliTrainBackend, HardwareMetricsCountTheTensorPipePerPhase) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const std::string json = temp_path("profile-counters.json");
+  const Outcome run = ampbench(
+      "profile --backend cuda --steps 2 --warmup 1 --policy fp32,amp-fp16 "
+      "--hardware-metrics --json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  if (!record["hardware_metrics"]["collected"].get<bool>()) {
+    const std::string why = record["hardware_metrics"]["why"].get<std::string>();
+    EXPECT_NE(run.out.find("hardware metrics: not collected: "), std::string::npos) << run.out;
+    if (why.find("INSUFFICIENT_PRIVILEGES") != std::string::npos) GTEST_SKIP() << why;
+    FAIL() << why;
+  }
+  EXPECT_NE(run.out.find("hardware counters (CUPTI range profiler"), std::string::npos) << run.out;
+  for (const auto& r : record["runs"]) {
+    std::map<std::string, nlohmann::json> by_path;
+    for (const auto& range : r["hardware_metrics"]["ranges"]) by_path[range["path"]] = range;
+    for (const char* path : {"step", "step/forward", "step/loss", "step/backward", "step/optimizer",
+                             "step/forward/linear"}) {
+      ASSERT_TRUE(by_path.count(path)) << r["policy"] << " has no range " << path;
+    }
+    EXPECT_GT(by_path["step"]["dram_bytes"].get<double>(), 0) << r["policy"];
+    EXPECT_GT(by_path["step"]["gpu_time_ns"].get<double>(), 0) << r["policy"];
+    if (r["policy"] == "amp-fp16") {
+      EXPECT_GT(by_path["step/backward"]["tensor_instructions"].get<double>(), 0)
+          << "autocast's fp16 GEMMs run on the Tensor Cores";
+    }
+  }
 }
 
 TEST(CliTrainBackend, EvalOnCudaRunsTheUsersInputsOnTheDeviceOrStopsWithStatus3) {

@@ -8,11 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "harness/numeric/rounding.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/models.hpp"
 #include "harness/train/ops.hpp"
+#include "harness/train/trainer_steps.hpp"
 
 namespace ampbench::train {
 namespace {
@@ -261,6 +265,53 @@ TEST(Training, JsonRecordNamesItsSchemaAndEveryParameter) {
   EXPECT_EQ(j["runs"][0]["steps"].size(), 2u);
   EXPECT_TRUE(j["runs"][0]["steps"][0]["gradient_normwise_error"].contains("w1"));
   EXPECT_TRUE(j["runs"][0]["pass"].get<bool>());
+}
+
+// The ranges a counted step pushes and pops, recorded by plain-function hooks as CUPTI's are.
+std::vector<std::string> g_counted_ranges;
+int g_counted_depth = 0;
+void count_push(const char* name) {
+  g_counted_ranges.emplace_back(std::string(static_cast<std::size_t>(g_counted_depth), '/') + name);
+  ++g_counted_depth;
+}
+void count_pop() {
+  --g_counted_depth;
+}
+
+// A backend's hardware counters get steps of their own after the timed ones, each a whole
+// step whose phases push and pop through the hooks handed in, as many as it may ask for and no
+// more; the timed steps are not disturbed.
+TEST(Profile, CountersReplayWholeStepsThroughTheirOwnHooks) {
+  TrainConfig c = config({"amp-fp16"}, 2);
+  const Dataset data = small_clusters(200);
+  steps::ProfileHooks hooks;
+  hooks.counter_steps = 2;
+  std::size_t calls = 0;
+  hooks.counters = [&](PolicyProfile& p, const steps::ProfileHooks::CountedStep& step) {
+    EXPECT_EQ(p.step_ns.size(), 2u) << "the timed steps are done";
+    profile::RangeHooks counting;
+    counting.push = &count_push;
+    counting.pop = &count_pop;
+    g_counted_ranges.clear();
+    step(counting);
+    ++calls;
+    EXPECT_EQ(g_counted_depth, 0) << "every push popped";
+    step(counting);
+    ++calls;
+    EXPECT_THROW(step(counting), std::logic_error) << "a third step beyond counter_steps";
+  };
+  const ProfileResult r = steps::with_model(c, data, [&](const auto& model) {
+    return steps::run_profile<EmulatedOps>(model, c, data, /*warmup=*/1, hooks);
+  });
+  EXPECT_EQ(calls, 2u);
+  ASSERT_EQ(r.policies.size(), 1u);
+  EXPECT_EQ(r.policies[0].step_ns.size(), 2u);
+  // Two counted steps, each "step" with its phases one level down, in order.
+  const std::vector<std::string> one_step = {"step",     "/forward", "/loss",      "/backward",
+                                             "/unscale", "/clip",    "/optimizer", "/update"};
+  std::vector<std::string> both = one_step;
+  both.insert(both.end(), one_step.begin(), one_step.end());
+  EXPECT_EQ(g_counted_ranges, both);
 }
 
 TEST(Training, RejectsWhatItCannotRun) {

@@ -184,6 +184,9 @@ TEST_F(TrainingOnGpu, DeviceMastersStepAsTheHostsScalerClipAndOptimizer) {
       }
       std::vector<std::span<float>> spans(grads.begin(), grads.end());
       device.unscale(device_scaler);
+      if (step == 0) {
+        EXPECT_THROW(device.unscale(device_scaler), std::logic_error) << "unscaled twice";
+      }
       host_scaler.unscale(spans);
       expect_same_values(device.gradients(), grads, "unscaled gradient");
       device.clip(1.0);
