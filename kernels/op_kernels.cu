@@ -226,7 +226,8 @@ template <typename T>
 __global__ void pointwise_activation_backward_kernel(Activation act, const T* x, const T* dy, T* dx,
                                                      std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
-    store(dx, i, load(dy, i) * derivative(act, load(x, i)));
+    const float v = load(x, i), g = load(dy, i);
+    store(dx, i, act == Activation::relu ? op_math::relu_backward(v, g) : g * derivative(act, v));
   }
 }
 

@@ -6,9 +6,7 @@
 // order follows the emulation, which differs from ATen's in two places by about an ulp: silu's
 // backward multiplies dy by the whole derivative (ATen: (dy * s) * (1 + x (1 - s))), and
 // gelu_tanh's 3 kKappa is binary64's product rounded once (ATen: float(3) * float(kKappa)). relu's
-// derivative is a multiply by 0 or 1, where ATen's threshold_backward selects: they differ for a
-// NaN input (ATen passes dy through) and for dy = +-inf where x <= 0 (ATen gives 0, the multiply
-// NaN).
+// backward selects, as ATen's threshold_backward does, rather than multiplying dy by a derivative.
 //
 // op_kernels.cu is compiled with -fmad=false and the host test with -ffp-contract=off, so neither
 // compiler fuses a * b + c into one rounding. The functions erff, expf and tanhf are the
@@ -51,10 +49,16 @@ AMPBENCH_HD inline float silu(float v) {
   return v / (1.0F + expf(-v));
 }
 
-// 1 where v > 0, else 0 (NaN included); the backward multiplies dy by it (see the header comment
-// for how that differs from ATen's threshold_backward).
+// 1 where v > 0, else 0 (NaN included): the derivative, for the forward's users. The backward is
+// relu_backward.
 AMPBENCH_HD inline float relu_derivative(float v) {
   return v > 0.0F ? 1.0F : 0.0F;
+}
+// ATen's threshold_backward(dy, x, 0): x <= 0 ? 0 : dy, a select, not dy * relu'(x). It differs
+// from the product where x is NaN (dy passes), where dy = +-inf and x <= 0 (+0, not NaN) and
+// where dy < 0 and x <= 0 (+0, not -0).
+AMPBENCH_HD inline float relu_backward(float x, float dy) {
+  return x <= 0.0F ? 0.0F : dy;
 }
 // Phi(v) + v phi(v).
 AMPBENCH_HD inline float gelu_derivative(float v) {

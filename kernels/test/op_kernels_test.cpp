@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -298,12 +299,29 @@ TEST_F(OpKernelsTest, ActivationsAreTheHostFunctions) {
       const double scale = std::fabs(v[i]) + 1;
       if (c.act == Activation::relu) {
         EXPECT_EQ(device_y[i], host_y) << v[i];
-        EXPECT_EQ(device_dx[i], host_dx) << v[i];
+        EXPECT_EQ(device_dx[i], op_math::relu_backward(v[i], 1.0F)) << v[i];
       } else {
         EXPECT_NEAR(device_y[i], host_y, 4 * kUnit32 * (std::fabs(host_y) + scale)) << v[i];
         EXPECT_NEAR(device_dx[i], host_dx, 4 * kUnit32 * (std::fabs(host_dx) + scale)) << v[i];
       }
     }
+  }
+}
+
+// relu's backward on the device is threshold_backward's select, where a product would differ.
+TEST_F(OpKernelsTest, ReluBackwardSelectsAsThresholdBackward) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{nan, -1.0F, -1.0F, 0.0F, 2.0F};
+  const std::vector<float> dy{1.5F, inf, -2.0F, -inf, -3.5F};
+  const DeviceBuffer<float> d_x = upload(x), d_dy = upload(dy);
+  DeviceBuffer<float> dx(x.size());
+  activation_backward(DType::f32, Activation::relu, d_x.data(), d_dy.data(), dx.data(), x.size(),
+                      nullptr);
+  const std::vector<float> got = download(dx);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float want = op_math::relu_backward(x[i], dy[i]);
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want)) << i;
   }
 }
 

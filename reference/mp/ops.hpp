@@ -183,7 +183,11 @@ std::vector<T> elementwise_backward(Activation f, std::span<const T> x, std::spa
   detail::require(x.size() == dy.size(), "elementwise_backward: x and dy differ in size");
   std::vector<T> dx;
   dx.reserve(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) dx.push_back(dy[i] * activation_derivative(f, x[i]));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    // relu's backward selects, as ATen's threshold_backward: x <= 0 ? 0 : dy.
+    dx.push_back(f == Activation::relu ? (x[i] <= 0 ? T(0) : dy[i])
+                                       : dy[i] * activation_derivative(f, x[i]));
+  }
   return dx;
 }
 

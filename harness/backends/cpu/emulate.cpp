@@ -710,9 +710,14 @@ std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation
         auto& r = round.compute;
         for (std::size_t i = 0; i < x.size(); ++i) {
           const double v = in[i];
+          if (activation == Activation::relu) {
+            // ATen's threshold_backward selects (kernels/op_math.hpp relu_backward).
+            out[i] = round.output(v <= 0 ? 0.0 : r(dy[i]));
+            continue;
+          }
           double derivative = 0;
           switch (activation) {
-            case Activation::relu: derivative = v > 0 ? 1.0 : 0.0; break;
+            case Activation::relu: break;
             case Activation::gelu: {
               const double cdf = r(0.5 * r.sum(1.0, r(std::erf(r(v * r(inv_sqrt2))))));
               const double pdf = r(r(inv_sqrt_2pi) * r(std::exp(r(-0.5 * r(v * v)))));

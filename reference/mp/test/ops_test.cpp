@@ -227,6 +227,19 @@ TEST(Elementwise, EveryActivationAndDerivativeAgreesWithMpfr) {
   }
 }
 
+// relu's backward selects (ATen's threshold_backward): a zero where x <= 0 is +0, whatever dy.
+TEST(Elementwise, ReluBackwardSelects) {
+  const WorkingPrecision precision;
+  const std::vector<Real> x{to_real(-1.0), Real(0), to_real(2.0)};
+  const std::vector<Real> dy{to_real(-2.0), to_real(-3.0), to_real(5.0)};
+  const std::vector<Real> dx = ops::elementwise_backward<Real>(Activation::relu, x, dy);
+  ASSERT_EQ(dx.size(), 3u);
+  EXPECT_EQ(dx[0], 0);
+  EXPECT_FALSE(boost::multiprecision::signbit(dx[0]));
+  EXPECT_FALSE(boost::multiprecision::signbit(dx[1]));
+  EXPECT_EQ(dx[2], to_real(5.0));
+}
+
 TEST(Elementwise, HandDerivedValues) {
   const WorkingPrecision precision;
   const Real zero = 0;

@@ -358,6 +358,25 @@ TEST(EmulateSoftmax, Fp16ExpUnderflowsWhereFp32DoesNot) {
   EXPECT_EQ(fp32_events.intermediate[RoundingEvent::flush_to_zero], 0u);
 }
 
+// relu's backward is ATen's threshold_backward, a select: where x <= 0 it is +0 even for an
+// infinite or negative dy, and where x is NaN dy passes (a product with the derivative would give
+// NaN, -0 and 0).
+TEST(EmulateActivations, ReluBackwardSelectsAsThresholdBackward) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x{nan, -1.0, -1.0, 0.0, 2.0};
+  const std::vector<double> dy{1.5, inf, -2.0, -inf, -3.5};
+  Events events;
+  const auto dx = activation_backward(all(formats::fp32), Activation::relu, x, dy, events);
+  ASSERT_EQ(dx.size(), x.size());
+  EXPECT_EQ(dx[0], 1.5);
+  EXPECT_EQ(dx[1], 0.0);
+  EXPECT_EQ(dx[2], 0.0);
+  EXPECT_FALSE(std::signbit(dx[2]));
+  EXPECT_EQ(dx[3], 0.0);
+  EXPECT_EQ(dx[4], -3.5);
+}
+
 TEST(EmulateActivations, ValuesAgainstBinary64) {
   const std::vector<double> x{-3.0, -0.5, 0.0, 0.25, 2.0, 7.5};
   Events events;

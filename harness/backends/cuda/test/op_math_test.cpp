@@ -150,6 +150,20 @@ TEST(OpMath, ReluKeepsNanAndGivesPositiveZero) {
   EXPECT_EQ(relu_derivative(nan), 0.0F);
 }
 
+// threshold_backward's select, where a product with the derivative would differ.
+TEST(OpMath, ReluBackwardSelectsAsThresholdBackward) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(relu_backward(2.0F, -3.5F), -3.5F);
+  EXPECT_EQ(relu_backward(0x1p-149F, inf), inf);
+  EXPECT_EQ(relu_backward(-1.0F, inf), 0.0F) << "0, not inf * 0 = NaN";
+  EXPECT_EQ(relu_backward(0.0F, -inf), 0.0F);
+  EXPECT_FALSE(std::signbit(relu_backward(-1.0F, -2.0F))) << "+0, not -2 * 0 = -0";
+  EXPECT_FALSE(std::signbit(relu_backward(-0.0F, -2.0F)));
+  EXPECT_EQ(relu_backward(nan, 1.5F), 1.5F) << "NaN <= 0 is false: dy passes";
+  EXPECT_TRUE(std::isnan(relu_backward(1.0F, nan)));
+}
+
 TEST(OpMath, LargeArgumentsSaturateWithoutNan) {
   for (const float v : {-1e30F, -100.0F, 100.0F, 1e30F}) {
     for (const Case& c : kForward) EXPECT_FALSE(std::isnan(c.binary32(v))) << c.name << v;
