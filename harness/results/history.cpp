@@ -4,8 +4,10 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "harness/results/compare.hpp"
@@ -261,6 +263,24 @@ void check_version(const History::Connection& connection, const std::string& ver
   }
 }
 
+// Switches the database to its write-ahead log. The switch needs the database to itself, and
+// SQLite answers "busy" at once, without its busy handler, while another connection uses it: as
+// when shards open the same new history together. So the switch is retried until it is done (by
+// this connection, or by another, after which it is a no-op) or the busy timeout has passed.
+void use_write_ahead_log(const History::Connection& connection) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    const int rc =
+        sqlite3_exec(connection.db.get(), "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+      connection.check(rc, "cannot choose the journal mode");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace
 
 // ---- keys and documents -------------------------------------------------------------------------
@@ -368,7 +388,7 @@ History::History(const std::string& path, Open mode)
   // Readers and one writer at a time without blocking each other; persistent in the file. On a
   // file system without shared memory (NFS) SQLite keeps its rollback journal, and the busy
   // timeout alone makes writers wait.
-  connection_->exec("PRAGMA journal_mode = WAL", "cannot choose the journal mode");
+  use_write_ahead_log(*connection_);
 }
 
 History::~History() = default;
