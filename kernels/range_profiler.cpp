@@ -120,39 +120,85 @@ std::vector<std::string> to_strings(std::span<const std::string_view> names) {
 }
 
 // The session the hooks push to: one at a time per process, as the hooks are plain functions.
+// The hooks never throw (they run in destructors): the first problem of a pass is kept in `error`
+// and reported after it.
 struct ActiveSession {
   CUpti_RangeProfiler_Object* object = nullptr;
   std::uint16_t max_depth = 0;
-  std::uint32_t depth = 0;           // ranges open in the workload, pushed to CUPTI or not
-  std::size_t pushed = 0;            // ranges pushed to CUPTI in this pass
-  std::optional<std::string> error;  // the first failed push or pop of this pass
+  std::vector<std::string> open;     // the paths of the ranges open in the workload
+  std::vector<std::string> pushed;   // the paths pushed to CUPTI in this pass, in order
+  std::optional<std::string> error;  // the first failed push, pop or wait of this pass
 };
 std::mutex g_session_mutex;  // held for a whole collection
 ActiveSession* g_session = nullptr;
 
+void record_error(const std::string& problem) {
+  if (!g_session->error) g_session->error = problem;
+}
+
 void record_error(CUptiResult result, const char* call) {
-  if (result != CUPTI_SUCCESS && !g_session->error) {
-    g_session->error = std::string(call) + ": " + cupti_message(result);
-  }
+  if (result != CUPTI_SUCCESS) record_error(std::string(call) + ": " + cupti_message(result));
+}
+
+// Push and pop take no stream: they mark the context's work at the time they are called. The
+// workload's kernels run asynchronously on streams of their own, so a range boundary first waits
+// for all of them, and each range holds exactly the work launched inside it. (The counted steps
+// are untimed.)
+void wait_for_device() {
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess)
+    record_error(std::string("cudaDeviceSynchronize: ") + cudaGetErrorString(e));
 }
 
 void push_range(const char* name) {
+  if (g_session == nullptr) return;
   ActiveSession& s = *g_session;
-  if (++s.depth > s.max_depth) return;
+  s.open.push_back(s.open.empty() ? std::string(name) : s.open.back() + "/" + name);
+  if (s.open.size() > s.max_depth) return;
+  wait_for_device();
   auto p = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_PushRange_Params);
   p.pRangeProfilerObject = s.object;
   p.pRangeName = name;
   record_error(cuptiRangeProfilerPushRange(&p), "cuptiRangeProfilerPushRange");
-  ++s.pushed;
+  s.pushed.push_back(s.open.back());
 }
 
 void pop_range() {
+  if (g_session == nullptr) return;
   ActiveSession& s = *g_session;
-  if (s.depth == 0) return;  // unbalanced: the recorder pops only what it pushed
-  if (s.depth-- > s.max_depth) return;
+  if (s.open.empty()) return;  // unbalanced: the recorder pops only what it pushed
+  const bool pushed = s.open.size() <= s.max_depth;
+  s.open.pop_back();
+  if (!pushed) return;
+  wait_for_device();
   auto p = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_PopRange_Params);
   p.pRangeProfilerObject = s.object;
   record_error(cuptiRangeProfilerPopRange(&p), "cuptiRangeProfilerPopRange");
+}
+
+// Why the range profiler cannot run on the current device, if it cannot (the flags of
+// cuptiProfilerDeviceSupported that are not SUPPORTED).
+std::optional<std::string> unsupported_device() {
+  auto p = AMPBENCH_CUPTI_PARAMS(CUpti_Profiler_DeviceSupported_Params);
+  int device = 0;
+  AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  p.cuDevice = device;
+  p.api = CUPTI_PROFILER_RANGE_PROFILING;
+  AMPBENCH_CUPTI_PROFILER_CHECK(cuptiProfilerDeviceSupported(&p));
+  if (p.isSupported == CUPTI_PROFILER_CONFIGURATION_SUPPORTED) return std::nullopt;
+  std::string why;
+  const auto note = [&](CUpti_Profiler_Support_Level level, const char* what) {
+    if (level == CUPTI_PROFILER_CONFIGURATION_SUPPORTED) return;
+    why += (why.empty() ? "" : ", ") + std::string(what) +
+           (level == CUPTI_PROFILER_CONFIGURATION_DISABLED ? " (disabled)" : "");
+  };
+  note(p.architecture, "architecture (compute capability 7.0 or later needed)");
+  note(p.sli, "SLI");
+  note(p.vGpu, "vGPU");
+  note(p.confidentialCompute, "confidential computing");
+  note(p.cmp, "a crypto mining processor");
+  note(p.wsl, "WSL");
+  return "the device does not support range profiling: " + (why.empty() ? "unknown" : why);
 }
 
 // The current context through the runtime's driver entry points: the library links the runtime,
@@ -304,6 +350,7 @@ profile::HardwareMetrics collect_range_metrics(
   // configuration image, then enable on the context, the counter data image and the config.
   const CUcontext context = current_context();
   const InitializedProfiler initialized;
+  if (const auto why = unsupported_device()) throw RangeProfilerError(*why);
   profile::HardwareMetrics result;
   result.chip = chip_name();
   const std::vector<std::uint8_t> availability = counter_availability(context);
@@ -339,32 +386,64 @@ profile::HardwareMetrics collect_range_metrics(
   hooks.push = &push_range;
   hooks.pop = &pop_range;
 
+  // Every pass must push the ranges of the first, in order: CUPTI adds up the passes' counters
+  // per range (a step the loss scaler skipped has no optimizer phase).
+  std::vector<std::string> first_pass;
   bool all_passes = false;
   while (!all_passes) {
     if (result.passes == options.max_passes) {
       throw RangeProfilerError("the range profiler wants more than " +
                                std::to_string(options.max_passes) + " passes of the workload");
     }
-    session.depth = 0;
-    session.pushed = 0;
+    session.open.clear();
+    session.pushed.clear();
     auto start = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
     start.pRangeProfilerObject = profiler.get();
     AMPBENCH_CUPTI_PROFILER_CHECK(cuptiRangeProfilerStart(&start));
-    workload(hooks);
-    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    // Stopped on every path: a workload that throws leaves no pass open.
     auto stop = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params);
     stop.pRangeProfilerObject = profiler.get();
+    struct StopOnUnwind {
+      CUpti_RangeProfiler_Stop_Params* stop;
+      bool stopped = false;
+      ~StopOnUnwind() {
+        if (!stopped) cuptiRangeProfilerStop(stop);  // nothing to do about a failure here
+      }
+    } guard{&stop};
+    workload(hooks);
+    wait_for_device();
+    guard.stopped = true;
     AMPBENCH_CUPTI_PROFILER_CHECK(cuptiRangeProfilerStop(&stop));
     ++result.passes;
     if (session.error) throw RangeProfilerError(*session.error);
-    if (session.pushed == 0) throw RangeProfilerError("the workload pushed no range");
+    if (session.pushed.empty()) throw RangeProfilerError("the workload pushed no range");
+    if (result.passes == 1) {
+      first_pass = session.pushed;
+    } else if (session.pushed != first_pass) {
+      std::size_t i = 0;
+      while (i < first_pass.size() && i < session.pushed.size() &&
+             first_pass[i] == session.pushed[i]) {
+        ++i;
+      }
+      const auto at = [&](const std::vector<std::string>& v) {
+        return i < v.size() ? v[i] : std::string("(none)");
+      };
+      throw RangeProfilerError("pass " + std::to_string(result.passes) +
+                               " pushed other ranges than pass 1 (range " + std::to_string(i + 1) +
+                               ": " + at(session.pushed) + " instead of " + at(first_pass) +
+                               "): the workload must repeat itself");
+    }
     all_passes = stop.isAllPassSubmitted != 0;
   }
   auto decode_params = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
   decode_params.pRangeProfilerObject = profiler.get();
   AMPBENCH_CUPTI_PROFILER_CHECK(cuptiRangeProfilerDecodeData(&decode_params));
   result.dropped_ranges = decode_params.numOfRangeDropped;
-  result.ranges = profile::sum_by_path(decode(host, counter_data, metrics));
+  try {
+    result.ranges = profile::sum_by_path(decode(host, counter_data, metrics));
+  } catch (const std::invalid_argument& e) {  // values that are no counts
+    throw RangeProfilerError(std::string("decoding the counters: ") + e.what());
+  }
   return result;
 }
 

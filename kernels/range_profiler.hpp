@@ -2,17 +2,20 @@
 // cupti_profiler_host.h, CUDA 12.6 and later): the metrics of profile::kHardwareMetrics (Tensor
 // Core pipe instructions and active cycles, DRAM bytes and throughput, GPU time) for every range a
 // workload pushes, nested up to a depth. It runs in user-range, user-replay mode: CUPTI schedules
-// the counters into passes (and one pass set per nesting level), and the workload runs once per
-// pass, pushing the same ranges each time; here that workload is one training step, so each pass
-// is a step of its own (the same kernels on other weights). The decoded ranges become plain
-// profile::HardwareMetrics (harness/profile/hardware_metrics.hpp).
+// the counters into passes (and nesting levels), and the workload runs once per pass, pushing the
+// same ranges each time; here that workload is one training step, so each pass is a step of its
+// own (the same kernels on other weights), and each nesting level may be counted on a different
+// step. The decoded ranges become plain profile::HardwareMetrics
+// (harness/profile/hardware_metrics.hpp).
 //
 //   profile::HardwareMetrics m = collect_range_metrics([&](const profile::RangeHooks& hooks) {
 //     run_one_step_with(hooks);   // PhaseRecorder(hooks): every phase is a range
 //   });
 //
-// The range profiler cannot count while the activity collector traces (kernels serialise, timings
-// change), so it runs after the timed steps. Counters need privileges on most drivers
+// Push and pop take no stream: every range boundary waits for the device, so that a range holds
+// exactly the work launched inside it, whatever streams that work runs on. That changes the
+// timing, and tools do not combine range profiling with activity tracing (Kineto refuses to), so
+// it runs after every policy's timed steps. Counters need privileges on most drivers
 // (NVreg_RestrictProfilingToAdminUsers): without them CUPTI refuses, and the error says so.
 #pragma once
 
@@ -56,12 +59,13 @@ struct RangeProfilerOptions {
 };
 
 // Runs `workload` under the range profiler of the current CUDA context once per pass, until CUPTI
-// has every pass, waiting for the device at the end of each; decodes the counters and returns them
-// summed by range path. The hooks the workload receives push and pop CUPTI ranges (at most
-// options.nesting_levels deep); they never throw: a failed push or pop is reported after the
-// pass. Throws RangeProfilerError naming the CUPTI call that failed, or when the workload pushed
-// no range; std::invalid_argument from profile::sum_by_path for undecodable values. One range
-// profiler at a time per process.
+// has every pass; decodes the counters and returns them summed by range path. The hooks the
+// workload receives wait for the device and push or pop a CUPTI range (at most
+// options.nesting_levels deep); they never throw: a failed push, pop or wait is reported after the
+// pass. Every pass must push the same ranges in the same order as the first. Throws
+// RangeProfilerError naming the CUPTI call that failed, when the device does not support range
+// profiling (and why), when the workload pushed no range or other ranges than in its first pass,
+// or when a value decodes as no count. One range profiler at a time per process.
 profile::HardwareMetrics collect_range_metrics(
     const std::function<void(const profile::RangeHooks&)>& workload,
     const RangeProfilerOptions& options = {});

@@ -106,18 +106,22 @@ void write_device_table(std::ostream& out, const train::ProfileResult& result) {
 void write_hardware_metrics(std::ostream& out, const train::ProfileResult& result) {
   const nlohmann::json& record = result.hardware_metrics;
   if (record.is_null()) return;
-  if (!record["collected"].get<bool>()) {
+  if (!record.value("requested", false)) {
     out << "hardware metrics: not collected: " << record["why"].get<std::string>() << "\n";
     return;
   }
   const auto share = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.1f}%", 100 * *v) : std::string("-");
   };
-  out << "\nhardware counters (CUPTI range profiler; each pass one more step, untimed):\n";
-  out << fmt::format("{:<12}{:<22}{:>14}{:>14}{:>12}{:>11}\n", "policy", "range", "tensor_inst",
-                     "tensor_active", "dram_GB/s", "dram_peak");
+  bool header = false;
   for (const train::PolicyProfile& p : result.policies) {
     if (!p.hardware_metrics) continue;
+    if (!header) {
+      out << "\nhardware counters (CUPTI range profiler; each pass one more step, untimed):\n";
+      out << fmt::format("{:<12}{:<22}{:>14}{:>14}{:>12}{:>11}\n", "policy", "range", "tensor_inst",
+                         "tensor_active", "dram_GB/s", "dram_peak");
+      header = true;
+    }
     for (const profile::RangeMetrics& r : p.hardware_metrics->ranges) {
       if (r.depth() > 2) continue;
       const std::optional<double> bandwidth = r.dram_bytes_per_second();
@@ -129,6 +133,12 @@ void write_hardware_metrics(std::ostream& out, const train::ProfileResult& resul
     out << fmt::format("{:<12}(chip {}, {} passes, {} dropped ranges; per op in the record)\n", "",
                        p.hardware_metrics->chip, p.hardware_metrics->passes,
                        p.hardware_metrics->dropped_ranges);
+  }
+  for (const train::PolicyProfile& p : result.policies) {
+    if (!p.hardware_metrics) {
+      out << "hardware metrics of " << p.policy << ": not collected: " << p.hardware_metrics_why
+          << "\n";
+    }
   }
 }
 

@@ -160,6 +160,15 @@ struct Trace {
 
 std::uint64_t total_dropped_records(const Trace& trace);
 
+// The part of a trace that began at or after cutoff_ns: API calls, ranges, synchronizations and
+// overheads that started then or later; kernels, copies and memsets launched by a kept API call (a
+// kernel launched before the cutoff but run after it belongs to the earlier work), or, without an
+// API record, started at or after the cutoff; external correlations of kept API calls. The dropped
+// records (CUPTI counts them for the whole collection) and the metadata are kept as they are. For a
+// trace collected from before the work it should describe: the warm step that absorbs CUPTI's
+// first-launch instrumentation.
+Trace records_from(const Trace& trace, std::uint64_t cutoff_ns);
+
 // end - start, or 0 for an event whose end is not after its start.
 inline std::uint64_t duration_ns(std::uint64_t start, std::uint64_t end) {
   return end > start ? end - start : 0;

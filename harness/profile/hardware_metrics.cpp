@@ -26,7 +26,7 @@ std::size_t RangeMetrics::depth() const {
 }
 
 std::optional<double> RangeMetrics::tensor_active_share() const {
-  return ratio(tensor_cycles_active, sm_cycles_elapsed);
+  return ratio(tensor_peak_time_ns, tensor_peak_weight_ns);
 }
 
 std::optional<double> RangeMetrics::dram_bytes_per_second() const {
@@ -34,16 +34,20 @@ std::optional<double> RangeMetrics::dram_bytes_per_second() const {
 }
 
 std::optional<double> RangeMetrics::dram_peak_share() const {
-  return ratio(dram_peak_time_ns, gpu_time_ns);
+  return ratio(dram_peak_time_ns, dram_peak_weight_ns);
 }
 
 std::vector<RangeMetrics> sum_by_path(const std::vector<RangeCounters>& ranges) {
+  // kHardwareMetrics' positions: counters, and shares of a peak in percent.
+  constexpr std::size_t kTensorInstructions = 0, kTensorCycles = 1, kTensorPeak = 2, kDramBytes = 3,
+                        kGpuTime = 4, kDramPeak = 5;
   std::vector<RangeMetrics> summed;
   std::map<std::string, std::size_t> index;
   for (const RangeCounters& r : ranges) {
     if (r.path.empty()) throw std::invalid_argument("a decoded range has no name");
     for (std::size_t m = 0; m < kHardwareMetricCount; ++m) {
-      if (!std::isfinite(r.values[m]) || r.values[m] < 0) {
+      const bool share = m == kTensorPeak || m == kDramPeak;
+      if (r.values[m] < 0 || (!share && !std::isfinite(r.values[m]))) {
         throw std::invalid_argument(fmt::format("range {}: metric {} decoded as {}", r.path,
                                                 kHardwareMetrics[m], r.values[m]));
       }
@@ -51,13 +55,20 @@ std::vector<RangeMetrics> sum_by_path(const std::vector<RangeCounters>& ranges) 
     const auto [at, inserted] = index.try_emplace(r.path, summed.size());
     if (inserted) summed.push_back(RangeMetrics{.path = r.path});
     RangeMetrics& s = summed[at->second];
+    const double ns = r.values[kGpuTime];
     ++s.occurrences;
-    s.tensor_instructions += r.values[0];
-    s.tensor_cycles_active += r.values[1];
-    s.sm_cycles_elapsed += r.values[2];
-    s.dram_bytes += r.values[3];
-    s.gpu_time_ns += r.values[4];
-    s.dram_peak_time_ns += r.values[4] * r.values[5] / 100;
+    s.tensor_instructions += r.values[kTensorInstructions];
+    s.tensor_cycles_active += r.values[kTensorCycles];
+    s.dram_bytes += r.values[kDramBytes];
+    s.gpu_time_ns += ns;
+    if (std::isfinite(r.values[kTensorPeak])) {
+      s.tensor_peak_time_ns += ns * r.values[kTensorPeak] / 100;
+      s.tensor_peak_weight_ns += ns;
+    }
+    if (std::isfinite(r.values[kDramPeak])) {
+      s.dram_peak_time_ns += ns * r.values[kDramPeak] / 100;
+      s.dram_peak_weight_ns += ns;
+    }
   }
   return summed;
 }
@@ -71,7 +82,6 @@ nlohmann::json to_json(const HardwareMetrics& metrics) {
                       {"occurrences", r.occurrences},
                       {"tensor_instructions", r.tensor_instructions},
                       {"tensor_cycles_active", r.tensor_cycles_active},
-                      {"sm_cycles_elapsed", r.sm_cycles_elapsed},
                       {"dram_bytes", r.dram_bytes},
                       {"gpu_time_ns", r.gpu_time_ns},
                       {"tensor_active_share", optional_number(r.tensor_active_share())},

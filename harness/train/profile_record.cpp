@@ -119,6 +119,8 @@ nlohmann::json to_json(const ProfileResult& result, std::string_view backend) {
           p.peak_device_bytes ? nlohmann::json(*p.peak_device_bytes) : nlohmann::json(nullptr)},
          {"attribution", profile::to_json(p.attribution)}});
     if (p.hardware_metrics) runs.back()["hardware_metrics"] = profile::to_json(*p.hardware_metrics);
+    if (!p.hardware_metrics_why.empty())
+      runs.back()["hardware_metrics_why"] = p.hardware_metrics_why;
     if (const auto v = verdict(result, i)) {
       nlohmann::json changes = nlohmann::json::object();
       for (const auto& [category, ms] : v->category_change_ms) changes[category] = ms;

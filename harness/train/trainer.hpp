@@ -137,9 +137,9 @@ struct ProfileResult {
   std::vector<PolicyProfile> policies;
   nlohmann::json device = nlohmann::json();             // the GPU's record, on a GPU
   nlohmann::json profiler_overhead = nlohmann::json();  // the collector's cost, on a GPU
-  // Whether per-range hardware counters (Tensor Core pipe, DRAM) were collected, on a GPU:
-  // {"collected": true, "metrics": [...]} (each policy's are in its PolicyProfile), or
-  // {"collected": false, "why"}.
+  // Per-range hardware counters (Tensor Core pipe, DRAM), on a GPU: {"requested", "collected"
+  // (for at least one policy), "metrics": [...] when requested, "why" (not requested, or the first
+  // policy without them and its reason)}; each policy's counters are in its PolicyProfile.
   nlohmann::json hardware_metrics = nlohmann::json();
 };
 ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,

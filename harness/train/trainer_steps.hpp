@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -340,15 +341,65 @@ inline std::vector<Batch> micro_batches(const TrainConfig& config, const Dataset
 // add to the policy's profile (device events into its trace) before the trace is attributed.
 struct ProfileHooks {
   profile::RangeHooks ranges;
+  // Called `traced_warmup` steps (at most all the warm-up steps) before the first timed step: a
+  // device collector starts there, and end_timed drops what it recorded before the first timed
+  // step (profile::records_from), so that CUPTI's instrumentation of each kernel at its first
+  // traced launch falls in an untimed step.
   std::function<void()> begin_timed;
+  std::size_t traced_warmup = 0;
   std::function<void(PolicyProfile&)> end_timed;
-  // After end_timed, when set: the policy's hardware counters. It is handed a function that runs
-  // one more step, untimed, whose phases push and pop through the hooks given to it (the CUPTI
-  // range profiler replays steps through it), at most counter_steps times.
+  // When set, after every policy's timed steps (so that no policy is timed after a counting
+  // session): each policy's hardware counters, on a fresh run of it brought through the warm-up
+  // steps. The hook is handed a function that runs one more step, untimed, whose phases push and
+  // pop through the hooks given to it (the CUPTI range profiler replays steps through it), at
+  // most counter_steps times.
   using CountedStep = std::function<void(const profile::RangeHooks&)>;
   std::function<void(PolicyProfile&, const CountedStep&)> counters;
   std::size_t counter_steps = 0;
 };
+
+// Phases recorded into `recorder` while it lives (none after, whatever leaves the scope).
+template <class Ops>
+class RecordingPhases {
+ public:
+  RecordingPhases(Ops& ops, profile::PhaseRecorder& recorder) : ops_(ops) {
+    ops_.record_phases(&recorder);
+  }
+  ~RecordingPhases() { ops_.record_phases(nullptr); }
+  RecordingPhases(const RecordingPhases&) = delete;
+  RecordingPhases& operator=(const RecordingPhases&) = delete;
+
+ private:
+  Ops& ops_;
+};
+
+// The hardware counters of every policy (ProfileHooks::counters), each on a fresh run.
+template <class PolicyOps, class Model>
+void count_hardware(const Model& model, const TrainConfig& config, const Dataset& train_set,
+                    std::size_t warmup, const ProfileHooks& hooks,
+                    const std::vector<std::vector<double>>& initial, ProfileResult& result) {
+  for (std::size_t i = 0; i < config.policies.size(); ++i) {
+    Run<PolicyOps> run =
+        policy_run<PolicyOps>(config.policies[i], config, initial, warmup + hooks.counter_steps);
+    for (std::size_t step = 0; step < warmup; ++step) {
+      StepRecord record;
+      policy_step(model, run, micro_batches(config, train_set, step), config, record, false);
+    }
+    std::size_t step = warmup;
+    hooks.counters(result.policies[i], [&](const profile::RangeHooks& ranges) {
+      if (step == warmup + hooks.counter_steps) {
+        throw std::logic_error("the hardware counters asked for more than " +
+                               std::to_string(hooks.counter_steps) + " steps");
+      }
+      profile::PhaseRecorder counted(ranges);
+      const RecordingPhases<PolicyOps> recording(run.ops, counted);
+      const auto micro = micro_batches(config, train_set, step++);
+      StepRecord record;
+      const auto whole = run.ops.phase("step");
+      policy_step(model, run, micro, config, record, /*keep_unscaled=*/false);
+    });
+  }
+}
 
 // Every policy alone, timed phase by phase after `warmup` untimed steps.
 template <class PolicyOps, class Model>
@@ -358,21 +409,19 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
   ProfileResult result;
   result.config = config;
   result.warmup = warmup;
+  const std::size_t traced_warmup = std::min(hooks.traced_warmup, warmup);
   for (const auto& p : config.policies) {
-    const std::size_t counter_steps = hooks.counters ? hooks.counter_steps : 0;
-    Run<PolicyOps> run =
-        policy_run<PolicyOps>(p, config, initial, warmup + config.steps + counter_steps);
+    Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial, warmup + config.steps);
     profile::PhaseRecorder recorder(hooks.ranges);
     for (std::size_t step = 0; step < warmup + config.steps; ++step) {
-      if (step == warmup) {
-        if (hooks.begin_timed) hooks.begin_timed();
-        run.ops.record_phases(&recorder);
-      }
+      if (step == warmup - traced_warmup && hooks.begin_timed) hooks.begin_timed();
+      if (step == warmup) run.ops.record_phases(&recorder);
       const auto micro = micro_batches(config, train_set, step);
       StepRecord record;
       const auto timed = run.ops.phase("step");
       policy_step(model, run, micro, config, record, /*keep_unscaled=*/false);
     }
+    run.ops.record_phases(nullptr);
     PolicyProfile profiled;
     profiled.policy = p.name;
     profiled.trace = recorder.trace();
@@ -380,29 +429,14 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
       if (phase.name == "step") profiled.step_ns.push_back(phase.end_ns - phase.start_ns);
     }
     if (hooks.end_timed) hooks.end_timed(profiled);
-    if (hooks.counters) {
-      std::size_t step = warmup + config.steps;
-      hooks.counters(profiled, [&](const profile::RangeHooks& ranges) {
-        if (step == warmup + config.steps + counter_steps) {
-          throw std::logic_error("the hardware counters asked for more than " +
-                                 std::to_string(counter_steps) + " steps");
-        }
-        profile::PhaseRecorder counted(ranges);
-        run.ops.record_phases(&counted);
-        const auto micro = micro_batches(config, train_set, step++);
-        StepRecord record;
-        {
-          const auto whole = run.ops.phase("step");
-          policy_step(model, run, micro, config, record, /*keep_unscaled=*/false);
-        }
-        run.ops.record_phases(nullptr);
-      });
-    }
     profiled.attribution = profile::attribute(profiled.trace);
     profiled.attribution.warnings.insert(profiled.attribution.warnings.begin(),
                                          profiled.collection_warnings.begin(),
                                          profiled.collection_warnings.end());
     result.policies.push_back(std::move(profiled));
+  }
+  if (hooks.counters) {
+    count_hardware<PolicyOps>(model, config, train_set, warmup, hooks, initial, result);
   }
   return result;
 }

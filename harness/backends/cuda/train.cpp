@@ -1,5 +1,7 @@
 #include "harness/backends/cuda/train.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -54,19 +56,23 @@ nlohmann::json to_json(const kernels::ProfilerOverhead& o) {
 // "why"}: not asked for, or the first policy's reason.
 nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool requested) {
   if (!requested) {
-    return {{"collected", false},
+    return {{"requested", false},
+            {"collected", false},
             {"why",
              "not requested (--hardware-metrics runs the CUPTI range profiler after the timed "
              "steps); the Tensor Core share is inferred from kernel names"}};
   }
-  for (const train::PolicyProfile& p : result.policies) {
-    if (!p.hardware_metrics) {
-      return {{"collected", false}, {"why", p.policy + ": " + p.hardware_metrics_why}};
-    }
-  }
   nlohmann::json names = nlohmann::json::array();
   for (const std::string_view name : profile::kHardwareMetrics) names.push_back(name);
-  return {{"collected", true}, {"metrics", names}};
+  nlohmann::json record = {{"requested", true}, {"collected", false}, {"metrics", names}};
+  for (const train::PolicyProfile& p : result.policies) {
+    if (p.hardware_metrics) {
+      record["collected"] = true;
+    } else if (!record.contains("why")) {
+      record["why"] = p.policy + ": " + p.hardware_metrics_why;
+    }
+  }
+  return record;
 }
 
 }  // namespace
@@ -105,6 +111,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   // it replaces the host phases (added to it, every phase would count twice).
   train::steps::ProfileHooks hooks;
   hooks.ranges = kernels::nvtx_range_hooks();
+  hooks.traced_warmup = 1;
   std::optional<kernels::CuptiCollector> collector;
   std::string why_not;
   hooks.begin_timed = [&] {
@@ -129,6 +136,11 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     }
     kernels::CollectedTrace collected = collector->stop();
     collector.reset();
+    // The collector started a step early (ProfileHooks::traced_warmup): that step's records, with
+    // CUPTI's first-launch instrumentation in them, are not the timed steps'.
+    std::uint64_t first_timed = UINT64_MAX;
+    for (const auto& r : p.trace.ranges) first_timed = std::min(first_timed, r.start_ns);
+    collected.trace = profile::records_from(collected.trace, first_timed);
     p.collection_warnings = std::move(collected.problems);
     if (collected.trace.ranges.empty()) {
       // No NVTX markers reached CUPTI (another tool, such as Nsight Systems, took NVTX, or MARKER
@@ -151,8 +163,6 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
       try {
         p.hardware_metrics = kernels::collect_range_metrics(step, counting);
       } catch (const kernels::RangeProfilerError& e) {
-        p.hardware_metrics_why = e.what();
-      } catch (const std::invalid_argument& e) {  // values CUPTI decoded that are no counts
         p.hardware_metrics_why = e.what();
       }
     };
