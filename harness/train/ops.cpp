@@ -165,6 +165,7 @@ EmulatedTensor EmulatedOps::cast(const Tensor& t, const Format& to, numeric::Rou
 
 EmulatedTensor EmulatedOps::linear(const Tensor& x, const Tensor& w, const Tensor& b,
                                    std::size_t rows, std::size_t in, std::size_t out) {
+  const auto range = phase("linear");
   const auto q = resolved(policy::Op::linear, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor wa = cast(w, q.input, q.input_mode);
@@ -180,6 +181,7 @@ EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const
                                                           const Tensor& b, const Tensor& dy,
                                                           std::size_t rows, std::size_t in,
                                                           std::size_t out, bool need_dx) {
+  const auto range = phase("linear_backward");
   const auto q = resolved(policy::Op::linear, std::initializer_list<Format>{x.format});
   const auto a = arithmetic(q);
   const Tensor xa = cast(x, q.input, q.input_mode);
@@ -208,6 +210,7 @@ EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const
 }
 
 EmulatedTensor EmulatedOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto range = phase("gelu");
   const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   return {cpu::bias_activation(arithmetic(q), cpu::Activation::gelu, xa.values, rows, cols, {},
@@ -216,6 +219,7 @@ EmulatedTensor EmulatedOps::gelu(const Tensor& x, std::size_t rows, std::size_t 
 }
 
 EmulatedTensor EmulatedOps::gelu_backward(const Tensor& x, const Tensor& dy) {
+  const auto range = phase("gelu_backward");
   const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format, dy.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor dya = cast(dy, q.input, q.input_mode);
@@ -227,6 +231,7 @@ EmulatedTensor EmulatedOps::gelu_backward(const Tensor& x, const Tensor& dy) {
 
 EmulatedTensor EmulatedOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        std::size_t rows, std::size_t cols) {
+  const auto range = phase("layer_norm");
   const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor ga = cast(gamma, q.input, q.input_mode);
@@ -241,6 +246,7 @@ EmulatedOps::LayerNormGradients EmulatedOps::layer_norm_backward(const Tensor& x
                                                                  const Tensor& beta,
                                                                  std::size_t rows,
                                                                  std::size_t cols) {
+  const auto range = phase("layer_norm_backward");
   const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
   const auto a = arithmetic(q);
   const Tensor xa = cast(x, q.input, q.input_mode);
@@ -260,6 +266,7 @@ EmulatedOps::LayerNormGradients EmulatedOps::layer_norm_backward(const Tensor& x
 
 double EmulatedOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
                                   std::size_t rows, std::size_t classes) {
+  const auto range = phase("cross_entropy");
   const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
   const Tensor la = cast(logits, q.input, q.input_mode);
   return cpu::cross_entropy(arithmetic(q), la.values, targets, rows, classes, 0.0, events_);
@@ -269,6 +276,7 @@ EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
                                                    std::span<const std::int64_t> targets,
                                                    std::size_t rows, std::size_t classes,
                                                    double d_loss) {
+  const auto range = phase("cross_entropy_backward");
   const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
   const Tensor la = cast(logits, q.input, q.input_mode);
   const double upstream = numeric::round_to(q.compute, q.mode, d_loss).value;
@@ -280,6 +288,7 @@ EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
 
 EmulatedTensor EmulatedOps::conv2d(const Tensor& x, const Tensor& w,
                                    const ops::convolution::Geometry& g) {
+  const auto range = phase("conv2d");
   const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor wa = cast(w, q.input, q.input_mode);
@@ -290,6 +299,7 @@ EmulatedOps::ConvolutionGradients EmulatedOps::conv2d_backward(const Tensor& x, 
                                                                const Tensor& dy,
                                                                const ops::convolution::Geometry& g,
                                                                bool need_dx) {
+  const auto range = phase("conv2d_backward");
   const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor wa = cast(w, q.input, q.input_mode);
@@ -319,6 +329,7 @@ std::vector<double> EmulatedOps::lowered_gemms(const policy::OpPrecision& q,
 EmulatedTensor EmulatedOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        std::size_t batch, std::size_t channels,
                                        std::size_t spatial) {
+  const auto range = phase("batch_norm");
   const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
@@ -334,6 +345,7 @@ EmulatedTensor EmulatedOps::batch_norm(const Tensor& x, const Tensor& gamma, con
 EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
     const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, std::size_t batch,
     std::size_t channels, std::size_t spatial) {
+  const auto range = phase("batch_norm_backward");
   const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor dya = cast(dy, q.input, q.input_mode);
@@ -351,6 +363,7 @@ EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
 }
 
 EmulatedTensor EmulatedOps::relu(const Tensor& x) {
+  const auto range = phase("relu");
   const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, xa.values, 1, xa.values.size(),
@@ -359,6 +372,7 @@ EmulatedTensor EmulatedOps::relu(const Tensor& x) {
 }
 
 EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
+  const auto range = phase("relu_backward");
   const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format, dy.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   const Tensor dya = cast(dy, q.input, q.input_mode);
@@ -369,6 +383,7 @@ EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
 }
 
 EmulatedTensor EmulatedOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto range = phase("mean_pool");
   const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, q.input, q.input_mode);
   return {cpu::mean_rows(arithmetic(q), xa.values, rows, cols, events_), q.output};
@@ -376,6 +391,7 @@ EmulatedTensor EmulatedOps::mean_pool(const Tensor& x, std::size_t rows, std::si
 
 EmulatedTensor EmulatedOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t,
                                                std::size_t cols) {
+  const auto range = phase("mean_pool_backward");
   const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
   const Tensor dya = cast(dy, q.input, q.input_mode);
   return cast({cpu::mean_rows_backward(arithmetic(q), dya.values, cols, events_), q.output},
@@ -387,6 +403,7 @@ EmulatedTensor EmulatedOps::gradient_for(const Tensor& input, const Tensor& grad
 }
 
 EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
+  const auto range = phase("add");
   const auto q = resolved(policy::Op::add, std::initializer_list<Format>{a.format, b.format});
   const Tensor aa = cast(a, q.input, q.input_mode);
   const Tensor ba = cast(b, q.input, q.input_mode);
@@ -396,6 +413,7 @@ EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
 
 EmulatedTensor EmulatedOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       std::size_t batch, std::size_t length, std::size_t d) {
+  const auto range = phase("attention");
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
   const Tensor qa = cast(q, p.input, p.input_mode);
@@ -419,6 +437,7 @@ EmulatedOps::AttentionGradients EmulatedOps::attention_backward(const Tensor& q,
                                                                 const Tensor& d_out,
                                                                 std::size_t batch,
                                                                 std::size_t length, std::size_t d) {
+  const auto range = phase("attention_backward");
   const auto p =
       resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
   const Tensor qa = cast(q, p.input, p.input_mode);

@@ -66,7 +66,8 @@ class EmulatedOps {
   explicit EmulatedOps(policy::Policy policy);
   const policy::Policy& policy() const { return policy_; }
 
-  // Phases (forward, backward, ...) timed into `recorder` from now on; null: none.
+  // Phases (forward, backward, ...) timed into `recorder` from now on, each op of the models a
+  // range of its own inside them (named as the op: "linear", "attention_backward"); null: none.
   void record_phases(profile::PhaseRecorder* recorder) { recorder_ = recorder; }
   // A phase of the step, timed while the returned value lives (nothing without a recorder).
   std::optional<profile::ScopedPhase> phase(const char* name) {

@@ -341,12 +341,13 @@ inline std::vector<Batch> micro_batches(const TrainConfig& config, const Dataset
 // add to the policy's profile (device events into its trace) before the trace is attributed.
 struct ProfileHooks {
   profile::RangeHooks ranges;
-  // Called `traced_warmup` steps (at most all the warm-up steps) before the first timed step: a
-  // device collector starts there, and end_timed drops what it recorded before the first timed
-  // step (profile::records_from), so that CUPTI's instrumentation of each kernel at its first
-  // traced launch falls in an untimed step.
-  std::function<void()> begin_timed;
+  // begin_traced is called `traced_warmup` steps (at most all the warm-up steps) before the first
+  // timed step, begin_timed right before it: a device collector starts at the first, and drops
+  // what it recorded before the second (profile::records_from), so that CUPTI's instrumentation of
+  // each kernel at its first traced launch falls in an untimed step.
+  std::function<void()> begin_traced;
   std::size_t traced_warmup = 0;
+  std::function<void()> begin_timed;
   std::function<void(PolicyProfile&)> end_timed;
   // When set, after every policy's timed steps (so that no policy is timed after a counting
   // session): each policy's hardware counters, on a fresh run of it brought through the warm-up
@@ -414,8 +415,11 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
     Run<PolicyOps> run = policy_run<PolicyOps>(p, config, initial, warmup + config.steps);
     profile::PhaseRecorder recorder(hooks.ranges);
     for (std::size_t step = 0; step < warmup + config.steps; ++step) {
-      if (step == warmup - traced_warmup && hooks.begin_timed) hooks.begin_timed();
-      if (step == warmup) run.ops.record_phases(&recorder);
+      if (step == warmup - traced_warmup && hooks.begin_traced) hooks.begin_traced();
+      if (step == warmup) {
+        if (hooks.begin_timed) hooks.begin_timed();
+        run.ops.record_phases(&recorder);
+      }
       const auto micro = micro_batches(config, train_set, step);
       StepRecord record;
       const auto timed = run.ops.phase("step");

@@ -125,7 +125,8 @@ T activate(Activation f, const T& x) {
     case Activation::erf: return math::erf(x);
     case Activation::sqrt: return math::sqrt(x);
     case Activation::rsqrt: return math::rsqrt(x);
-    case Activation::relu: return x > 0 ? x : T(0);
+    case Activation::relu:
+      return x > 0 ? x : (x != x ? x : T(0));  // NaN kept, as torch.relu
     // x/2 (1 + erf(x / sqrt 2)), with 1 + erf(z) = erfc(-z).
     case Activation::gelu: return x / 2 * math::erfc(-x / math::sqrt(T(2)));
     // x/2 (1 + tanh u), with 1 + tanh u = 2 sigmoid(2u).

@@ -711,8 +711,9 @@ std::vector<double> activation_backward(const Arithmetic& arithmetic, Activation
         for (std::size_t i = 0; i < x.size(); ++i) {
           const double v = in[i];
           if (activation == Activation::relu) {
-            // ATen's threshold_backward selects (kernels/op_math.hpp relu_backward).
-            out[i] = round.output(v <= 0 ? 0.0 : r(dy[i]));
+            // ATen's threshold_backward selects (kernels/op_math.hpp relu_backward): no
+            // arithmetic, so dy is not rounded to the compute format.
+            out[i] = round.output(v <= 0 ? 0.0 : dy[i]);
             continue;
           }
           double derivative = 0;

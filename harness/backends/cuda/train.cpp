@@ -114,9 +114,11 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   hooks.traced_warmup = 1;
   std::optional<kernels::CuptiCollector> collector;
   std::string why_not;
-  hooks.begin_timed = [&] {
-    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
-    reset_peak_pool_bytes();
+  // Where the timed steps begin on the host clock CUPTI's records share (cupti_collector.cpp's
+  // timestamp callback): what the collector recorded before it belongs to the traced warm-up step.
+  std::optional<std::uint64_t> first_timed_ns;
+  hooks.begin_traced = [&] {
+    first_timed_ns.reset();
     // (The collector moves but is not assignable: CUPTI's state is process-wide.)
     if (auto started = kernels::CuptiCollector::start({}, &why_not)) {
       collector.emplace(std::move(*started));
@@ -126,6 +128,13 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     const profile::RangeHooks nvtx = kernels::nvtx_range_hooks();
     nvtx.push("ampbench: collector started");
     nvtx.pop();
+  };
+  hooks.begin_timed = [&] {
+    // The warm-up steps' kernels finish before the timed steps begin, and the peak memory is of
+    // the timed steps.
+    AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+    reset_peak_pool_bytes();
+    first_timed_ns = profile::steady_clock_ns();
   };
   hooks.end_timed = [&](train::PolicyProfile& p) {
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -138,9 +147,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     collector.reset();
     // The collector started a step early (ProfileHooks::traced_warmup): that step's records, with
     // CUPTI's first-launch instrumentation in them, are not the timed steps'.
-    std::uint64_t first_timed = UINT64_MAX;
-    for (const auto& r : p.trace.ranges) first_timed = std::min(first_timed, r.start_ns);
-    collected.trace = profile::records_from(collected.trace, first_timed);
+    if (first_timed_ns) collected.trace = profile::records_from(collected.trace, *first_timed_ns);
     p.collection_warnings = std::move(collected.problems);
     if (collected.trace.ranges.empty()) {
       // No NVTX markers reached CUPTI (another tool, such as Nsight Systems, took NVTX, or MARKER
@@ -162,7 +169,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
                          const train::steps::ProfileHooks::CountedStep& step) {
       try {
         p.hardware_metrics = kernels::collect_range_metrics(step, counting);
-      } catch (const kernels::RangeProfilerError& e) {
+      } catch (const std::runtime_error& e) {  // CUPTI's refusal, or a CUDA call that failed
         p.hardware_metrics_why = e.what();
       }
     };

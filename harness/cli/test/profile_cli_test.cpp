@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -43,6 +44,16 @@ TEST(ProfileCli, TimesEveryPhaseOfEveryPolicy) {
     EXPECT_EQ(r["phase_share"].size(), 7u);
     EXPECT_GT(r["phase_share"]["loss"].get<double>(), 0.0);
     EXPECT_EQ(r["attribution"]["schema"], "ampbench.profile/1");
+    // Every op of the mlp is a range of its own: three linear layers forward and backward per
+    // step, and the loss.
+    std::map<std::string, std::size_t> instances;
+    for (const auto& range : r["attribution"]["ranges"]) {
+      instances[range["name"].get<std::string>()] = range["instances"].get<std::size_t>();
+    }
+    EXPECT_EQ(instances["linear"], instances["linear_backward"]) << r["policy"];
+    EXPECT_GE(instances["linear"], 2u * 2) << r["policy"];
+    EXPECT_EQ(instances["cross_entropy"], 2u) << r["policy"];
+    EXPECT_EQ(instances["layer_norm"], instances["layer_norm_backward"]) << r["policy"];
   }
   // The trace: a named range per policy, and two "step" ranges in each.
   const auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];

@@ -306,7 +306,9 @@ TEST(Profile, CountersReplayWholeStepsThroughTheirOwnHooks) {
   EXPECT_EQ(calls, 2u);
   ASSERT_EQ(r.policies.size(), 1u);
   EXPECT_EQ(r.policies[0].step_ns.size(), 2u);
-  // Two counted steps, each "step" with its phases one level down, in order.
+  // Two counted steps, each "step" with its phases one level down, in order (the ops' ranges are
+  // further down).
+  std::erase_if(g_counted_ranges, [](const std::string& name) { return name.rfind("//", 0) == 0; });
   const std::vector<std::string> one_step = {"step",     "/forward", "/loss",      "/backward",
                                              "/unscale", "/clip",    "/optimizer", "/update"};
   std::vector<std::string> both = one_step;

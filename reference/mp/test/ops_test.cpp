@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <span>
 #include <string>
@@ -238,6 +239,9 @@ TEST(Elementwise, ReluBackwardSelects) {
   EXPECT_FALSE(boost::multiprecision::signbit(dx[0]));
   EXPECT_FALSE(boost::multiprecision::signbit(dx[1]));
   EXPECT_EQ(dx[2], to_real(5.0));
+  // The forward keeps NaN, as torch.relu (and the emulation and the device) do.
+  EXPECT_TRUE(boost::multiprecision::isnan(
+      ops::activate(Activation::relu, to_real(std::numeric_limits<double>::quiet_NaN()))));
 }
 
 TEST(Elementwise, HandDerivedValues) {
