@@ -18,6 +18,15 @@ const char* or_unknown(const char* s) {
 
 }  // namespace
 
+std::string cupti_status_text(CUptiResult status) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (cuptiGetResultString(status, &name) != CUPTI_SUCCESS) name = nullptr;
+  if (cuptiGetErrorMessage(status, &text) != CUPTI_SUCCESS) text = nullptr;
+  return std::string(name != nullptr ? name : "unknown CUPTI status") +
+         (text != nullptr ? std::string(": ") + text : std::string());
+}
+
 CudaError::CudaError(std::string library, int code, std::string name, std::string text,
                      std::string call, std::string file, int line)
     : std::runtime_error(message(file, line, call, name, text)),

@@ -47,6 +47,10 @@ class CudaError : public std::runtime_error {
   int line_;
 };
 
+// A CUPTI status as words: its name and CUPTI's message, e.g.
+// "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: ...".
+std::string cupti_status_text(CUptiResult status);
+
 namespace detail {
 
 [[noreturn]] void throw_cuda_error(cudaError_t status, const char* call, const char* file,

@@ -68,15 +68,6 @@ constexpr std::array<CUpti_CallbackId, 6> kDriverLaunchCalls = {
 constexpr std::align_val_t kRecordAlignment{ACTIVITY_RECORD_ALIGNMENT};
 constexpr std::size_t kMinimumBufferBytes = std::size_t{64} << 10;
 
-std::string cupti_status_text(CUptiResult status) {
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (cuptiGetResultString(status, &name) != CUPTI_SUCCESS) name = nullptr;
-  if (cuptiGetErrorMessage(status, &text) != CUPTI_SUCCESS) text = nullptr;
-  return std::string(name != nullptr ? name : "unknown CUPTI status") +
-         (text != nullptr ? std::string(": ") + text : std::string());
-}
-
 // Like AMPBENCH_CUPTI_CHECK (logs and gives false), and also keeps the failure's description.
 bool cupti_call(CUptiResult status, const char* call, const char* file, int line,
                 std::string* failure) {

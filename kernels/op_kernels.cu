@@ -201,15 +201,16 @@ __device__ float activate(Activation act, float v) {
   return v;
 }
 
-__device__ float derivative(Activation act, float v) {
+// dx from dy = g at x = v: dy times the derivative, except relu's select (threshold_backward).
+__device__ float gradient(Activation act, float v, float g) {
   switch (act) {
-    case Activation::none: return 1.0F;
-    case Activation::relu: return op_math::relu_derivative(v);
-    case Activation::gelu: return op_math::gelu_derivative(v);
-    case Activation::gelu_tanh: return op_math::gelu_tanh_derivative(v);
-    case Activation::silu: return op_math::silu_derivative(v);
+    case Activation::none: return g;
+    case Activation::relu: return op_math::relu_backward(v, g);
+    case Activation::gelu: return g * op_math::gelu_derivative(v);
+    case Activation::gelu_tanh: return g * op_math::gelu_tanh_derivative(v);
+    case Activation::silu: return g * op_math::silu_derivative(v);
   }
-  return 1.0F;
+  return g;
 }
 
 template <typename T>
@@ -226,8 +227,7 @@ template <typename T>
 __global__ void pointwise_activation_backward_kernel(Activation act, const T* x, const T* dy, T* dx,
                                                      std::size_t n) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
-    const float v = load(x, i), g = load(dy, i);
-    store(dx, i, act == Activation::relu ? op_math::relu_backward(v, g) : g * derivative(act, v));
+    store(dx, i, gradient(act, load(x, i), load(dy, i)));
   }
 }
 

@@ -11,7 +11,7 @@
 // op_kernels.cu is compiled with -fmad=false and the host test with -ffp-contract=off, so neither
 // compiler fuses a * b + c into one rounding. The functions erff, expf and tanhf are the
 // platform's: CUDA's within 2 ulp (CUDA C++ Programming Guide, "Mathematical Functions"), glibc's
-// within a few, so host and device agree except through them (relu and its derivative agree bit for
+// within a few, so host and device agree except through them (relu and its backward agree bit for
 // bit).
 #pragma once
 
@@ -49,11 +49,6 @@ AMPBENCH_HD inline float silu(float v) {
   return v / (1.0F + expf(-v));
 }
 
-// 1 where v > 0, else 0 (NaN included): the derivative, for the forward's users. The backward is
-// relu_backward.
-AMPBENCH_HD inline float relu_derivative(float v) {
-  return v > 0.0F ? 1.0F : 0.0F;
-}
 // ATen's threshold_backward(dy, x, 0): x <= 0 ? 0 : dy, a select, not dy * relu'(x). It differs
 // from the product where x is NaN (dy passes), where dy = +-inf and x <= 0 (+0, not NaN) and
 // where dy < 0 and x <= 0 (+0, not -0).

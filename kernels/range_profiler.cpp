@@ -27,12 +27,9 @@ Params cupti_params(std::size_t struct_size) {
 }
 #define AMPBENCH_CUPTI_PARAMS(type) cupti_params<type>(type##_STRUCT_SIZE)
 
+// cupti_status_text, with the remedy where there is one.
 std::string cupti_message(CUptiResult result) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) {
-    return "CUPTI error " + std::to_string(static_cast<int>(result));
-  }
-  std::string message = text;
+  std::string message = cupti_status_text(result);
   if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
     message +=
         " (hardware counters are restricted to administrators: run as root, or load the driver "

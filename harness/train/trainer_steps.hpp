@@ -87,7 +87,7 @@ struct HostMasters {
   // `steps`: at most this many optimizer steps will be taken (unused here).
   HostMasters(Ops& /*ops*/, const std::vector<std::vector<double>>& initial,
               const OptimizerOptions& options, std::size_t /*steps*/)
-      : weights(to_master<Master>(initial)), optimizer(options) {}
+      : weights(to_master<Master>(initial)), grads(weights.size()), optimizer(options) {}
 
   std::vector<Tensor> parameters(Ops& ops) const {
     std::vector<Tensor> params;
@@ -98,7 +98,6 @@ struct HostMasters {
   // later ones are added to it (a binary32 addition per element for the policies, as PyTorch
   // accumulates .grad).
   void accumulate(Ops& ops, std::size_t i, const Tensor& gradient, bool first) {
-    if (grads.size() != weights.size()) grads.resize(weights.size());
     auto g = ops.master_gradient(gradient);
     if (first) {
       grads[i] = std::move(g);
@@ -108,24 +107,21 @@ struct HostMasters {
   }
   void unscale(LossScaler& scaler) { scaler.unscale(spans()); }
   // The master gradients as they stand, for the metrics.
-  std::vector<std::vector<double>> gradients() const {
-    std::vector<std::vector<double>> g;
-    for (const auto& t : grads) g.push_back(to_doubles(t));
-    return g;
-  }
+  std::vector<std::vector<double>> gradients() const { return all_doubles(grads); }
   void clip(double max_norm) { clip_grad_norm(spans(), max_norm); }
   // The scaler's step: optimizer_step runs unless a gradient was inf or NaN.
   bool step(LossScaler& scaler, const std::function<void()>& optimizer_step) {
     return scaler.step(spans(), optimizer_step);
   }
   void optimizer_step() { optimizer.step(weights, grads); }
-  std::vector<std::vector<double>> weights_as_doubles() const {
-    std::vector<std::vector<double>> w;
-    for (const auto& t : weights) w.push_back(to_doubles(t));
-    return w;
-  }
+  std::vector<std::vector<double>> weights_as_doubles() const { return all_doubles(weights); }
 
  private:
+  static std::vector<std::vector<double>> all_doubles(const std::vector<std::vector<Master>>& t) {
+    std::vector<std::vector<double>> d;
+    for (const auto& v : t) d.push_back(to_doubles(v));
+    return d;
+  }
   std::vector<std::span<float>> spans() { return {grads.begin(), grads.end()}; }
 };
 

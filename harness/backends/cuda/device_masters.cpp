@@ -32,14 +32,21 @@ float* floats(const Storage& s) {
   return static_cast<float*>(s->data());
 }
 
-std::vector<double> download(const Storage& s, std::size_t count, cudaStream_t stream) {
-  std::vector<float> host(count);
-  if (count != 0) {
-    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(host.data(), s->data(), count * sizeof(float),
-                                        cudaMemcpyDeviceToHost, stream));
+// Every tensor's values: the copies enqueued together, one wait for all of them.
+std::vector<std::vector<double>> download(const std::vector<Storage>& tensors,
+                                          const std::vector<std::size_t>& sizes,
+                                          cudaStream_t stream) {
+  std::vector<std::vector<float>> host(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    host[i].resize(sizes[i]);
+    if (sizes[i] == 0) continue;
+    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(host[i].data(), tensors[i]->data(),
+                                        sizes[i] * sizeof(float), cudaMemcpyDeviceToHost, stream));
   }
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return {host.begin(), host.end()};
+  std::vector<std::vector<double>> values;
+  for (const auto& h : host) values.emplace_back(h.begin(), h.end());
+  return values;
 }
 
 }  // namespace
@@ -124,23 +131,23 @@ DeviceMasters::DeviceMasters(CudaOps& ops, const std::vector<std::vector<double>
   State& s = *state_;
   s.stream = ops.stream();
   std::vector<kernels::GradientTensor> gradients;
+  // The uploads' sources, alive until the wait below.
+  std::vector<std::vector<float>> binary32;
   for (const auto& w : initial) {
-    const std::vector<float> binary32(w.begin(), w.end());  // exact: the values are binary32
+    binary32.emplace_back(w.begin(), w.end());  // exact: the values are binary32
     s.sizes.push_back(w.size());
     s.weights.push_back(allocate_floats(w.size(), s.stream));
     if (!w.empty()) {
-      AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(s.weights.back()->data(), binary32.data(),
-                                          binary32.size() * sizeof(float), cudaMemcpyHostToDevice,
+      AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(s.weights.back()->data(), binary32.back().data(),
+                                          w.size() * sizeof(float), cudaMemcpyHostToDevice,
                                           s.stream));
-      // binary32 goes out of scope: the copy must have left it.
-      AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     }
     s.grads.push_back(zeros(w.size(), s.stream));
     gradients.push_back({floats(s.grads.back()), w.size(), kernels::DType::f32});
   }
   s.check = zeros(2, s.stream);
-  // The multi-tensor tables are copied to the device synchronously, on the legacy stream: the
-  // pool's memory they point to must be allocated by then.
+  // The uploads have left their sources, and the pool's memory the multi-tensor tables point to
+  // (copied synchronously, on the legacy stream) is allocated.
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   s.unscaler.emplace(gradients);
   s.clipper.emplace(gradients);
@@ -199,11 +206,7 @@ void DeviceMasters::unscale(const train::LossScaler& scaler) {
 }
 
 std::vector<std::vector<double>> DeviceMasters::gradients() const {
-  std::vector<std::vector<double>> g;
-  for (std::size_t i = 0; i < state_->sizes.size(); ++i) {
-    g.push_back(download(state_->grads[i], state_->sizes[i], state_->stream));
-  }
-  return g;
+  return download(state_->grads, state_->sizes, state_->stream);
 }
 
 void DeviceMasters::clip(double max_norm) {
@@ -237,11 +240,7 @@ void DeviceMasters::optimizer_step() {
 }
 
 std::vector<std::vector<double>> DeviceMasters::weights_as_doubles() const {
-  std::vector<std::vector<double>> w;
-  for (std::size_t i = 0; i < state_->sizes.size(); ++i) {
-    w.push_back(download(state_->weights[i], state_->sizes[i], state_->stream));
-  }
-  return w;
+  return download(state_->weights, state_->sizes, state_->stream);
 }
 
 }  // namespace ampbench::backends::cuda

@@ -1,6 +1,5 @@
 #include "harness/backends/cuda/train.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -52,8 +51,8 @@ nlohmann::json to_json(const kernels::ProfilerOverhead& o) {
   return j;
 }
 
-// {"collected": true, "metrics"} when every policy has its counters, else {"collected": false,
-// "why"}: not asked for, or the first policy's reason.
+// {"requested", "collected" (for at least one policy), "metrics" when requested, "why": not
+// requested, or the first policy without counters and its reason}.
 nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool requested) {
   if (!requested) {
     return {{"requested", false},
