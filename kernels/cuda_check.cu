@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -14,6 +15,17 @@ std::string message(const std::string& file, int line, const std::string& call,
 
 const char* or_unknown(const char* s) {
   return s != nullptr ? s : "(unknown)";
+}
+
+// A CUDA error pending in the runtime when a cuBLAS or cuDNN call failed, as words to append to
+// that failure's description ("" when none): often the real cause (a kernel's fault reported by
+// the next call), so it is reported with the library's status rather than silently cleared. It is
+// taken (cudaGetLastError), so that it does not surface again as some later call's failure.
+std::string pending_cuda_error() {
+  const cudaError_t pending = cudaGetLastError();
+  if (pending == cudaSuccess) return "";
+  return std::string(" (pending CUDA error: ") + or_unknown(cudaGetErrorName(pending)) + ": " +
+         or_unknown(cudaGetErrorString(pending)) + ")";
 }
 
 }  // namespace
@@ -50,20 +62,18 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-  (void)cudaGetLastError();
   throw CudaError("cuBLAS", static_cast<int>(status), or_unknown(cublasGetStatusName(status)),
-                  or_unknown(cublasGetStatusString(status)), call, file, line);
+                  or_unknown(cublasGetStatusString(status)) + pending_cuda_error(), call, file,
+                  line);
 }
 
 void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
-  (void)cudaGetLastError();
   // cudnnGetErrorString gives the status's name; the last error string says what was wrong.
-  std::string text;
   char detail[1024] = {};
   cudnnGetLastErrorString(detail, sizeof detail);
-  text = detail[0] != '\0' ? detail : "no further detail from cuDNN";
+  std::string text = detail[0] != '\0' ? detail : "no further detail from cuDNN";
   throw CudaError("cuDNN", static_cast<int>(status), or_unknown(cudnnGetErrorString(status)),
-                  std::move(text), call, file, line);
+                  text + pending_cuda_error(), call, file, line);
 }
 
 void log_cuda_error(cudaError_t status, const char* call, const char* file, int line) noexcept {
@@ -74,13 +84,24 @@ void log_cuda_error(cudaError_t status, const char* call, const char* file, int 
 
 void log_cublas_error(cublasStatus_t status, const char* call, const char* file,
                       int line) noexcept {
-  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s: %s\n", file, line, call,
-               or_unknown(cublasGetStatusName(status)), or_unknown(cublasGetStatusString(status)));
+  std::string pending;
+  try {
+    pending = pending_cuda_error();
+  } catch (const std::exception&) {  // out of memory for the words: the status alone
+  }
+  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s: %s%s\n", file, line, call,
+               or_unknown(cublasGetStatusName(status)), or_unknown(cublasGetStatusString(status)),
+               pending.c_str());
 }
 
 void log_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) noexcept {
-  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s\n", file, line, call,
-               or_unknown(cudnnGetErrorString(status)));
+  std::string pending;
+  try {
+    pending = pending_cuda_error();
+  } catch (const std::exception&) {  // likewise
+  }
+  std::fprintf(stderr, "ampbench: %s:%d: %s failed: %s%s\n", file, line, call,
+               or_unknown(cudnnGetErrorString(status)), pending.c_str());
 }
 
 void log_cupti_error(CUptiResult status, const char* call, const char* file, int line) noexcept {

@@ -244,6 +244,13 @@ std::optional<CuptiCollector> CuptiCollector::start(const CollectorOptions& opti
   Session& s = session();
   std::vector<std::string> problems;
   std::string failure;
+  // The records are read by this build's headers' layout (cupti_records.hpp).
+  std::uint32_t loaded_version = 0;
+  if (!AMPBENCH_CUPTI_CALL(cuptiGetVersion(&loaded_version), &failure)) return refuse(failure);
+  if (auto mismatch = cupti_version_problem(loaded_version, compiled_cupti_version())) {
+    if (loaded_version < compiled_cupti_version()) return refuse(*mismatch);
+    problems.push_back(std::move(*mismatch));
+  }
   // CUPTI's default thread id is pthread_self(); the host phases use gettid.
   if (!AMPBENCH_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), &failure)) {
     problems.push_back(failure +

@@ -1,11 +1,13 @@
 #include "kernels/cupti_records.hpp"
 
 #include <cupti_callbacks.h>
+#include <cupti_version.h>
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -100,6 +102,28 @@ std::vector<std::string> conversion_warnings(const ConversionCounts& counts) {
       "NVTX range ends had no start (the range began before collection): the ranges are missing");
   add(counts.unclosed_markers, "NVTX ranges were still open at the end: the ranges are missing");
   return warnings;
+}
+
+std::uint32_t compiled_cupti_version() {
+  return CUPTI_API_VERSION;
+}
+
+std::string describe_cupti_version(std::uint32_t version) {
+  if (version < 10000) return "API version " + std::to_string(version);
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
+}
+
+std::optional<std::string> cupti_version_problem(std::uint32_t loaded, std::uint32_t compiled) {
+  if (loaded == compiled) return std::nullopt;
+  const std::string versions = "the loaded libcupti is " + describe_cupti_version(loaded) +
+                               ", this build's CUPTI headers " + describe_cupti_version(compiled);
+  if (loaded < compiled) {
+    return versions +
+           ": its activity records may lack fields this build reads; install the CUPTI of the "
+           "CUDA toolkit ampbench was built with (or rebuild against the one installed)";
+  }
+  return versions + ": its records are read by the older layout, which newer versions keep";
 }
 
 std::string demangle_kernel_name(const char* name) {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -54,6 +55,17 @@ std::string demangle_kernel_name(const char* name);
 // The name of a runtime or driver API call from its CUPTI callback id, without CUPTI's version
 // suffix ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel"); empty when CUPTI does not know the id.
 std::string api_call_name(profile::ApiKind kind, std::uint32_t cbid);
+
+// The CUPTI API version this build's records are read by (CUPTI_API_VERSION of its headers), and
+// why records from a libcupti that reports `loaded` (cuptiGetVersion) cannot be read by that
+// layout: empty when the versions match. An older library may write record structures that lack
+// fields read here (whose values would be garbage), so the collector does not start with one; a
+// newer one keeps the fields of older record versions where they were, so its records are read,
+// with this as a problem line of the trace. Versions print as CUPTI numbers them: 130001 is 13.0.1
+// (CUDA 12 and earlier: small integers, "API version 28").
+std::uint32_t compiled_cupti_version();
+std::string describe_cupti_version(std::uint32_t version);
+std::optional<std::string> cupti_version_problem(std::uint32_t loaded, std::uint32_t compiled);
 
 // Turns CUPTI records into events appended to a Trace. Keeps the NVTX range starts it has seen, so
 // one converter must see all records of a session, in the order CUPTI delivers them. Not

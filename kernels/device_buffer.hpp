@@ -1,5 +1,13 @@
 // An owning, typed array in device memory: cudaMalloc in the constructor, cudaFree in the
-// destructor (logged, never thrown), and synchronous copies from and to host spans.
+// destructor (logged, never thrown), and copies from and to host spans that have landed when they
+// return.
+//
+// Each copy names the stream it is ordered on. A plain cudaMemcpy from pageable memory is ordered
+// with the legacy default stream only, and may return once the source is staged, before the DMA
+// has written the buffer: a kernel on one of the project's non-blocking streams (CudaStream) could
+// then read the old contents. So a copy here is enqueued on `stream` after the work already there,
+// and waits for that stream: when copy_from returns, the data is on the device for every stream;
+// when copy_to returns, the host holds what the stream's earlier work wrote.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,19 +46,20 @@ class DeviceBuffer {
   T* data() const { return data_; }
   std::size_t size() const { return count_; }
 
-  void copy_from(std::span<const T> host) {
+  // `stream` may be null: the legacy default stream, which waits for the blocking streams.
+  void copy_from(std::span<const T> host, cudaStream_t stream) {
     require_size(host.size());
-    if (count_ != 0) {
-      AMPBENCH_CUDA_CHECK(
-          cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice));
-    }
+    if (count_ == 0) return;
+    AMPBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice, stream));
+    AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  void copy_to(std::span<T> host) const {
+  void copy_to(std::span<T> host, cudaStream_t stream) const {
     require_size(host.size());
-    if (count_ != 0) {
-      AMPBENCH_CUDA_CHECK(
-          cudaMemcpy(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
-    }
+    if (count_ == 0) return;
+    AMPBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
  private:

@@ -239,17 +239,17 @@ class MmaExecutor final : public fingerprint::Executor {
     DeviceBuffer<std::uint32_t> d_a(a.size()), d_b(b.size()), d_c(c.size()), d_d(c.size()),
         d_uniform(c.size());
     // nvcc's front end does not take std::span's range constructor from a vector.
-    d_a.copy_from(std::span<const std::uint32_t>(a.data(), a.size()));
-    d_b.copy_from(std::span<const std::uint32_t>(b.data(), b.size()));
-    d_c.copy_from(std::span<const std::uint32_t>(c.data(), c.size()));
+    d_a.copy_from(std::span<const std::uint32_t>(a.data(), a.size()), nullptr);
+    d_b.copy_from(std::span<const std::uint32_t>(b.data(), b.size()), nullptr);
+    d_c.copy_from(std::span<const std::uint32_t>(c.data(), c.size()), nullptr);
     launch_(ProbeArrays{static_cast<int>(chunks), d_a.data(), d_b.data(), d_c.data(), d_d.data(),
                         d_uniform.data()},
             static_cast<unsigned>(probes.size()));
     AMPBENCH_CUDA_CHECK(cudaGetLastError());
     std::vector<std::uint32_t> d(c.size()), uniform(c.size());
-    d_d.copy_to(std::span<std::uint32_t>(
-        d.data(), d.size()));  // waits for the kernel and reports a fault in it
-    d_uniform.copy_to(std::span<std::uint32_t>(uniform.data(), uniform.size()));
+    // On the kernel's (default) stream: waits for it and reports a fault in it.
+    d_d.copy_to(std::span<std::uint32_t>(d.data(), d.size()), nullptr);
+    d_uniform.copy_to(std::span<std::uint32_t>(uniform.data(), uniform.size()), nullptr);
     std::vector<double> out(c.size());
     for (std::size_t i = 0; i < c.size(); ++i) {
       if (uniform[i] == 0) {

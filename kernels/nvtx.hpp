@@ -1,5 +1,9 @@
 // NVTX ranges, shown by Nsight Systems and recorded by the CUPTI collector as MARKER records
-// (kernels/cupti_collector.hpp). Each costs a function call when no tool is attached.
+// (kernels/cupti_collector.hpp). A program that links the collector has CUPTI as its NVTX tool
+// from the first NVTX call on (the collector's static injection; NVTX_INJECTION64_PATH, as Nsight
+// sets it, takes precedence), traced or not: each push and pop is a call into CUPTI, which records
+// nothing while no collector runs. The GPU benchmark bench_launch_overhead measures that cost
+// (BM_launch_untraced_in_nvtx_ranges against BM_launch_untraced; docs/profiling.md).
 #pragma once
 
 #include <nvtx3/nvToolsExt.h>

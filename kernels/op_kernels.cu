@@ -5,7 +5,8 @@
 //
 // Reductions (docs/cuda-backend.md, "Reduction order"): a row is reduced by one block of kThreads
 // threads. Thread t sums the elements t, t + kThreads, t + 2 kThreads, ... of the row in that
-// order, starting from 0 (-inf for a maximum); then each warp combines its 32 partial results by
+// order, starting from 0 (-inf for a maximum, which propagates NaN as PyTorch's does); then each
+// warp combines its 32 partial results by
 // __shfl_down_sync at offsets 16, 8, 4, 2, 1 (lane l takes lane l + offset); then the first warp
 // combines the kWarps warps' results in the same way, at offsets 4, 2, 1. Column sums are one
 // thread per column, adding the rows in order.
@@ -97,7 +98,7 @@ struct Sum {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ float operator()(float a, float b) const { return op_math::max_propagating_nan(a, b); }
 };
 
 // Combines the value of every thread of the block in the order the file's header describes and
@@ -135,7 +136,9 @@ __device__ float row_sum(std::size_t cols, Term term, float* shared) {
 template <typename T>
 __device__ float row_max(const T* row, std::size_t cols, float* shared) {
   float partial = -CUDART_INF_F;
-  for (std::size_t c = threadIdx.x; c < cols; c += kThreads) partial = fmaxf(partial, load(row, c));
+  for (std::size_t c = threadIdx.x; c < cols; c += kThreads) {
+    partial = op_math::max_propagating_nan(partial, load(row, c));
+  }
   return block_reduce(partial, Max{}, shared);
 }
 

@@ -19,6 +19,7 @@
 #include <cstddef>
 
 #include "harness/numeric/host_device.hpp"
+#include "harness/numeric/nan_max.hpp"
 
 namespace ampbench::kernels::op_math {
 
@@ -78,6 +79,10 @@ AMPBENCH_HD inline float silu_derivative(float v) {
   const float s = 1.0F / (1.0F + expf(-v));
   return s * (1.0F + v * (1.0F - s));
 }
+
+// The row maximum of every row op, NaN-propagating as PyTorch's (harness/numeric/nan_max.hpp: the
+// CPU backend's emulation uses the same function).
+using numeric::max_propagating_nan;
 
 // Attention's backward as the CPU backend's emulation (harness/backends/cpu/attention_backward.cpp)
 // and FlashAttention-2 compute it: the row sum D_i = sum_t dO_it O_it of binary32 products added

@@ -59,9 +59,13 @@ std::optional<TracedLaunchRate> traced_rate(cudaStream_t stream, std::uint32_t l
 
 }  // namespace
 
-void launch_empty_kernels_and_wait(cudaStream_t stream, std::uint32_t launches) {
+void launch_empty_kernels(cudaStream_t stream, std::uint32_t launches) {
   for (std::uint32_t i = 0; i < launches; ++i) empty_launch_probe<<<1, 1, 0, stream>>>();
   AMPBENCH_CUDA_CHECK(cudaGetLastError());  // a failed launch leaves its error here
+}
+
+void launch_empty_kernels_and_wait(cudaStream_t stream, std::uint32_t launches) {
+  launch_empty_kernels(stream, launches);
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -34,8 +34,10 @@ struct ProfilerOverhead {
   std::string why_not_traced;  // why the traced rates are absent ("CUPTI unavailable: ...")
 };
 
-// Launches an empty kernel (<<<1, 1>>>) `launches` times on `stream`, then waits for the stream.
-// Throws CudaError when a launch or the wait fails.
+// Launches an empty kernel (<<<1, 1>>>) `launches` times on `stream`, and returns; throws
+// CudaError when a launch fails.
+void launch_empty_kernels(cudaStream_t stream, std::uint32_t launches);
+// The same, then waits for the stream. Throws CudaError when a launch or the wait fails.
 void launch_empty_kernels_and_wait(cudaStream_t stream, std::uint32_t launches);
 
 // Runs `repetitions` loops of `launches` empty-kernel launches on one stream in each configuration,

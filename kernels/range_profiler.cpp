@@ -116,6 +116,19 @@ std::vector<std::string> to_strings(std::span<const std::string_view> names) {
   return {names.begin(), names.end()};
 }
 
+std::vector<std::string> base_metrics(const HostObject& host) {
+  std::vector<std::string> names;
+  for (const CUpti_MetricType type :
+       {CUPTI_METRIC_TYPE_COUNTER, CUPTI_METRIC_TYPE_RATIO, CUPTI_METRIC_TYPE_THROUGHPUT}) {
+    auto p = AMPBENCH_CUPTI_PARAMS(CUpti_Profiler_Host_GetBaseMetrics_Params);
+    p.pHostObject = host.get();
+    p.metricType = type;
+    AMPBENCH_CUPTI_PROFILER_CHECK(cuptiProfilerHostGetBaseMetrics(&p));
+    for (std::size_t i = 0; i < p.numMetrics; ++i) names.emplace_back(p.ppMetricNames[i]);
+  }
+  return names;
+}
+
 // The session the hooks push to: one at a time per process, as the hooks are plain functions.
 // The hooks never throw (they run in destructors): the first problem of a pass is kept in `error`
 // and reported after it.
@@ -293,10 +306,12 @@ std::vector<std::uint8_t> counter_data_image(CUpti_RangeProfiler_Object* profile
   return image;
 }
 
-// Every decoded range: its path and the metrics' values.
+// Every decoded range: its path and the metrics' values, each at its quantity's place (`slots`:
+// the place of each of `metrics`).
 std::vector<profile::RangeCounters> decode(const HostObject& host,
                                            const std::vector<std::uint8_t>& counter_data,
-                                           std::vector<const char*>& metrics) {
+                                           std::vector<const char*>& metrics,
+                                           const std::vector<std::size_t>& slots) {
   auto info = AMPBENCH_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = counter_data.data();
   info.counterDataImageSize = counter_data.size();
@@ -316,16 +331,27 @@ std::vector<profile::RangeCounters> decode(const HostObject& host,
     evaluate.pCounterDataImage = counter_data.data();
     evaluate.counterDataImageSize = counter_data.size();
     evaluate.rangeIndex = i;
+    std::vector<double> values(metrics.size());
     evaluate.ppMetricNames = metrics.data();
     evaluate.numMetrics = metrics.size();
-    evaluate.pMetricValues = r.values.data();
+    evaluate.pMetricValues = values.data();
     AMPBENCH_CUPTI_PROFILER_CHECK(cuptiProfilerHostEvaluateToGpuValues(&evaluate));
+    for (std::size_t m = 0; m < values.size(); ++m) r.values[slots[m]] = values[m];
     ranges.push_back(std::move(r));
   }
   return ranges;
 }
 
 }  // namespace
+
+std::vector<std::string> chip_base_metrics(const std::string& chip) {
+  const HostObject host(chip, {});
+  return base_metrics(host);
+}
+
+profile::HardwareMetricSet hardware_metric_set(const std::string& chip) {
+  return profile::choose_hardware_metrics(chip_base_metrics(chip));
+}
 
 ConfigImage range_profiler_config(const std::string& chip,
                                   std::span<const std::string_view> metrics,
@@ -338,10 +364,6 @@ profile::HardwareMetrics collect_range_metrics(
     const std::function<void(const profile::RangeHooks&)>& workload,
     const RangeProfilerOptions& options) {
   const std::lock_guard<std::mutex> one_at_a_time(g_session_mutex);
-  static_assert(profile::kHardwareMetricCount ==
-                std::tuple_size_v<decltype(profile::RangeCounters::values)>);
-  const std::vector<std::string> metric_strings = to_strings(profile::kHardwareMetrics);
-  std::vector<const char*> metrics = c_names(metric_strings);
 
   // In the order of CUPTI's range profiling sample: initialise, the chip and its counters, the
   // configuration image, then enable on the context, the counter data image and the config.
@@ -352,6 +374,17 @@ profile::HardwareMetrics collect_range_metrics(
   result.chip = chip_name();
   const std::vector<std::uint8_t> availability = counter_availability(context);
   const HostObject host(result.chip, availability);
+  try {
+    result.metrics = profile::choose_hardware_metrics(base_metrics(host));
+  } catch (const std::invalid_argument& e) {
+    throw RangeProfilerError("chip " + result.chip + ": " + e.what());
+  }
+  const std::vector<std::string> metric_strings = result.metrics.requested();
+  std::vector<const char*> metrics = c_names(metric_strings);
+  std::vector<std::size_t> slots;
+  for (std::size_t q = 0; q < profile::kHardwareMetricCount; ++q) {
+    if (!result.metrics.names[q].empty()) slots.push_back(q);
+  }
   const ConfigImage config = config_image(host, metric_strings);
   const EnabledRangeProfiler profiler(context);
   std::vector<std::uint8_t> counter_data =
@@ -437,7 +470,8 @@ profile::HardwareMetrics collect_range_metrics(
   AMPBENCH_CUPTI_PROFILER_CHECK(cuptiRangeProfilerDecodeData(&decode_params));
   result.dropped_ranges = decode_params.numOfRangeDropped;
   try {
-    result.ranges = profile::sum_by_path(decode(host, counter_data, metrics));
+    result.ranges =
+        profile::sum_by_path(decode(host, counter_data, metrics, slots), result.metrics);
   } catch (const std::invalid_argument& e) {  // values that are no counts
     throw RangeProfilerError(std::string("decoding the counters: ") + e.what());
   }

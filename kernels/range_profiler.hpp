@@ -1,11 +1,13 @@
 // Per-range hardware counters through the CUPTI range profiler (cupti_range_profiler.h and
-// cupti_profiler_host.h, CUDA 12.6 and later): the metrics of profile::kHardwareMetrics (Tensor
-// Core pipe instructions and active cycles, DRAM bytes and throughput, GPU time) for every range a
-// workload pushes, nested up to a depth. It runs in user-range, user-replay mode: CUPTI schedules
-// the counters into passes (and nesting levels), and the workload runs once per pass, pushing the
-// same ranges each time; here that workload is one training step, so each pass is a step of its
-// own (the same kernels on other weights), and each nesting level may be counted on a different
-// step. The decoded ranges become plain profile::HardwareMetrics
+// cupti_profiler_host.h, CUDA 12.6 and later): the quantities of profile::Counted (Tensor Core
+// pipe instructions and active cycles, Hopper's warpgroup MMA instructions, DRAM bytes and
+// throughput, GPU time), each through the metric the chip has for it
+// (profile::choose_hardware_metrics over what the chip's profiler host library lists), for every
+// range a workload pushes, nested up to a depth. It runs in user-range, user-replay mode: CUPTI
+// schedules the counters into passes (and nesting levels), and the workload runs once per pass,
+// pushing the same ranges each time; here that workload is one training step, so each pass is a
+// step of its own (the same kernels on other weights), and each nesting level may be counted on a
+// different step. The decoded ranges become plain profile::HardwareMetrics
 // (harness/profile/hardware_metrics.hpp).
 //
 //   profile::HardwareMetrics m = collect_range_metrics([&](const profile::RangeHooks& hooks) {
@@ -51,6 +53,13 @@ struct ConfigImage {
 ConfigImage range_profiler_config(const std::string& chip,
                                   std::span<const std::string_view> metrics,
                                   std::span<const std::uint8_t> availability = {});
+
+// The base metrics (counters, ratios and throughputs, without rollups) that CUPTI's profiler host
+// library knows for a chip, and the metric set chosen from them: offline, no device needed.
+// Throws RangeProfilerError for an unknown chip, and std::invalid_argument (from
+// choose_hardware_metrics) for a chip without a needed counter.
+std::vector<std::string> chip_base_metrics(const std::string& chip);
+profile::HardwareMetricSet hardware_metric_set(const std::string& chip);
 
 struct RangeProfilerOptions {
   std::uint16_t nesting_levels = 3;  // ranges deeper than this are not pushed to CUPTI

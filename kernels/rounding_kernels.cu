@@ -69,7 +69,7 @@ void round_on_device(const numeric::RoundingOptions& options, std::span<const fl
   DeviceBuffer<float> d_in(n);
   DeviceBuffer<std::uint64_t> d_bits(n);
   DeviceBuffer<float> d_values(n);
-  d_in.copy_from(in);
+  d_in.copy_from(in, nullptr);
   const auto blocks =
       static_cast<unsigned>(std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
   round_kernel<<<blocks, kThreadsPerBlock>>>(options.format, options.mode, options.seed,
@@ -77,8 +77,8 @@ void round_on_device(const numeric::RoundingOptions& options, std::span<const fl
                                              d_values.data(), n);
   AMPBENCH_CUDA_CHECK(cudaGetLastError());
   // cudaMemcpy waits for the kernel and reports a fault in it.
-  d_bits.copy_to(bits);
-  d_values.copy_to(values);
+  d_bits.copy_to(bits, nullptr);
+  d_values.copy_to(values, nullptr);
 }
 
 }  // namespace ampbench::kernels

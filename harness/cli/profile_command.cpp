@@ -118,15 +118,18 @@ void write_hardware_metrics(std::ostream& out, const train::ProfileResult& resul
     if (!p.hardware_metrics) continue;
     if (!header) {
       out << "\nhardware counters (CUPTI range profiler; each pass one more step, untimed):\n";
-      out << fmt::format("{:<12}{:<22}{:>14}{:>14}{:>12}{:>11}\n", "policy", "range", "tensor_inst",
-                         "tensor_active", "dram_GB/s", "dram_peak");
+      out << fmt::format("{:<12}{:<22}{:>14}{:>12}{:>14}{:>12}{:>11}\n", "policy", "range",
+                         "tensor_inst", "wgmma_inst", "tensor_active", "dram_GB/s", "dram_peak");
       header = true;
     }
     for (const profile::RangeMetrics& r : p.hardware_metrics->ranges) {
       if (r.depth() > 2) continue;
       const std::optional<double> bandwidth = r.dram_bytes_per_second();
-      out << fmt::format("{:<12}{:<22}{:>14.0f}{:>14}{:>12}{:>11}\n", p.policy, r.path,
-                         r.tensor_instructions, share(r.tensor_active_share()),
+      const std::optional<double> wgmma = r.warpgroup_mma_instructions;
+      out << fmt::format("{:<12}{:<22}{:>14.0f}{:>12}{:>14}{:>12}{:>11}\n", p.policy, r.path,
+                         r.tensor_instructions,
+                         wgmma ? fmt::format("{:.0f}", *wgmma) : std::string("-"),
+                         share(r.tensor_active_share()),
                          bandwidth ? fmt::format("{:.1f}", *bandwidth * 1e-9) : std::string("-"),
                          share(r.dram_peak_share()));
     }

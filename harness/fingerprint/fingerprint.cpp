@@ -73,12 +73,22 @@ Probe negated(Probe p) {
   return p;
 }
 
-// The single hypothesis whose predictions equal the outputs (as values; NaN never matches).
+// Whether a hypothesis predicts the outputs: as values (NaN never matches), and with `signs`, the
+// signs of zeros too.
+bool predicts(const std::vector<double>& expected, const std::vector<double>& outputs, bool signs) {
+  if (expected != outputs) return false;
+  for (std::size_t i = 0; signs && i < expected.size(); ++i) {
+    if (std::signbit(expected[i]) != std::signbit(outputs[i])) return false;
+  }
+  return true;
+}
+
+// The single hypothesis whose predictions equal the outputs.
 std::optional<std::size_t> matching(const std::vector<Hypothesis>& hypotheses,
-                                    const std::vector<double>& outputs) {
+                                    const std::vector<double>& outputs, bool signs) {
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < hypotheses.size(); ++i) {
-    if (hypotheses[i].expected == outputs) {
+    if (predicts(hypotheses[i].expected, outputs, signs)) {
       if (found) return std::nullopt;  // ambiguous: the probes do not tell these apart
       found = i;
     }
@@ -98,11 +108,11 @@ std::vector<double> run(Executor& executor, const std::vector<Probe>& probes) {
   return d;
 }
 
-// Runs the probes and picks the matching hypothesis; a sweep keeps only the match and its
-// neighbours in the evidence.
-std::optional<std::size_t> decide(Executor& executor, Evidence& e, bool sweep) {
+// Runs the probes and picks the matching hypothesis (`signs`: the signs of zeros must match too);
+// a sweep keeps only the match and its neighbours in the evidence.
+std::optional<std::size_t> decide(Executor& executor, Evidence& e, bool sweep, bool signs = false) {
   e.outputs = run(executor, e.probes);
-  const std::optional<std::size_t> match = matching(e.hypotheses, e.outputs);
+  const std::optional<std::size_t> match = matching(e.hypotheses, e.outputs, signs);
   e.verdict = match ? e.hypotheses[*match].name : kUnexplained;
   if (sweep && match) {
     const std::size_t first = *match == 0 ? 0 : *match - 1;
@@ -398,6 +408,46 @@ Evidence monotonicity(Executor& x, const Formats& f, std::optional<int> F, std::
   return e;
 }
 
+// The sign of a zero: c = +0 plus one negative product below half the accumulator's smallest
+// subnormal, a nonzero sum that truncation and rounding to nearest both make a zero. IEEE 754
+// rounding keeps the sum's sign (-0); MMA-Sim's reference implementation gives +0. The product is
+// the square of the input format's smallest normal where that is small enough (fp16 and e5m2 into
+// an fp16 accumulator: -2^-14 * 2^-14), otherwise half the smallest subnormal itself (bf16 and
+// tf32 into fp32: -2^-75 * 2^-75 = -2^-150, a tie, which ties-to-even takes to zero). It must
+// also survive the alignment against c, whose zero the models (and MMA-Sim) give exponent -126:
+// it lies within F bits of 2^-126. Where no product of normal inputs qualifies (fp16 or fp8 inputs
+// into fp32; F < 24 with an fp32 accumulator) the test does not apply. The product stands in the
+// instruction's last slot, after zero products: an instruction of two fused steps (Ampere's and
+// Ada's m16n8k16) would otherwise add the second step's zero products to a -0 from the first, an
+// exact zero sum, which is +0 under every hypothesis (as in IEEE arithmetic, -0 + +0 = +0).
+Evidence zero_sign(Executor& x, const Formats& f, std::optional<int> F, std::optional<bool>& out) {
+  const char* test = "c = +0 plus one negative product too small for the output";
+  if (!F) return not_run("zero_sign_kept", test, "fraction_bits");
+  Evidence e = evidence("zero_sign_kept", test,
+                        "IEEE 754-2019 6.3 (the sign of a rounded result); MMA-Sim (+0)");
+  const int half_subnormal = f.acc.emin - f.acc.precision;
+  const int squared_min = 2 * f.in.emin;
+  const int lowest_kept = -126 - *F;
+  const int e_product =
+      squared_min <= half_subnormal && squared_min >= lowest_kept ? squared_min : half_subnormal;
+  if (e_product < squared_min || e_product < lowest_kept) {
+    e.verdict =
+        "not applicable: no product of normal inputs is below half the accumulator's smallest "
+        "subnormal and within F bits of c";
+    return e;
+  }
+  const Term t = negated(product(f.in, e_product));
+  const auto slots = static_cast<std::size_t>(f.instruction_k);
+  Probe pr{0.0, std::vector<double>(slots, 0.0), std::vector<double>(slots, 0.0)};
+  pr.a.back() = t.a;
+  pr.b.back() = t.b;
+  e.probes = {std::move(pr)};
+  e.hypotheses = {{"-0 (the sign kept, as IEEE 754 rounding)", {-0.0}},
+                  {"+0 (as MMA-Sim's reference)", {0.0}}};
+  if (const auto m = decide(x, e, false, true)) out = *m == 0;
+  return e;
+}
+
 // Runs one test; probes that the formats cannot hold (an unusual user model) leave its parameter
 // unknown instead of stopping the fingerprint.
 template <typename Test>
@@ -471,6 +521,8 @@ Fingerprint take_fingerprint(Executor& executor) {
   fp.evidence.push_back(guarded("monotonic", [&] {
     return monotonicity(executor, f, p.fraction_bits, p.fused_k, p.monotonic);
   }));
+  fp.evidence.push_back(guarded(
+      "zero_sign_kept", [&] { return zero_sign(executor, f, p.fraction_bits, p.zero_sign_kept); }));
   return fp;
 }
 
@@ -492,6 +544,7 @@ Parameters predicted_parameters(const numeric::MmaModel& model) {
   p.fused_k = model.fused_k == 0 ? longest : std::min(model.fused_k, longest);
   ModelExecutor executor(model);
   monotonicity(executor, formats_of(executor), p.fraction_bits, p.fused_k, p.monotonic);
+  zero_sign(executor, formats_of(executor), p.fraction_bits, p.zero_sign_kept);
   return p;
 }
 
@@ -540,6 +593,7 @@ std::vector<Comparison> compare(const Parameters& inferred, const Parameters& pr
   row("normalise_once", inferred.normalise_once, predicted.normalise_once);
   row("fused_k", inferred.fused_k, predicted.fused_k);
   row("monotonic", inferred.monotonic, predicted.monotonic);
+  row("zero_sign_kept", inferred.zero_sign_kept, predicted.zero_sign_kept);
   return rows;
 }
 

@@ -80,6 +80,11 @@ struct Parameters {
   // Whether the result never decreases when c increases, on the constructed cases (fp32
   // accumulator only: with an fp16 output the alignment losses are below its precision).
   std::optional<bool> monotonic;
+  // Whether a nonzero sum that rounds to zero keeps its sign (c = +0 plus one negative product too
+  // small for the output gives -0, as IEEE 754 rounding does) rather than giving +0 (MMA-Sim's
+  // reference implementation). Empty where no product of the input format is both that small and
+  // kept by the alignment (fp16 or fp8 inputs into fp32).
+  std::optional<bool> zero_sign_kept;
 };
 
 // What a candidate value of a parameter predicts for the probes.
@@ -88,7 +93,8 @@ struct Hypothesis {
   std::vector<double> expected;
 };
 
-// One test: its probes, the outputs, the hypotheses it weighed and the verdict.
+// One test: its probes, the outputs, the hypotheses it weighed and the verdict. Outputs match a
+// hypothesis as values (-0 equals +0), except in the zero-sign test, which compares signs too.
 struct Evidence {
   std::string parameter;  // the key in Parameters: "fraction_bits", ...
   std::string test;       // what the test does, in words

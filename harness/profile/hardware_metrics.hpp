@@ -11,25 +11,47 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace ampbench::profile {
 
-// The metrics collected, in this order (docs/profiling.md). The counters are sums over the
-// range's work; the two shares of a peak are CUPTI's own normalisation, averaged over the range.
-inline constexpr std::size_t kHardwareMetricCount = 6;
-inline constexpr std::array<std::string_view, kHardwareMetricCount> kHardwareMetrics = {
-    "sm__inst_executed_pipe_tensor.sum",  // warp instructions executed by the Tensor Core pipe
-    "sm__pipe_tensor_cycles_active.sum",  // SM cycles with the tensor pipe active, over all SMs
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",  // the same, % of peak
-    "dram__bytes.sum",                                     // bytes read from and written to DRAM
-    "gpu__time_duration.sum",                              // the range's duration on the GPU, ns
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",  // DRAM throughput, % of its peak
+// The quantities counted per range, in the order of RangeCounters::values and of
+// HardwareMetricSet::names. The counters are sums over the range's work; the two shares of a peak
+// are CUPTI's own normalisation, averaged over the range.
+enum class Counted : std::size_t {
+  tensor_instructions,     // warp instructions executed by the Tensor Core pipe
+  warpgroup_instructions,  // Hopper's wgmma, counted once per warp of the warpgroup (four each)
+  tensor_cycles_active,    // SM cycles with the tensor pipe active, over all SMs
+  tensor_peak_pct,         // the same, % of its peak over the elapsed time
+  dram_bytes,              // bytes read from and written to DRAM
+  gpu_time_ns,             // the range's duration on the GPU
+  dram_peak_pct,           // DRAM throughput, % of its peak
+};
+inline constexpr std::size_t kHardwareMetricCount = 7;
+
+// The metric (full name, with its rollup) that counts each quantity on one chip, chosen from the
+// base metrics the chip's profiler host library lists (docs/profiling.md, "Hardware counters"):
+// Ampere and Ada count every Tensor Core instruction in the tensor pipe's counters; Hopper's
+// warpgroup MMA (wgmma) has counters of its own (the pipe's "gmma" op), which are added where the
+// chip lists them, and its active cycles are taken from the counter whose name covers the
+// warpgroup MMA kinds (hgmma, qgmma, igmma, bgmma) rather than from the plain pipe counter, which
+// is not documented to include them. An empty name: the chip has no such counter, and the
+// quantity is absent from its ranges.
+struct HardwareMetricSet {
+  std::array<std::string, kHardwareMetricCount> names;
+
+  const std::string& name(Counted c) const { return names[static_cast<std::size_t>(c)]; }
+  // The names that are not empty, in order: what the range profiler is asked for.
+  std::vector<std::string> requested() const;
 };
 
+// The set for a chip whose base metrics are `base_metrics` (as cuptiProfilerHostGetBaseMetrics
+// lists them, without rollups). Throws std::invalid_argument naming a base metric that every set
+// needs and the chip lacks.
+HardwareMetricSet choose_hardware_metrics(const std::vector<std::string>& base_metrics);
+
 // One range as the range profiler decodes it: its path (names from the outermost range, joined by
-// '/', e.g. "step/forward/linear") and the value of each of kHardwareMetrics.
+// '/', e.g. "step/forward/linear") and the value of each quantity (0 where the set has no metric).
 struct RangeCounters {
   std::string path;
   std::array<double, kHardwareMetricCount> values{};
@@ -40,6 +62,9 @@ struct RangeMetrics {
   std::string path;
   std::size_t occurrences = 0;  // decoded ranges with this path
   double tensor_instructions = 0;
+  // wgmma instructions (the per-warp count divided by the four warps of a warpgroup); none on a
+  // chip without warpgroup MMA counters.
+  std::optional<double> warpgroup_mma_instructions;
   double tensor_cycles_active = 0;
   double dram_bytes = 0;
   double gpu_time_ns = 0;
@@ -61,21 +86,25 @@ struct RangeMetrics {
 
 struct HardwareMetrics {
   std::string chip;                  // as CUPTI names it, e.g. "GH100"
+  HardwareMetricSet metrics;         // what counted each quantity on this chip
   std::size_t passes = 0;            // replay passes run (one step each)
   std::size_t dropped_ranges = 0;    // ranges the counter data image had no room for
   std::vector<RangeMetrics> ranges;  // by path, in the order each path was first decoded
 };
 
-// Sums the counters of ranges with the same path, in first-seen order. A share of a peak that is
-// not finite is left out of its average (with its range's time). Throws std::invalid_argument for
-// an empty path, a negative value, or a counter that is not finite (a decoding error, never a
-// measurement), naming the range and the metric.
-std::vector<RangeMetrics> sum_by_path(const std::vector<RangeCounters>& ranges);
+// Sums the counters of ranges with the same path, in first-seen order; the quantities `metrics`
+// has no metric for are absent. A share of a peak that is not finite is left out of its average
+// (with its range's time). Throws std::invalid_argument for an empty path, a negative value, or a
+// counter that is not finite (a decoding error, never a measurement), naming the range and the
+// metric.
+std::vector<RangeMetrics> sum_by_path(const std::vector<RangeCounters>& ranges,
+                                      const HardwareMetricSet& metrics);
 
-// {"chip", "passes", "dropped_ranges", "metrics": [names], "ranges": [{"path", "occurrences",
-// "tensor_instructions", "tensor_cycles_active", "dram_bytes", "gpu_time_ns",
-// "tensor_active_share", "dram_bytes_per_second", "dram_peak_share"}]}; a share without its
-// denominator is null.
+// {"chip", "passes", "dropped_ranges", "metrics": [the names used], "ranges": [{"path",
+// "occurrences", "tensor_instructions", "warpgroup_mma_instructions", "tensor_cycles_active",
+// "dram_bytes", "gpu_time_ns", "tensor_active_share", "dram_bytes_per_second",
+// "dram_peak_share"}]}; a share without its denominator, and a quantity the chip has no counter
+// for, is null.
 nlohmann::json to_json(const HardwareMetrics& metrics);
 
 }  // namespace ampbench::profile

@@ -157,7 +157,7 @@ void BM_unscale_check(benchmark::State& state, kernels::DType type, const char* 
     const float inv_scale = 0x1p-16F;
     kernels::DeviceBuffer<float> d_inv_scale(1);
     const kernels::DeviceBuffer<float> d_found_inf(1);
-    d_inv_scale.copy_from(std::span<const float>(&inv_scale, 1));
+    d_inv_scale.copy_from(std::span<const float>(&inv_scale, 1), nullptr);
     AMPBENCH_CUDA_CHECK(cudaMemset(d_found_inf.data(), 0, sizeof(float)));
     state.SetLabel(label);
     // In place: each element read and written once.

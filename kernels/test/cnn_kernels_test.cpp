@@ -51,14 +51,14 @@ DeviceBuffer<std::byte> upload(DType type, const std::vector<float>& values) {
     }
   }
   DeviceBuffer<std::byte> d(bytes.size());
-  d.copy_from(bytes);
+  d.copy_from(bytes, nullptr);
   return d;
 }
 
 std::vector<float> download(DType type, const DeviceBuffer<std::byte>& d) {
   AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<std::byte> bytes(d.size());
-  d.copy_to(bytes);
+  d.copy_to(bytes, nullptr);
   std::vector<float> values(bytes.size() / dtype_bytes(type));
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (type == DType::f32) {
@@ -74,7 +74,7 @@ std::vector<float> download(DType type, const DeviceBuffer<std::byte>& d) {
 
 DeviceBuffer<float> upload_floats(const std::vector<float>& values) {
   DeviceBuffer<float> d(values.size());
-  d.copy_from(values);
+  d.copy_from(values, nullptr);
   return d;
 }
 

@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <limits>
 #include <string>
+#include <string_view>
 
 namespace ampbench::kernels {
 namespace {
@@ -60,6 +63,42 @@ TEST(CudaCheck, CudnnErrorNamesTheStatus) {
     EXPECT_EQ(e.name(), "CUDNN_STATUS_BAD_PARAM");
     EXPECT_FALSE(e.text().empty());
   }
+}
+
+// A CUDA error pending when a cuBLAS or cuDNN call fails is often its cause (a faulting kernel
+// reported by the next call): it is reported with the library's status, not silently cleared.
+// The pending error is made by an allocation no device can satisfy (out of memory on a GPU; no
+// driver here, which the runtime keeps reporting).
+TEST(CudaCheck, LibraryErrorsReportAPendingCudaError) {
+  for (const char* library : {"cuBLAS", "cuDNN"}) {
+    SCOPED_TRACE(library);
+    void* p = nullptr;
+    const cudaError_t made = cudaMalloc(&p, std::numeric_limits<std::size_t>::max());
+    ASSERT_NE(made, cudaSuccess);
+    try {
+      if (std::string_view(library) == "cuBLAS") {
+        AMPBENCH_CUBLAS_CHECK(CUBLAS_STATUS_EXECUTION_FAILED);
+      } else {
+        AMPBENCH_CUDNN_CHECK(CUDNN_STATUS_EXECUTION_FAILED);
+      }
+      FAIL() << "no exception";
+    } catch (const CudaError& e) {
+      EXPECT_EQ(e.library(), library);
+      EXPECT_THAT(e.text(),
+                  HasSubstr(std::string("pending CUDA error: ") + cudaGetErrorName(made)));
+    }
+    // Taken, not left to surface as a later call's failure (the missing driver stays: it is
+    // sticky).
+    if (made == cudaErrorMemoryAllocation) {
+      EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    }
+  }
+  void* p = nullptr;
+  const cudaError_t made = cudaMalloc(&p, std::numeric_limits<std::size_t>::max());
+  ::testing::internal::CaptureStderr();
+  AMPBENCH_CUBLAS_CHECK_NOTHROW(CUBLAS_STATUS_EXECUTION_FAILED);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr(std::string("pending CUDA error: ") + cudaGetErrorName(made)));
 }
 
 TEST(CudaCheck, NoThrowVariantOnlyLogs) {

@@ -56,8 +56,8 @@ TEST_F(CudnnConvolution, EachPassOfAnAllOnesConvolutionCountsTheTapsInsideTheIma
     const std::vector<float> ones_first(element_count(first_dims), 1.0F);
     const std::vector<float> ones_second(element_count(second_dims), 1.0F);
     DeviceBuffer<float> first(ones_first.size()), second(ones_second.size());
-    first.copy_from(ones_first);
-    second.copy_from(ones_second);
+    first.copy_from(ones_first, nullptr);
+    second.copy_from(ones_second, nullptr);
     const std::vector<float> want = tap_counts(pass, s);
     DeviceBuffer<float> out(want.size());
     ConvolutionConfig config;
@@ -68,7 +68,7 @@ TEST_F(CudnnConvolution, EachPassOfAnAllOnesConvolutionCountsTheTapsInsideTheIma
     const ConvolutionRun ran =
         run_convolution(handle, config, first.data(), second.data(), out.data());
     std::vector<float> got(want.size());
-    out.copy_to(got);
+    out.copy_to(got, handle.stream());
     EXPECT_EQ(ran.math, ConvolutionMath::fma) << ran.algorithm_name;
     EXPECT_FALSE(ran.tensor_op_math);
     for (std::size_t i = 0; i < want.size(); ++i) {

@@ -135,7 +135,7 @@ TEST_F(CuptiCollectorTest, RecordsKnownLaunchesInRangesOnTheHostClock) {
     }
     AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s1.get()));
     AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s2.get()));
-    a.copy_to(host);  // a DtoH copy
+    a.copy_to(host, nullptr);  // a DtoH copy
   }
   const CollectedTrace collected = collector->stop();
   const std::uint64_t after = profile::steady_clock_ns();

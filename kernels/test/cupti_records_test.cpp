@@ -4,10 +4,12 @@
 
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
+#include <cupti_version.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,29 @@ CUpti_ActivityMarker2 push(std::uint32_t id, std::uint64_t t, std::uint32_t thre
 }
 CUpti_ActivityMarker2 pop(std::uint32_t id, std::uint64_t t, std::uint32_t thread) {
   return marker(CUPTI_ACTIVITY_FLAG_MARKER_END, id, t, thread);
+}
+
+// A libcupti of another version than the headers: older refuses (its records may lack fields read
+// here), newer is a problem line; versions read as CUPTI writes them.
+TEST(CuptiRecords, VersionMismatchesAreNamed) {
+  EXPECT_EQ(compiled_cupti_version(), static_cast<std::uint32_t>(CUPTI_API_VERSION));
+  EXPECT_EQ(cupti_version_problem(130001, 130001), std::nullopt);
+  EXPECT_EQ(describe_cupti_version(130001), "13.0.1");
+  EXPECT_EQ(describe_cupti_version(28), "API version 28");
+  const std::optional<std::string> older = cupti_version_problem(28, 130001);
+  ASSERT_TRUE(older);
+  EXPECT_NE(older->find("the loaded libcupti is API version 28, this build's CUPTI headers 13.0.1"),
+            std::string::npos)
+      << *older;
+  EXPECT_NE(older->find("may lack fields"), std::string::npos) << *older;
+  const std::optional<std::string> newer = cupti_version_problem(130200, 130001);
+  ASSERT_TRUE(newer);
+  EXPECT_NE(newer->find("13.2.0"), std::string::npos) << *newer;
+  EXPECT_NE(newer->find("read by the older layout"), std::string::npos) << *newer;
+  // The library here is the one the build used: no mismatch.
+  std::uint32_t loaded = 0;
+  ASSERT_EQ(cuptiGetVersion(&loaded), CUPTI_SUCCESS);
+  EXPECT_EQ(cupti_version_problem(loaded, compiled_cupti_version()), std::nullopt);
 }
 
 TEST(CuptiRecords, KernelFieldByField) {

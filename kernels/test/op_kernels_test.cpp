@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/cuda_stream.hpp"
 #include "kernels/device_buffer.hpp"
 #include "kernels/op_math.hpp"
 #include "kernels/test/gpu_test.hpp"
@@ -45,14 +47,14 @@ std::vector<float> normal_values(std::size_t n, unsigned seed, float mean = 0, f
 template <typename T>
 DeviceBuffer<T> upload(const std::vector<T>& host) {
   DeviceBuffer<T> d(host.size());
-  d.copy_from(host);
+  d.copy_from(host, nullptr);
   return d;
 }
 
 template <typename T>
 std::vector<T> download(const DeviceBuffer<T>& d) {
   std::vector<T> host(d.size());
-  d.copy_to(host);  // cudaMemcpy on the default stream: waits for the kernels, reports faults
+  d.copy_to(host, nullptr);  // the kernels' (default) stream: waits for them, reports faults
   return host;
 }
 
@@ -486,6 +488,100 @@ TEST_F(OpKernelsTest, SoftmaxCoversManyRowsAndLongRows) {
     softmax(DType::f32, RowSoftmax::logsumexp, d_x.data(), d_lse.data(), rows, cols, nullptr);
     EXPECT_LT(normwise(download(y), exact), 4e-6) << rows << "x" << cols;
     EXPECT_LT(normwise(download(d_lse), lse), 4e-6) << rows << "x" << cols;
+  }
+}
+
+// Rows holding NaN: every row op's maximum propagates NaN (kernels/op_math.hpp, as PyTorch's), so
+// each output of such a row is NaN, and logsumexp of a row of NaN is NaN, not the -inf a maximum
+// that drops NaN (fmaxf) gives, nor +inf for a row of NaN and +inf. The CPU emulation's test
+// (EmulateRowOps) checks the same rows. The last row is finite and stays so; a row of 300 columns
+// puts the NaN in another warp than the maximum.
+TEST_F(OpKernelsTest, ARowHoldingNaNIsNaNThroughoutInEveryRowOp) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::size_t cols = 300;
+  const std::vector<std::vector<float>> patterns = {
+      {nan}, {nan, inf, 1.0F}, {1.0F, nan, -inf}, {inf, 2.0F, nan}, {2.0F, 1.0F, 0.5F}};
+  const std::size_t rows = patterns.size();
+  std::vector<float> x(rows * cols, -1.0F);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const bool all_nan = patterns[r].size() == 1;
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (all_nan) x[r * cols + c] = nan;
+    }
+    if (!all_nan) {
+      for (std::size_t i = 0; i < patterns[r].size(); ++i) x[r * cols + i * 131] = patterns[r][i];
+    }
+  }
+  std::vector<float> dy = normal_values(rows * cols, 15);
+  std::vector<float> gamma = normal_values(cols, 16, 1, 0.1F), beta = normal_values(cols, 17);
+  std::vector<std::int64_t> targets{0, 131, 262, 1, 7};
+  const DeviceBuffer<float> d_x = upload(x), d_dy = upload(dy), d_gamma = upload(gamma),
+                            d_beta = upload(beta);
+  const DeviceBuffer<std::int64_t> d_targets = upload(targets);
+  DeviceBuffer<float> y(rows * cols), lse(rows), mean(rows), rstd(rows), loss(1);
+  const auto expect_rows = [&](const char* op, const std::vector<float>& out, std::size_t width) {
+    for (std::size_t i = 0; i < (rows - 1) * width; ++i) {
+      EXPECT_TRUE(std::isnan(out[i])) << op << ": row " << i / width << ", column " << i % width;
+    }
+    for (std::size_t i = (rows - 1) * width; i < rows * width; ++i) {
+      EXPECT_TRUE(std::isfinite(out[i])) << op << ": the finite row, column " << i % width;
+    }
+  };
+  for (const auto& [what, name] : {std::pair{RowSoftmax::softmax, "softmax"},
+                                   std::pair{RowSoftmax::log_softmax, "log_softmax"}}) {
+    softmax(DType::f32, what, d_x.data(), y.data(), rows, cols, nullptr);
+    expect_rows(name, download(y), cols);
+  }
+  softmax(DType::f32, RowSoftmax::logsumexp, d_x.data(), lse.data(), rows, cols, nullptr);
+  expect_rows("logsumexp", download(lse), 1);
+  softmax_backward(DType::f32, d_x.data(), d_dy.data(), y.data(), rows, cols, nullptr);
+  expect_rows("softmax_backward", download(y), cols);
+  log_softmax_backward(DType::f32, d_x.data(), d_dy.data(), y.data(), rows, cols, nullptr);
+  expect_rows("log_softmax_backward", download(y), cols);
+  cross_entropy_backward(DType::f32, d_x.data(), d_targets.data(), 1.0F, y.data(), rows, cols,
+                         nullptr);
+  expect_rows("cross_entropy_backward", download(y), cols);
+  cross_entropy(DType::f32, d_x.data(), d_targets.data(), loss.data(), rows, cols, nullptr);
+  EXPECT_TRUE(std::isnan(download(loss)[0])) << "cross_entropy";
+  layer_norm(DType::f32, d_x.data(), d_gamma.data(), d_beta.data(), y.data(), mean.data(),
+             rstd.data(), rows, cols, 1e-5F, nullptr);
+  expect_rows("layer_norm", download(y), cols);
+  layer_norm_backward(DType::f32, d_x.data(), d_dy.data(), d_gamma.data(), mean.data(), rstd.data(),
+                      y.data(), nullptr, nullptr, rows, cols, nullptr);
+  expect_rows("layer_norm_backward", download(y), cols);
+  rms_norm(DType::f32, d_x.data(), d_gamma.data(), y.data(), rows, cols, 1e-6F, nullptr);
+  expect_rows("rms_norm", download(y), cols);
+}
+
+// logsumexp of a row whose maximum is infinite is that maximum (torch.logsumexp; the CPU
+// emulation's EmulateRowOps test checks the same rows).
+TEST_F(OpKernelsTest, LogsumexpOfAnInfiniteMaximumIsTheMaximum) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{inf, 1.0F, -inf, -inf, -inf, 3.0F};
+  const DeviceBuffer<float> d_x = upload(x);
+  DeviceBuffer<float> lse(3);
+  softmax(DType::f32, RowSoftmax::logsumexp, d_x.data(), lse.data(), 3, 2, nullptr);
+  EXPECT_EQ(download(lse), (std::vector<float>{inf, -inf, 3.0F}));
+}
+
+// An upload has landed when copy_from returns, for every stream: a kernel on a non-blocking stream
+// (which does not wait for the legacy default stream) launched right after it reads the new
+// values. A plain cudaMemcpy from pageable memory may return once the source is staged, before the
+// DMA has written the buffer; 256 MiB leaves that window open long enough to be seen.
+TEST_F(OpKernelsTest, AnUploadHasLandedBeforeWorkOnAnotherStreamReadsIt) {
+  const std::size_t n = std::size_t{64} << 20;
+  const CudaStream stream;
+  for (const float value : {1.0F, 2.0F, 3.0F}) {
+    const std::vector<float> host(n, value);
+    DeviceBuffer<float> x(n), y(n);
+    AMPBENCH_CUDA_CHECK(cudaMemset(x.data(), 0, n * sizeof(float)));
+    x.copy_from(host, nullptr);
+    scale(DType::f32, x.data(), 1.0F, y.data(), n, stream.get());
+    std::vector<float> back(n);
+    y.copy_to(back, stream.get());
+    EXPECT_EQ(std::count(back.begin(), back.end(), value), static_cast<std::ptrdiff_t>(n))
+        << "the kernel read the buffer before the upload of " << value << " landed";
   }
 }
 

@@ -99,7 +99,7 @@ class DeviceGradients {
                     dtype_bytes(g.type));
       }
       buffers_.emplace_back(bytes.size());
-      buffers_.back().copy_from(bytes);
+      buffers_.back().copy_from(bytes, nullptr);
       tensors_.push_back(
           {bytes.empty() ? nullptr : buffers_.back().data() + offset, g.bits.size(), g.type});
     }
@@ -110,7 +110,7 @@ class DeviceGradients {
   std::vector<std::uint32_t> bits(std::size_t index) const {
     const DeviceBuffer<std::byte>& buffer = buffers_[index];
     std::vector<std::byte> bytes(buffer.size());
-    buffer.copy_to(bytes);
+    buffer.copy_to(bytes, nullptr);
     const GradientTensor& t = tensors_[index];
     const std::size_t offset = bytes.size() - t.size * dtype_bytes(t.type);
     std::vector<std::uint32_t> out(t.size, 0);
@@ -128,14 +128,14 @@ class DeviceGradients {
 template <typename T>
 T from_device(const DeviceBuffer<T>& buffer) {
   T value{};
-  buffer.copy_to(std::span<T>(&value, 1));
+  buffer.copy_to(std::span<T>(&value, 1), nullptr);
   return value;
 }
 
 template <typename T>
 DeviceBuffer<T> on_device(T value) {
   DeviceBuffer<T> buffer(1);
-  buffer.copy_from(std::span<const T>(&value, 1));
+  buffer.copy_from(std::span<const T>(&value, 1), nullptr);
   return buffer;
 }
 
@@ -226,7 +226,7 @@ void check_scale_sequence(const train::LossScalerOptions& options,
     scaler.update();
 
     const float flag = found_inf[step] ? 1.0F : 0.0F;
-    d_found_inf.copy_from(std::span<const float>(&flag, 1));
+    d_found_inf.copy_from(std::span<const float>(&flag, 1), nullptr);
     update_scale(d_scale.data(), d_tracker.data(), d_found_inf.data(), scaler.rule(), nullptr);
     inverse_scale(d_scale.data(), d_inv_scale.data(), nullptr);
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
@@ -291,16 +291,16 @@ class DeviceTensors {
   explicit DeviceTensors(const std::vector<std::vector<float>>& host) {
     for (const auto& t : host) {
       buffers_.emplace_back(t.size());
-      buffers_.back().copy_from(t);
+      buffers_.back().copy_from(t, nullptr);
     }
   }
   float* data(std::size_t i) const { return buffers_[i].data(); }
   void upload(const std::vector<std::vector<float>>& host) {
-    for (std::size_t i = 0; i < host.size(); ++i) buffers_[i].copy_from(host[i]);
+    for (std::size_t i = 0; i < host.size(); ++i) buffers_[i].copy_from(host[i], nullptr);
   }
   std::vector<float> download(std::size_t i) const {
     std::vector<float> out(buffers_[i].size());
-    buffers_[i].copy_to(out);
+    buffers_[i].copy_to(out, nullptr);
     return out;
   }
 
@@ -361,7 +361,7 @@ void run_steps(DeviceOptimizer& device, HostOptimizer& host,
     const std::vector<std::vector<float>> grads = random_tensors(rng);
     d_grads.upload(grads);
     const float flag = skip ? 1.0F : 0.0F;
-    d_found_inf.copy_from(std::span<const float>(&flag, 1));
+    d_found_inf.copy_from(std::span<const float>(&flag, 1), nullptr);
     device.step(d_found_inf.data(), nullptr);
     if (!skip) host.step(params, grads);
   }

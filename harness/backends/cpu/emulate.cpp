@@ -414,7 +414,11 @@ std::vector<double> logsumexp(const Arithmetic& arithmetic, std::span<const doub
                  [&](Rounders& round, const double* in, double* out, double* work, std::size_t) {
                    double m = 0;
                    const double s = exp_sum(round, in, cols, work, work + cols, m);
-                   out[0] = round.output(round.compute.sum(m, round.compute(std::log(s))));
+                   // As torch.logsumexp and the CUDA kernel: an infinite maximum is the result (a
+                   // row of -inf gives -inf, a row holding +inf gives +inf), not inf - inf's NaN.
+                   out[0] = std::isinf(m)
+                                ? round.output(m)
+                                : round.output(round.compute.sum(m, round.compute(std::log(s))));
                  });
 }
 

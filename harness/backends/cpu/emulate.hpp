@@ -96,7 +96,8 @@ double l2_norm(const Arithmetic& arithmetic, Summation summation, std::span<cons
 
 // Row-wise softmax family over `cols` columns, as GPU kernels compute them: m = max(row);
 // e_i = exp(x_i - m); s = sum e_i; softmax y_i = e_i / s; log_softmax y_i = (x_i - m) - log s;
-// logsumexp m + log s.
+// logsumexp m + log s, or m itself when m is infinite (as torch.logsumexp). The maximum propagates
+// NaN: a row holding NaN is NaN throughout, as in PyTorch.
 std::vector<double> softmax(const Arithmetic& arithmetic, std::span<const double> x,
                             std::size_t rows, std::size_t cols, Events& events);
 std::vector<double> log_softmax(const Arithmetic& arithmetic, std::span<const double> x,

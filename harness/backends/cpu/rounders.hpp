@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness/backends/cpu/emulate.hpp"
+#include "harness/numeric/nan_max.hpp"
 #include "harness/numeric/rounding.hpp"
 
 namespace ampbench::backends::cpu::detail {
@@ -134,12 +135,10 @@ inline double accumulate_sum(Rounder& round, Summation summation, const double* 
   return round.sum(left, right);
 }
 
+// The row's maximum, NaN when the row holds one: the CUDA kernels' maximum.
 inline double row_max(const double* x, std::size_t n) {
   double m = -std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (std::isnan(x[i])) return x[i];
-    m = std::max(m, x[i]);
-  }
+  for (std::size_t i = 0; i < n; ++i) m = numeric::max_propagating_nan(m, x[i]);
   return m;
 }
 

@@ -37,7 +37,7 @@ kernels::DeviceBuffer<std::byte> operand_on_device(std::span<const double> value
                                                    DeviceType type) {
   const std::vector<std::byte> bytes = to_device(values, type);
   kernels::DeviceBuffer<std::byte> buffer(bytes.size());
-  buffer.copy_from(bytes);
+  buffer.copy_from(bytes, nullptr);
   return buffer;
 }
 
@@ -58,7 +58,7 @@ std::vector<double> run(const kernels::ConvolutionShape& shape, const ConvPlan& 
   const kernels::ConvolutionRun ran =
       kernels::run_convolution(handle, config, first.data(), second.data(), out.data());
   std::vector<std::byte> bytes(out.size());
-  out.copy_to(bytes);
+  out.copy_to(bytes, handle.stream());  // waits for the convolution
 
   if (detail != nullptr) {
     *detail = {{"library", "cuDNN"},

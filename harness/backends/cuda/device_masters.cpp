@@ -18,13 +18,15 @@ namespace {
 
 using Storage = std::shared_ptr<DeviceArray>;
 
-Storage allocate_floats(std::size_t count, cudaStream_t stream) {
+Storage allocate_floats(std::size_t count, const SharedStream& stream) {
   return std::make_shared<DeviceArray>(count * sizeof(float), stream);
 }
 
-Storage zeros(std::size_t count, cudaStream_t stream) {
+Storage zeros(std::size_t count, const SharedStream& stream) {
   Storage s = allocate_floats(count, stream);
-  if (count != 0) AMPBENCH_CUDA_CHECK(cudaMemsetAsync(s->data(), 0, count * sizeof(float), stream));
+  if (count != 0) {
+    AMPBENCH_CUDA_CHECK(cudaMemsetAsync(s->data(), 0, count * sizeof(float), stream->get()));
+  }
   return s;
 }
 
@@ -72,7 +74,8 @@ struct DeviceMasters::State {
     float* value_ = nullptr;
   };
 
-  cudaStream_t stream = nullptr;
+  SharedStream owned_stream;      // the ops' stream, which the arrays below keep alive
+  cudaStream_t stream = nullptr;  // owned_stream's
   std::vector<std::size_t> sizes;
   std::vector<Storage> weights, grads;
   std::vector<Storage> optimizer_state;  // momentum buffers, or exp_avg and the like
@@ -89,7 +92,7 @@ struct DeviceMasters::State {
   float* inv_scale() const { return floats(check) + 1; }
 
   Storage zeroed_state(std::size_t count) {
-    optimizer_state.push_back(zeros(count, stream));
+    optimizer_state.push_back(zeros(count, owned_stream));
     return optimizer_state.back();
   }
 
@@ -129,23 +132,24 @@ DeviceMasters::DeviceMasters(CudaOps& ops, const std::vector<std::vector<double>
                              const train::OptimizerOptions& options, std::size_t steps)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.stream = ops.stream();
+  s.owned_stream = ops.shared_stream();
+  s.stream = s.owned_stream->get();
   std::vector<kernels::GradientTensor> gradients;
   // The uploads' sources, alive until the wait below.
   std::vector<std::vector<float>> binary32;
   for (const auto& w : initial) {
     binary32.emplace_back(w.begin(), w.end());  // exact: the values are binary32
     s.sizes.push_back(w.size());
-    s.weights.push_back(allocate_floats(w.size(), s.stream));
+    s.weights.push_back(allocate_floats(w.size(), s.owned_stream));
     if (!w.empty()) {
       AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(s.weights.back()->data(), binary32.back().data(),
                                           w.size() * sizeof(float), cudaMemcpyHostToDevice,
                                           s.stream));
     }
-    s.grads.push_back(zeros(w.size(), s.stream));
+    s.grads.push_back(zeros(w.size(), s.owned_stream));
     gradients.push_back({floats(s.grads.back()), w.size(), kernels::DType::f32});
   }
-  s.check = zeros(2, s.stream);
+  s.check = zeros(2, s.owned_stream);
   // The uploads have left their sources, and the pool's memory the multi-tensor tables point to
   // (copied synchronously, on the legacy stream) is allocated.
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s.stream));

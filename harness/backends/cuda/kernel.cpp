@@ -21,7 +21,7 @@ namespace {
 
 kernels::DeviceBuffer<std::byte> on_device(const std::vector<std::byte>& host) {
   kernels::DeviceBuffer<std::byte> buffer(host.size());
-  buffer.copy_from(host);
+  buffer.copy_from(host, nullptr);
   return buffer;
 }
 
@@ -38,7 +38,7 @@ std::vector<double> run_gemm(const GemmCall& call, const GemmPlan& plan, const o
   LtMatmul matmul;
   nlohmann::json ran = matmul.run(plan, call, a.data(), b.data(), d.data(), nullptr, nullptr);
   std::vector<std::byte> out(d.size());
-  d.copy_to(out);  // on the default stream: waits for the matmul and reports its faults
+  d.copy_to(out, nullptr);  // the matmul's stream: waits for it and reports its faults
   if (detail != nullptr) *detail = std::move(ran);
   return from_device(out, plan.output);
 }
@@ -89,7 +89,7 @@ class DeviceOperands {
       values_.push_back(on_device(to_device(in.values[i], type)));
       const std::vector<std::int64_t>& indices = i < in.indices.size() ? in.indices[i] : kNoIndices;
       kernels::DeviceBuffer<std::int64_t> index_buffer(indices.size());
-      index_buffer.copy_from(indices);
+      index_buffer.copy_from(indices, nullptr);
       indices_.push_back(std::move(index_buffer));
     }
   }
@@ -196,7 +196,7 @@ std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape
   kernels::DeviceBuffer<std::byte> out(outputs * kernels::dtype_bytes(type));
   launch_op_kernel(op.op, shape, type, operands, out.data());
   std::vector<std::byte> bytes(out.size());
-  out.copy_to(bytes);  // on the default stream: waits for the kernels and reports their faults
+  out.copy_to(bytes, nullptr);  // the kernels' stream: waits for them and reports their faults
   if (detail != nullptr) {
     *detail = {{"kernel", plan.launchers},
                {"element_type", kernels::dtype_name(type)},

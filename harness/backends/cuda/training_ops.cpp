@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/backends/cuda/training_ops_context.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
@@ -43,12 +47,30 @@ kernels::DType dtype_of(const Format& f) {
 
 // ---- device memory ----------------------------------------------------------------------------
 
-DeviceArray::DeviceArray(std::size_t bytes, cudaStream_t stream) : bytes_(bytes), stream_(stream) {
-  if (bytes != 0) AMPBENCH_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
+DeviceArray::DeviceArray(std::size_t bytes, SharedStream stream)
+    : bytes_(bytes), stream_(std::move(stream)) {
+  if (bytes != 0) AMPBENCH_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream_->get()));
 }
 
 DeviceArray::~DeviceArray() {
-  if (data_ != nullptr) AMPBENCH_CUDA_CHECK_NOTHROW(cudaFreeAsync(data_, stream_));
+  if (data_ != nullptr) AMPBENCH_CUDA_CHECK_NOTHROW(cudaFreeAsync(data_, stream_->get()));
+}
+
+void upload_async(void* device, const void* host, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  auto staged = std::make_unique<std::vector<std::byte>>(bytes);
+  std::memcpy(staged->data(), host, bytes);
+  AMPBENCH_CUDA_CHECK(
+      cudaMemcpyAsync(device, staged->data(), bytes, cudaMemcpyHostToDevice, stream));
+  const auto release = [](void* p) { delete static_cast<std::vector<std::byte>*>(p); };
+  if (const cudaError_t e = cudaLaunchHostFunc(stream, release, staged.get()); e != cudaSuccess) {
+    // The copy may still read the staged bytes: wait for it before they go. Should the wait fail
+    // too, they are left allocated rather than freed under a copy.
+    if (cudaStreamSynchronize(stream) != cudaSuccess) (void)staged.release();
+    kernels::detail::throw_cuda_error(e, "cudaLaunchHostFunc(stream, release, staged)", __FILE__,
+                                      __LINE__);
+  }
+  (void)staged.release();  // the host function deletes it
 }
 
 std::uint64_t peak_pool_bytes() {
@@ -72,8 +94,8 @@ void reset_peak_pool_bytes() {
 
 // ---- the ops ------------------------------------------------------------------------------------
 
-CudaOps::Context::Context() {
-  AMPBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+CudaOps::Context::Context()
+    : owned_stream(std::make_shared<const kernels::CudaStream>()), stream(owned_stream->get()) {
   // Keep freed memory in the pool between steps instead of returning it to the driver at every
   // synchronization, as a caching allocator does.
   int device = 0;
@@ -85,11 +107,9 @@ CudaOps::Context::Context() {
 }
 
 CudaOps::Context::~Context() {
-  if (stream != nullptr) {
-    AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
-    cudnn.reset();  // before its stream goes
-    AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream));
-  }
+  AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
+  cudnn.reset();
+  // The stream itself goes with the last array allocated on it (SharedStream).
 }
 
 CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
@@ -108,13 +128,17 @@ cudaStream_t CudaOps::stream() const {
   return context_->stream;
 }
 
+const SharedStream& CudaOps::shared_stream() const {
+  return context_->owned_stream;
+}
+
 policy::OpPrecision CudaOps::resolved(policy::Op op, std::span<const Format> inputs) const {
   return policy::resolve(policy_.precision(op), inputs);
 }
 
 CudaTensor CudaOps::empty(std::size_t size, kernels::DType type) const {
-  return {std::make_shared<DeviceArray>(size * kernels::dtype_bytes(type), context_->stream), size,
-          type, kernels::dtype_format(type)};
+  return {std::make_shared<DeviceArray>(size * kernels::dtype_bytes(type), context_->owned_stream),
+          size, type, kernels::dtype_format(type)};
 }
 
 CudaTensor CudaOps::cast(const Tensor& t, kernels::DType to) const {
@@ -141,10 +165,7 @@ CudaTensor CudaOps::constant(std::span<const double> values) const {
 
 CudaTensor CudaOps::parameter(std::span<const Master> values) const {
   Tensor t = empty(values.size(), kernels::DType::f32);
-  if (!values.empty()) {
-    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(t.data(), values.data(), values.size_bytes(),
-                                        cudaMemcpyHostToDevice, context_->stream));
-  }
+  upload_async(t.data(), values.data(), values.size_bytes(), context_->stream);
   return t;
 }
 
@@ -312,12 +333,9 @@ CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const 
 
 CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const {
   // Stored as an fp32-typed array of the right byte size: only the kernels read it.
-  Tensor t{std::make_shared<DeviceArray>(targets.size_bytes(), context_->stream), targets.size(),
-           kernels::DType::f32, formats::fp32};
-  if (!targets.empty()) {
-    AMPBENCH_CUDA_CHECK(cudaMemcpyAsync(t.data(), targets.data(), targets.size_bytes(),
-                                        cudaMemcpyHostToDevice, context_->stream));
-  }
+  Tensor t{std::make_shared<DeviceArray>(targets.size_bytes(), context_->owned_stream),
+           targets.size(), kernels::DType::f32, formats::fp32};
+  upload_async(t.data(), targets.data(), targets.size_bytes(), context_->stream);
   return t;
 }
 

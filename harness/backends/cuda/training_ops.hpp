@@ -31,28 +31,39 @@
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
 #include "harness/train/ops.hpp"
+#include "kernels/cuda_stream.hpp"
 #include "kernels/op_kernels.hpp"
 
 namespace ampbench::backends::cuda {
+
+// The stream a CudaOps runs on, owned jointly by the ops and by every array allocated on it: an
+// array freed after its CudaOps is gone still enqueues its free on a live stream.
+using SharedStream = std::shared_ptr<const kernels::CudaStream>;
 
 // Device memory from the stream-ordered pool, freed on its stream when the last tensor holding it
 // goes.
 class DeviceArray {
  public:
-  DeviceArray(std::size_t bytes, cudaStream_t stream);
+  DeviceArray(std::size_t bytes, SharedStream stream);
   ~DeviceArray();
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
 
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_->get(); }
 
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
-  cudaStream_t stream_ = nullptr;
+  SharedStream stream_;
 };
+
+// Copies `bytes` of host memory to device memory on `stream` without waiting for it. The source
+// may be pageable memory the caller frees at once: it is first copied into memory the upload owns,
+// which a host function enqueued after the copy releases, so the copy never depends on the driver
+// having staged the source before cudaMemcpyAsync returned.
+void upload_async(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
 
 // A tensor on the device: `size` elements of `type`, whose values are values of `format` (fp32,
 // fp16 or bf16: the format the type holds).
@@ -85,6 +96,7 @@ class CudaOps {
 
   const policy::Policy& policy() const { return policy_; }
   cudaStream_t stream() const;
+  const SharedStream& shared_stream() const;
 
   // Phases timed into `recorder` from now on (null: none); with NVTX hooks in the recorder they
   // are NVTX ranges too.

@@ -15,7 +15,9 @@
 namespace ampbench::backends::cuda {
 
 struct CudaOps::Context {
-  cudaStream_t stream = nullptr;
+  // Shared with every array allocated on it (DeviceArray), which may outlive this context.
+  SharedStream owned_stream;
+  cudaStream_t stream = nullptr;  // owned_stream's
   LtMatmul matmul;
   // Created on the first convolution, bound to `stream`: the mlp needs no cuDNN.
   std::optional<kernels::CudnnHandle> cudnn;

@@ -23,7 +23,7 @@ TEST(FingerprintCli, CpuPresetMatchesItselfRowByRow) {
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("# preset: ampere-bf16"), std::string::npos) << run.out;
   const auto rows = tsv_rows(run.out, true);
-  ASSERT_EQ(rows.size(), 10u) << run.out;  // header and nine parameters
+  ASSERT_EQ(rows.size(), 11u) << run.out;  // header and ten parameters
   EXPECT_EQ(rows[0], (std::vector<std::string>{"parameter", "inferred", "preset", "match"}));
   for (std::size_t i = 1; i < rows.size(); ++i) {
     ASSERT_EQ(rows[i].size(), 4u);
@@ -32,6 +32,7 @@ TEST(FingerprintCli, CpuPresetMatchesItselfRowByRow) {
   }
   EXPECT_EQ(rows[4], (std::vector<std::string>{"fraction_bits", "24", "24", "yes"}));
   EXPECT_EQ(rows[8], (std::vector<std::string>{"fused_k", "8", "8", "yes"}));
+  EXPECT_EQ(rows[10], (std::vector<std::string>{"zero_sign_kept", "yes", "yes", "yes"}));
 }
 
 // An emulated Ampere against Hopper's preset: F 24 against 25, 8 products per step against 16.
@@ -48,8 +49,8 @@ TEST(FingerprintCli, MismatchExitsWith1AndNamesTheParameters) {
   EXPECT_EQ(record["schema"], "ampbench.fingerprint/1");
   EXPECT_EQ(record["preset"], "hopper-fp16");
   EXPECT_EQ(record["match"], false);
-  ASSERT_EQ(record["parameters"].size(), 9u);
-  ASSERT_EQ(record["evidence"].size(), 9u);
+  ASSERT_EQ(record["parameters"].size(), 10u);
+  ASSERT_EQ(record["evidence"].size(), 10u);
   const auto& f = record["evidence"][3];
   EXPECT_EQ(f["parameter"], "fraction_bits");
   EXPECT_EQ(f["verdict"], "F = 24");

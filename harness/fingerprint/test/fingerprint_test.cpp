@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampbench::numeric {
@@ -131,8 +134,19 @@ TEST_P(PresetFingerprint, RecoversEveryParameterOfThePreset) {
   } else {
     EXPECT_FALSE(p.monotonic.has_value());
   }
+  // A nonzero sum that rounds to zero keeps its sign in every model (IEEE rounding of the exact
+  // sum), where a probe applies: inputs whose smallest normal squared lies below half an fp16
+  // accumulator's smallest subnormal (fp16, e5m2), or bf16 and tf32 into fp32 with F >= 24.
+  const bool zero_probe = m.accumulator() == MmaAccumulator::fp16
+                              ? 2 * m.input.emin <= -25
+                              : m.input.emin <= -75 && m.fraction_bits >= 24;
+  if (zero_probe) {
+    EXPECT_EQ(p.zero_sign_kept, true);
+  } else {
+    EXPECT_FALSE(p.zero_sign_kept.has_value());
+  }
   EXPECT_EQ(mismatches(p, predicted_parameters(m)), std::vector<std::string>{});
-  ASSERT_EQ(fp.evidence.size(), 9u);
+  ASSERT_EQ(fp.evidence.size(), 10u);
   for (const Evidence& e : fp.evidence) {
     EXPECT_FALSE(e.verdict.empty()) << e.parameter;
     EXPECT_EQ(e.verdict.find("no hypothesis"), std::string::npos) << e.parameter;
@@ -215,6 +229,7 @@ TEST(Fingerprint, EvidenceCarriesProbesOutputsAndHypotheses) {
   EXPECT_EQ(fp.executor, executor.description());
   for (const Evidence& e : fp.evidence) {
     SCOPED_TRACE(e.parameter);
+    if (e.verdict.starts_with("not applicable")) continue;  // fp16 into fp32: no zero-sign probe
     EXPECT_FALSE(e.probes.empty());
     EXPECT_EQ(e.outputs.size(), e.probes.size());
     for (const Hypothesis& h : e.hypotheses) EXPECT_EQ(h.expected.size(), e.outputs.size());
@@ -225,6 +240,52 @@ TEST(Fingerprint, EvidenceCarriesProbesOutputsAndHypotheses) {
   ASSERT_EQ(f.hypotheses.size(), 3u);
   EXPECT_EQ(f.hypotheses[1].name, "F = 24");
   EXPECT_EQ(f.verdict, "F = 24");
+}
+
+// The zero-sign probes of the two settings that decide it on hardware (fp16 into fp16: -2^-14 *
+// 2^-14 = -2^-28; bf16 into fp32: -2^-75 * 2^-75 = -2^-150), and an executor that returns +0 for
+// them, as MMA-Sim's reference does: inferred as not keeping the sign, a mismatch with the preset.
+TEST(Fingerprint, TheSignOfAZeroFromANonzeroSum) {
+  class PositiveZero final : public Executor {
+   public:
+    explicit PositiveZero(const MmaModel& m) : model_(m) {}
+    std::string description() const override { return "+0"; }
+    numeric::Format input() const override { return model_.input(); }
+    MmaAccumulator accumulator() const override { return model_.accumulator(); }
+    int instruction_k() const override { return model_.instruction_k(); }
+    std::vector<double> run(std::span<const Probe> probes) override {
+      std::vector<double> d = model_.run(probes);
+      for (double& v : d) v = v == 0.0 ? 0.0 : v;  // every zero +0
+      return d;
+    }
+
+   private:
+    ModelExecutor model_;
+  };
+  for (const auto& [preset, a] :
+       {std::pair{"ampere-fp16-acc16", -0x1p-14}, std::pair{"hopper-bf16", -0x1p-75}}) {
+    SCOPED_TRACE(preset);
+    const MmaModel m = *numeric::mma_model_named(preset);
+    ModelExecutor model(m);
+    const Fingerprint fp = take_fingerprint(model);
+    const Evidence& e = fp.evidence.back();
+    ASSERT_EQ(e.parameter, "zero_sign_kept");
+    ASSERT_EQ(e.probes.size(), 1u);
+    EXPECT_EQ(e.probes[0].c, 0.0);
+    EXPECT_FALSE(std::signbit(e.probes[0].c));
+    // In the instruction's last slot, after zero products.
+    std::vector<double> want_a(static_cast<std::size_t>(m.instruction_k), 0.0), want_b = want_a;
+    want_a.back() = a;
+    want_b.back() = -a;
+    EXPECT_EQ(e.probes[0].a, want_a);
+    EXPECT_EQ(e.probes[0].b, want_b);
+    EXPECT_TRUE(std::signbit(e.outputs[0]));
+    EXPECT_EQ(fp.parameters.zero_sign_kept, true);
+    PositiveZero positive(m);
+    const Parameters p = take_fingerprint(positive).parameters;
+    EXPECT_EQ(p.zero_sign_kept, false);
+    EXPECT_EQ(mismatches(p, predicted_parameters(m)), std::vector<std::string>{"zero_sign_kept"});
+  }
 }
 
 // An executor whose outputs no hypothesis explains leaves the parameters unknown, and the

@@ -8,9 +8,12 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampbench::backends::cpu {
@@ -356,6 +359,66 @@ TEST(EmulateSoftmax, Fp16ExpUnderflowsWhereFp32DoesNot) {
   EXPECT_GT(fp16_events.intermediate[RoundingEvent::flush_to_zero], 0u);
   EXPECT_GT(amp[1], 2e-9);
   EXPECT_EQ(fp32_events.intermediate[RoundingEvent::flush_to_zero], 0u);
+}
+
+// Rows holding NaN, as PyTorch's row ops treat them: the maximum propagates NaN, so every output
+// of such a row is NaN (a maximum that dropped NaN, as fmaxf does, gives a row of NaN -inf and a
+// row of NaN and +inf a finite or infinite result). The last row is finite and stays so. The CUDA
+// kernels share the maximum (kernels/op_math.hpp) and their test checks the same rows.
+TEST(EmulateRowOps, ARowHoldingNaNIsNaNThroughoutInEveryRowOp) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::size_t rows = 5, cols = 3;
+  const std::vector<double> x{nan,  nan, nan, nan, inf, 1.0, 1.0, nan,
+                              -inf, inf, 2.0, nan, 2.0, 1.0, 0.5};
+  const std::vector<double> dy{0.5,  -1.0, 0.25, 0.5,  -1.0, 0.25, 0.5, -1.0,
+                               0.25, 0.5,  -1.0, 0.25, 0.5,  -1.0, 0.25};
+  const std::vector<std::int64_t> targets{0, 1, 2, 1, 0};
+  const std::vector<double> gamma{1.0, 2.0, 0.5}, beta{0.0, 1.0, -1.0};
+  Events events;
+  const Arithmetic fp32 = all(formats::fp32);
+  const std::pair<const char*, std::vector<double>> per_element[] = {
+      {"softmax", softmax(fp32, x, rows, cols, events)},
+      {"log_softmax", log_softmax(fp32, x, rows, cols, events)},
+      {"softmax_backward", softmax_backward(fp32, x, dy, rows, cols, events)},
+      {"log_softmax_backward", log_softmax_backward(fp32, x, dy, rows, cols, events)},
+      {"cross_entropy_backward", cross_entropy_backward(fp32, x, targets, rows, cols, events)},
+      {"layer_norm", layer_norm(fp32, x, rows, cols, 1e-5, gamma, beta, events)},
+      {"rms_norm", rms_norm(fp32, x, rows, cols, 1e-6, gamma, events)},
+      {"layer_norm_backward", layer_norm_backward(fp32, x, dy, rows, cols, 1e-5, gamma, events)}};
+  for (const auto& [name, y] : per_element) {
+    ASSERT_EQ(y.size(), rows * cols) << name;
+    for (std::size_t i = 0; i < (rows - 1) * cols; ++i) {
+      EXPECT_TRUE(std::isnan(y[i])) << name << " row " << i / cols << " column " << i % cols;
+    }
+    for (std::size_t i = (rows - 1) * cols; i < rows * cols; ++i) {
+      EXPECT_TRUE(std::isfinite(y[i])) << name << " finite row, column " << i % cols;
+    }
+  }
+  const std::vector<double> lse = logsumexp(fp32, x, rows, cols, events);
+  for (std::size_t r = 0; r + 1 < rows; ++r)
+    EXPECT_TRUE(std::isnan(lse[r])) << "logsumexp row " << r;
+  EXPECT_TRUE(std::isfinite(lse[rows - 1]));
+  // Each row's loss term is NaN, so the mean is; without the NaN rows it is finite.
+  EXPECT_TRUE(std::isnan(cross_entropy(fp32, x, targets, rows, cols, 0.0, events)));
+  EXPECT_TRUE(std::isnan(cross_entropy(fp32, std::span(x).subspan(3, 3),
+                                       std::span(targets).subspan(1, 1), 1, cols, 0.0, events)));
+  EXPECT_TRUE(std::isfinite(cross_entropy(fp32, std::span(x).subspan(12, 3),
+                                          std::span(targets).subspan(4, 1), 1, cols, 0.0, events)));
+}
+
+// torch.logsumexp of a row whose maximum is infinite is that maximum: +inf for a row holding +inf,
+// -inf for a row of -inf (not the NaN of inf - inf), as the CUDA kernel and the reference give.
+TEST(EmulateRowOps, LogsumexpOfAnInfiniteMaximumIsTheMaximum) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x{inf, 1.0, -inf, -inf, -inf, 3.0};
+  Events events;
+  for (const auto& f : {formats::fp32, formats::fp16, formats::bf16}) {
+    const std::vector<double> lse = logsumexp(all(f), x, 3, 2, events);
+    EXPECT_EQ(lse[0], inf) << f.name;
+    EXPECT_EQ(lse[1], -inf) << f.name;
+    EXPECT_EQ(lse[2], 3.0) << f.name;  // exp(-inf - 3) = 0: log(1) = 0
+  }
 }
 
 // relu's backward is ATen's threshold_backward, a select: where x <= 0 it is +0 even for an

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <functional>
 #include <limits>
 #include <numbers>
@@ -169,6 +170,28 @@ TEST(OpMath, LargeArgumentsSaturateWithoutNan) {
   EXPECT_EQ(gelu(-100.0F), -0.0F);
   EXPECT_EQ(silu(-1e30F), -0.0F);
   EXPECT_EQ(gelu_derivative(100.0F), 1.0F);
+}
+
+// The row maximum propagates NaN in either operand, as PyTorch's max does; fmaxf would drop it.
+TEST(OpMath, MaxPropagatesNaNFromEitherSide) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(max_propagating_nan(nan, 1.0F)));
+  EXPECT_TRUE(std::isnan(max_propagating_nan(1.0F, nan)));
+  EXPECT_TRUE(std::isnan(max_propagating_nan(-inf, nan)));
+  EXPECT_TRUE(std::isnan(max_propagating_nan(nan, inf)));
+  EXPECT_TRUE(std::isnan(max_propagating_nan(inf, nan)));
+  EXPECT_FALSE(std::isnan(std::fmax(-inf, nan)));  // what the kernels used before
+  EXPECT_EQ(max_propagating_nan(-inf, 2.0F), 2.0F);
+  EXPECT_EQ(max_propagating_nan(3.0F, -1.0F), 3.0F);
+  EXPECT_EQ(max_propagating_nan(inf, 1e30F), inf);
+  // A row folded from -inf as the kernels fold it: NaN wherever it stands.
+  for (std::size_t at = 0; at < 4; ++at) {
+    float m = -inf;
+    for (std::size_t i = 0; i < 4; ++i) m = max_propagating_nan(m, i == at ? nan : 1.0F);
+    EXPECT_TRUE(std::isnan(m)) << "NaN at " << at;
+  }
+  EXPECT_TRUE(std::isnan(max_propagating_nan(0.5, std::numeric_limits<double>::quiet_NaN())));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "harness/train/ops.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
+#include "kernels/cuda_check.hpp"
 #include "kernels/test/gpu_test.hpp"
 
 namespace ampbench::backends::cuda {
@@ -106,6 +108,41 @@ TEST_F(TrainingOnGpu, AmpLayersFollowAutocastsDtypeFlow) {
   // fp16 and bf16 values that differ by a rounding or two: fp16's and bf16's unit roundoff.
   compare_layers("amp-fp16", 4e-3);
   compare_layers("amp-bf16", 3e-2);
+}
+
+// A tensor may outlive the CudaOps that made it: its memory is freed on the ops' stream, which the
+// tensor keeps alive (a raw handle would name a destroyed stream), and its values stay readable.
+TEST_F(TrainingOnGpu, ATensorOutlivesItsOps) {
+  CudaTensor kept;
+  const std::vector<double> values{1.0, -2.5, 0.125, 3.0};
+  {
+    CudaOps ops(builtin("fp32"));
+    kept = ops.constant(values);
+  }
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(CudaOps::to_doubles(kept), values);
+  kept = CudaTensor{};  // frees on the stream, which then goes
+  AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "a CUDA call failed while freeing";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// parameter() and constant() enqueue their uploads without waiting: the host values may be freed
+// or overwritten as soon as they return, and the device still receives what they were.
+TEST_F(TrainingOnGpu, UploadsDoNotReadTheirSourcesAfterReturning) {
+  CudaOps ops(builtin("fp32"));
+  std::vector<CudaTensor> tensors;
+  std::vector<std::vector<float>> expected;
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    std::vector<float> source = uniform(std::size_t{1} << 20, 1.0F, 100 + i);
+    expected.push_back(source);
+    tensors.push_back(ops.parameter(source));
+    std::fill(source.begin(), source.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::vector<double> got = CudaOps::to_doubles(tensors[i]);
+    EXPECT_EQ(got, std::vector<double>(expected[i].begin(), expected[i].end())) << "tensor " << i;
+  }
 }
 
 TEST_F(TrainingOnGpu, ShortTrainingTracksTheReference) {
