@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -118,6 +119,11 @@ std::vector<Budget> parse_budgets(std::string_view text, std::string_view source
 }
 
 std::vector<Budget> load_budgets(const std::string& path) {
+  // A directory opens as a file and reads as nothing: no budgets, and no word of it.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw BudgetError(fmt::format("{}: cannot open: is a directory", path));
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw BudgetError(fmt::format("{}: cannot open", path));
   std::stringstream text;

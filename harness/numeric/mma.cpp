@@ -27,6 +27,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "harness/numeric/clones.hpp"
+
 namespace ampbench::numeric {
 namespace {
 
@@ -252,10 +254,10 @@ template <MmaOutput Output>
 // Steps 1-4 of one fused step (see mma.hpp) for a.rows x w lanes: the lanes' c and the products
 // a_rl b_lj with b_lj = b_value/b_exponent[l * stride + j], then normalise_lanes. The same integer
 // terms as mma_fused_sum (see binary64_terms), added in another order (exactly).
-[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), gnu::flatten]] void
-fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* __restrict b_value,
-                 const std::int32_t* __restrict b_exponent, std::size_t stride, std::size_t w,
-                 Lanes& lanes) {
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* __restrict b_value,
+                      const std::int32_t* __restrict b_exponent, std::size_t stride, std::size_t w,
+                      Lanes& lanes) {
   for (std::size_t r = 0; r < a.rows; ++r) {
     const std::int32_t* __restrict c_exp = lanes.exponent.data() + r * kColumns;
     std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -611,6 +612,11 @@ Policy parse_policy(std::string_view text, std::string_view source_name) {
 }
 
 Policy load_policy(const std::string& path) {
+  // A directory opens as a file and reads as nothing.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw PolicyError(path, 0, 0, "cannot open the policy file: is a directory");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     throw PolicyError(path, 0, 0,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <string>
@@ -88,11 +89,12 @@ std::string variant_of(const nlohmann::json& detail) {
 
 // The size an op's error grows with: the shape's last dimension, which is the inner dimension K
 // of gemm and bmm, the length of a reduction (dot, sum, mean) and the row length of a row-wise op;
-// NaN for shapes that are not a plain AxBx... (convolutions).
+// NaN for shapes that are not a plain AxBx... (convolutions), and for a hand-edited record's "8x".
 double problem_size(const std::string& shape) {
-  if (shape.empty() || shape.find_first_not_of("0123456789x") != std::string::npos) return kNaN;
-  const auto last = shape.rfind('x');
-  return std::stod(last == std::string::npos ? shape : shape.substr(last + 1));
+  const std::string last = shape.substr(shape.rfind('x') + 1);  // no 'x': npos + 1 == 0, all of it
+  if (last.empty() || shape.find_first_not_of("0123456789x") != std::string::npos) return kNaN;
+  const double n = std::strtod(last.c_str(), nullptr);  // digits only; too many are inf
+  return std::isfinite(n) ? n : kNaN;
 }
 
 // "1", "2", "4", ..., "512", "2^10" ..., ">2^32": a bucket's largest ulp error.

@@ -63,14 +63,21 @@ class Reader {
     return static_cast<std::uint64_t>(i->get());
   }
 
-  // A non-empty array of strings, each with its node for messages.
+  // A non-empty array of strings, none twice (an entry's lists multiply: a repeated one would
+  // make every case twice), each with its node for messages.
   std::vector<std::pair<std::string, const toml::node*>> strings(const toml::node& node,
                                                                  std::string_view where) const {
     const auto* array = node.as_array();
     if (array == nullptr || array->empty())
       fail(node, where, "must be a non-empty array of strings");
     std::vector<std::pair<std::string, const toml::node*>> items;
-    for (const auto& item : *array) items.emplace_back(string(item, where), &item);
+    for (const auto& item : *array) {
+      std::string text = string(item, where);
+      for (const auto& [seen, seen_node] : items) {
+        if (seen == text) fail(item, where, fmt::format("'{}' appears twice", text));
+      }
+      items.emplace_back(std::move(text), &item);
+    }
     return items;
   }
 
@@ -170,6 +177,19 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
   std::size_t samples = 0;
   if (const toml::node* node = table.get("samples")) {
     samples = reader.natural(*node, "[[audit]] samples", 0);
+  }
+  // Counted before the cases are made: a few lines of lists can multiply to millions of them.
+  const std::size_t shape_count = std::max<std::size_t>(shape_texts.size(), 1);
+  std::size_t product = 1;
+  for (const std::size_t n : {op_list.size(), shape_count, policies.size(), dists.size()}) {
+    product = product > kMaxSuiteCases / n ? kMaxSuiteCases + 1 : product * n;
+  }
+  if (cases.size() + product > kMaxSuiteCases) {
+    reader.fail(
+        table, kTable,
+        fmt::format("{} ops x {} shapes x {} policies x {} dists would make the suite more "
+                    "than {} cases; split it",
+                    op_list.size(), shape_count, policies.size(), dists.size(), kMaxSuiteCases));
   }
 
   for (const auto* op : op_list) {
@@ -358,6 +378,11 @@ std::string_view SuiteCase::kind() const {
 }
 
 Suite load_suite(const std::string& path) {
+  // A directory opens as a file and reads as nothing.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw SuiteError(fmt::format("{}: cannot read the suite file: is a directory", path));
+  }
   std::ifstream file(path);
   if (!file) throw SuiteError(fmt::format("{}: cannot read the suite file", path));
   std::stringstream text;

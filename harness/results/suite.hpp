@@ -59,6 +59,10 @@ struct Suite {
   std::vector<SuiteCase> cases;
 };
 
+// The most cases a suite may expand to: each holds its policy, and a few lines of lists could
+// otherwise make millions of them before any check. audit-full has about 1500.
+inline constexpr std::size_t kMaxSuiteCases = 100000;
+
 // Reads a suite. `source_name` names it in messages; relative policy files and the budgets file
 // are found in `directory` (the suite file's), where budgets.toml is the default budgets file.
 Suite parse_suite(std::string_view text, std::string_view source_name,

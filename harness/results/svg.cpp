@@ -155,9 +155,12 @@ Domain domain_of(double lo, double hi, int log_base, bool from_zero) {
   }
   if (log_base) {
     // A point on the frame is hard to see: at least a quarter of a power of room at either end.
+    // Within the positive binary64 range: the room around 1e-320 or 1e308 would reach 0 or inf.
     const double b = log_base;
-    const double dlo = std::pow(b, std::floor(std::log(lo) / std::log(b) - 0.25));
-    const double dhi = std::pow(b, std::ceil(std::log(hi) / std::log(b) + 0.25));
+    const double dlo = std::max(std::pow(b, std::floor(std::log(lo) / std::log(b) - 0.25)),
+                                std::numeric_limits<double>::denorm_min());
+    const double dhi = std::min(std::pow(b, std::ceil(std::log(hi) / std::log(b) + 0.25)),
+                                std::numeric_limits<double>::max());
     return {dlo, dhi, log_ticks(dlo, dhi, log_base)};
   }
   if (from_zero) lo = std::min(lo, 0.0);
@@ -195,9 +198,14 @@ std::vector<double> linear_ticks(double lo, double hi, int count) {
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   const double norm = raw / magnitude;
   const double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
+  // At most 1.5 count + 1 ticks, counted: where lo / step is beyond 2^53 (lo = 1e16, hi = lo + 2),
+  // k + 1 == k, and a loop on k alone never ended.
+  const double first = std::ceil(lo / step - 1e-9);
   std::vector<double> ticks;
-  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) {
-    ticks.push_back(k * step == 0 ? 0.0 : k * step);  // no -0
+  for (int i = 0; i <= 2 * count + 1; ++i) {
+    const double t = (first + i) * step;
+    if (t > hi + step * 1e-9) break;
+    if (ticks.empty() || t > ticks.back()) ticks.push_back(t == 0 ? 0.0 : t);  // no -0
   }
   return ticks;
 }

@@ -127,7 +127,8 @@ void finish_targets(Dataset& d, std::optional<std::size_t> classes, std::string_
     }
     max = std::max(max, t);
   }
-  d.classes = classes ? *classes : static_cast<std::size_t>(max + 1);
+  // In unsigned arithmetic: max + 1 overflows an int64 for the label 2^63 - 1.
+  d.classes = classes ? *classes : static_cast<std::size_t>(max) + 1;
 }
 
 std::string_view trim(std::string_view s) {

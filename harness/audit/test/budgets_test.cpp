@@ -54,6 +54,12 @@ TEST(Budgets, ErrorsNameFileLineAndProblem) {
             "b.toml:1:1: unknown key 'budgets' (expected [[budget]] tables)");
   EXPECT_NE(error_of("[[budget]\n").find("b.toml:1:"), std::string::npos);
   EXPECT_THROW(load_budgets("/nonexistent/b.toml"), BudgetError);
+  try {
+    load_budgets("/");
+    ADD_FAILURE() << "a directory read as budgets";
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(std::string(e.what()), "/: cannot open: is a directory");
+  }
 }
 
 metrics::ErrorSummary one_ulp_off() {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "harness/backends/cpu/rounders.hpp"
+#include "harness/numeric/clones.hpp"
 
 namespace ampbench::backends::cpu {
 
@@ -77,9 +78,9 @@ using Counts = std::array<std::uint64_t, numeric::kRoundingEventCount>;
 // Branch-free, so that it vectorises; compiled for AVX-512 and AVX2 where the CPU has them (the
 // results are the same: binary32 arithmetic is IEEE everywhere, and nothing is fused). Flattened:
 // without it the product's lambda stays a call per element and nothing vectorises.
-[[gnu::target_clones("avx512f", "avx2", "default"), gnu::flatten]] void binary32_step(
-    float* __restrict row, const float* __restrict bf, const double* __restrict bd, float af,
-    double ad, std::size_t n, bool first, Counts& counts) {
+AMPBENCH_CLONES_FLATTENED("avx512f", "avx2", "default")
+void binary32_step(float* __restrict row, const float* __restrict bf, const double* __restrict bd,
+                   float af, double ad, std::size_t n, bool first, Counts& counts) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr float kInfF = std::numeric_limits<float>::infinity();
   // Flags as 0/1 integers combined with & and |: no short-circuit, no control flow.
@@ -181,10 +182,11 @@ bool binary32_ordinary(std::span<const double> a, std::span<const double> b, std
 // nothing. Vectorised across j as binary32_step is; the clones are the x86-64 levels with FMA (the
 // baseline clone calls the C library's fma, correct but slow: gemm takes this path only where the
 // CPU has x86-64-v3 and so one of the FMA clones).
-[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), gnu::flatten]] std::uint64_t
-binary32_ordinary_rows(float* __restrict s0, float* __restrict s1, float* __restrict s2,
-                       float* __restrict s3, const float* __restrict a4, const float* __restrict b,
-                       std::size_t b_stride, std::size_t n, std::size_t k) {
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+std::uint64_t binary32_ordinary_rows(float* __restrict s0, float* __restrict s1,
+                                     float* __restrict s2, float* __restrict s3,
+                                     const float* __restrict a4, const float* __restrict b,
+                                     std::size_t b_stride, std::size_t n, std::size_t k) {
   std::uint64_t inexact = 0;
   {
     std::uint32_t count = 0;
@@ -259,7 +261,7 @@ std::vector<double> gemm(const Arithmetic& arithmetic, Summation summation, std:
     }
     e.output.count[static_cast<int>(numeric::RoundingEvent::exact)] += exact;
   };
-  if (binary32 && __builtin_cpu_supports("x86-64-v3") && binary32_ordinary(a, b, k)) {
+  if (binary32 && numeric::cpu_has_x86_64_v3() && binary32_ordinary(a, b, k)) {
     // Four rows of C at a time share each row of B (from L2), in column blocks whose four rows of
     // sums stay in L1.
     constexpr std::size_t kColumns = 512;

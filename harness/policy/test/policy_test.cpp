@@ -445,6 +445,12 @@ TEST(UserPolicy, MissingFileNamesThePath) {
     EXPECT_EQ(std::string(e.what()),
               "/nonexistent/policy.toml: cannot open the policy file: No such file or directory");
   }
+  try {
+    load_policy("/");
+    ADD_FAILURE() << "a directory read as a policy";
+  } catch (const PolicyError& e) {
+    EXPECT_EQ(std::string(e.what()), "/: cannot open the policy file: is a directory");
+  }
 }
 
 }  // namespace

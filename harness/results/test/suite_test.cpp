@@ -226,6 +226,9 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
       {"name = \"x\"\naudit = 3\n", "suites/x.toml:2: audit: must be an array of tables"},
       {"name = \"x\"\n[[audit]\n", "suites/x.toml:2: "},
       {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\", \"fp32\"]\n",
+       "suites/x.toml:4: [[audit]] policies: 'fp32' appears twice"},
+      {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\"]\n"
+       "[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\"]\n",
        "suites/x.toml: the case audit/dot/"},
   };
   for (const auto& c : cases) {
@@ -239,12 +242,41 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
   }
 }
 
+// A few lines of lists could make millions of cases, each holding its policy: the count is
+// checked before any case is made (found by fuzzing, docs/fuzzing.md).
+TEST(Suite, AnEntryThatWouldMakeTooManyCasesIsRefusedBeforeExpanding) {
+  std::string shapes;
+  for (int n = 1; n <= 400; ++n) shapes += (n == 1 ? "\"" : ", \"") + std::to_string(n) + "\"";
+  std::string dists;
+  for (int v = 1; v <= 42; ++v) {
+    dists += (v == 1 ? "\"" : ", \"") + ("constant:value=" + std::to_string(v)) + "\"";
+  }
+  const std::string text = "name = \"x\"\n[[audit]]\nops = [\"dot\"]\nshapes = [" + shapes +
+                           "]\npolicies = [\"fp32\", \"tf32\", \"fp16\", \"bf16\", "
+                           "\"amp-fp16\", \"amp-bf16\"]\ndists = [" +
+                           dists + "]\n";
+  try {
+    parse(text);
+    FAIL();
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "suites/x.toml:2: [[audit]]: 1 ops x 400 shapes x 6 policies x 42 dists would make "
+              "the suite more than 100000 cases; split it");
+  }
+}
+
 TEST(Suite, AMissingFileIsNamed) {
   try {
     load_suite("/nonexistent/suite.toml");
     FAIL();
   } catch (const SuiteError& e) {
     EXPECT_EQ(std::string(e.what()), "/nonexistent/suite.toml: cannot read the suite file");
+  }
+  try {
+    load_suite("/");
+    FAIL();
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(std::string(e.what()), "/: cannot read the suite file: is a directory");
   }
 }
 

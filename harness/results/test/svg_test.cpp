@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/results/test/svg_scan.hpp"
@@ -44,6 +45,9 @@ TEST(Svg, LinearTicksAreOneTwoOrFiveTimesAPowerOfTen) {
   const auto around_zero = linear_ticks(-1, 1, 4);
   ASSERT_EQ(around_zero.size(), 5u);
   EXPECT_FALSE(std::signbit(around_zero[2]));  // 0, not -0
+  // Beyond 2^53 steps of the tick spacing, k + 1 == k: the ticks are counted, not stepped forever
+  // (found by fuzzing the report, docs/fuzzing.md).
+  EXPECT_EQ(linear_ticks(1e16, 1e16 + 2, 5), (std::vector<double>{1e16, 1e16 + 2}));
 }
 
 TEST(Svg, LogTicksArePowersThinnedOnWideRanges) {
@@ -53,6 +57,20 @@ TEST(Svg, LogTicksArePowersThinnedOnWideRanges) {
   EXPECT_EQ(log_ticks(1, 1 << 20, 2), (std::vector<double>{1, 8, 64, 512, 4096, 32768, 262144}));
   EXPECT_LE(log_ticks(1e-30, 1, 10).size(), 8u);
   EXPECT_THROW(log_ticks(0, 1, 10), std::invalid_argument);
+}
+
+// The room around the values stays within the positive binary64 range: below 1e-320 a power of
+// ten is 0, above 1e308 it is inf (found by fuzzing the report, docs/fuzzing.md).
+TEST(Svg, LogDomainsOfExtremeValuesStayFinite) {
+  for (const auto& [lo, hi] : {std::pair{5e-324, 1e-300}, std::pair{1.0, 1e308},
+                               std::pair{5e-324, std::numeric_limits<double>::max()}}) {
+    const Domain d = domain_of(lo, hi, 10, false);
+    EXPECT_GT(d.lo, 0);
+    EXPECT_LE(d.lo, lo);
+    EXPECT_TRUE(std::isfinite(d.hi));
+    EXPECT_GE(d.hi, hi);
+    EXPECT_FALSE(d.ticks.empty());
+  }
 }
 
 TEST(Svg, TickLabelsAreShort) {

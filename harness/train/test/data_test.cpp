@@ -696,6 +696,13 @@ TEST(Csv, FirstRowWithANonNumberIsAHeader) {
   EXPECT_EQ(r.targets, (std::vector<std::int64_t>{1, 0}));
 }
 
+// The largest int64 label counts its classes without overflowing (found by fuzzing,
+// docs/fuzzing.md; the sanitizer build's UBSan checks it).
+TEST(Csv, TheLargestLabelCountsItsClasses) {
+  const Dataset r = load_dataset_csv(temp_file("big.csv", "1,2,9223372036854775807\n"));
+  EXPECT_EQ(r.classes, std::size_t{1} << 63);
+}
+
 TEST(Csv, EveryErrorNamesTheLineAndWhatIsWrong) {
   EXPECT_EQ(csv_error(""), "empty file");
   EXPECT_EQ(csv_error("# nothing\n\n"), "no data rows");
