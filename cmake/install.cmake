@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 # Exported as ampbench::<name>: ampbench::audit, ampbench::results, ...
 set(ampbench_exported
-  numeric io metrics policy inputs backend_cpu ops audit train profile results reference_exact
+  numeric files io metrics policy inputs backend_cpu ops audit train profile results reference_exact
   reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)

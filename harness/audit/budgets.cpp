@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <cmath>
+
+#include "harness/io/files.hpp"
+#include "harness/ops/catalog.hpp"
+#include "harness/policy/policy.hpp"
 
 namespace ampbench::audit {
 namespace {
@@ -100,6 +103,12 @@ std::vector<Budget> parse_budgets(std::string_view text, std::string_view source
     };
     Budget b;
     b.op = text_of("op");
+    // A misspelt op would never apply: the gate would be off without a word.
+    if (b.op != "*" && ops::find_op(b.op) == nullptr) {
+      throw BudgetError(fmt::format("{}: op '{}' is no op of the catalog (known: {}; or \"*\")",
+                                    where(source_name, (*t)["op"].node()->source()), b.op,
+                                    ops::op_names()));
+    }
     b.policy = text_of("policy");
     const std::string metric = text_of("metric");
     const auto m = metric_from_name(metric);
@@ -110,25 +119,52 @@ std::vector<Budget> parse_budgets(std::string_view text, std::string_view source
     b.metric = *m;
     const auto limit = (*t)["limit"].value<double>();
     if (!limit) throw BudgetError(fmt::format("{}: 'limit' is required and must be a number", at));
+    // A NaN limit is never broken, and it would also take the built-in rule for its metric away.
+    const std::string limit_at = where(source_name, (*t)["limit"].node()->source());
+    if (!std::isfinite(*limit)) {
+      throw BudgetError(fmt::format("{}: limit {} is not a finite number", limit_at, *limit));
+    }
+    if (b.metric == Metric::fraction_correctly_rounded && !(*limit >= 0 && *limit <= 1)) {
+      throw BudgetError(fmt::format("{}: limit {} of fraction_correctly_rounded is outside [0, 1]",
+                                    limit_at, *limit));
+    }
     b.limit = *limit;
     b.source = text_of("source");
-    b.origin = fmt::format("{}:{}", source_name, element.source().begin.line);
+    b.origin = at;
     budgets.push_back(std::move(b));
   }
   return budgets;
 }
 
 std::vector<Budget> load_budgets(const std::string& path) {
-  // A directory opens as a file and reads as nothing: no budgets, and no word of it.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw BudgetError(fmt::format("{}: cannot open: is a directory", path));
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw BudgetError(e.what());
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw BudgetError(fmt::format("{}: cannot open", path));
-  std::stringstream text;
-  text << file.rdbuf();
-  return parse_budgets(text.str(), path);
+  return parse_budgets(text, path);
+}
+
+void check_policies(const std::vector<Budget>& budgets,
+                    const std::vector<std::string>& run_policies) {
+  for (const auto& b : budgets) {
+    if (b.policy == "*" || policy::find_builtin(b.policy) != nullptr ||
+        std::find(run_policies.begin(), run_policies.end(), b.policy) != run_policies.end()) {
+      continue;
+    }
+    std::string others;
+    for (const auto& name : run_policies) {
+      if (policy::find_builtin(name) == nullptr &&
+          others.find("'" + name + "'") == std::string::npos) {
+        others += fmt::format(", '{}'", name);
+      }
+    }
+    throw BudgetError(fmt::format(
+        "{}: policy '{}' is no policy of this run (built-in: {}{}; or \"*\"; a policy of your "
+        "own is known by its name when the run uses it)",
+        b.origin, b.policy, policy::builtin_policy_names(), others));
+  }
 }
 
 std::optional<double> metric_value(const metrics::ErrorSummary& s, Metric m) {

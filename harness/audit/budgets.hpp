@@ -42,7 +42,7 @@ struct Budget {
   Metric metric;
   double limit;
   std::string source;
-  std::string origin;  // file:line, for messages
+  std::string origin;  // file:line:column of its [[budget]], for messages
 };
 
 class BudgetError : public std::runtime_error {
@@ -50,9 +50,17 @@ class BudgetError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Parses budgets; errors name the file, the line and what is wrong.
+// Parses budgets; errors name the file, the line, the column and what is wrong. Nothing that would
+// switch a gate off silently is accepted: an op that is not in the catalog (or "*"), a limit that
+// is not finite, a fraction_correctly_rounded limit outside [0, 1]. load_budgets reads the file
+// through io::read_file (a directory is an error, not an empty file).
 std::vector<Budget> parse_budgets(std::string_view text, std::string_view source_name);
 std::vector<Budget> load_budgets(const std::string& path);
+// Every budget's policy must be "*", a built-in policy or one of `run_policies` (the names of the
+// policies the run uses): a budget for a policy that does not exist would never apply. Throws
+// BudgetError at the budget's origin.
+void check_policies(const std::vector<Budget>& budgets,
+                    const std::vector<std::string>& run_policies);
 
 // The value of a metric in a summary (empty when the summary has none, e.g. no bound).
 std::optional<double> metric_value(const metrics::ErrorSummary& summary, Metric m);

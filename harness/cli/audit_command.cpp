@@ -19,10 +19,11 @@
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/inputs/distributions.hpp"
+#include "harness/inputs/tensor_file.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -73,10 +74,14 @@ nlohmann::json not_run_record(const audit::Case& c, const std::string& reason) {
           {"status", "NOT_RUN"},    {"reason", reason}};
 }
 
-// Writes the records so far, so that the file is always a complete JSON document.
-bool write_records(const std::string& path, const nlohmann::json& records,
-                   const std::string& cuda_unavailable, std::ostream& err) {
-  nlohmann::json document{{"schema", "ampbench.audit/1"}, {"cases", records}};
+// Writes the records so far, so that the file is always a complete JSON document: `expected`
+// records in all, and complete only when written after the last case.
+bool write_records(const std::string& path, const nlohmann::json& records, std::size_t expected,
+                   bool complete, const std::string& cuda_unavailable, std::ostream& err) {
+  nlohmann::json document{{"schema", "ampbench.audit/1"},
+                          {"expected", expected},
+                          {"complete", complete},
+                          {"cases", records}};
   if (!cuda_unavailable.empty()) document["cuda_unavailable"] = cuda_unavailable;
   if (auto problem = write_json_file(path, document)) {
     err << fmt::format("{}: --json {}: {}\n", kCommand, path, *problem);
@@ -182,12 +187,11 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  const auto read = read_policies(
-      kCommand,
+  const std::vector<std::string> policy_names =
       args.all && args.policies.empty()
           ? std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}
-          : split_list(args.policies.empty() ? "fp32" : args.policies),
-      err);
+          : split_list(args.policies.empty() ? "fp32" : args.policies);
+  const auto read = read_policies(kCommand, policy_names, err);
   if (!read) return kExitUsage;
   const std::vector<policy::Policy>& policies = *read;
   // The Tensor Core model of each policy (audit::mma_for).
@@ -227,8 +231,13 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
+  FilePlan files;
+  for (const auto& file : policy_files(policy_names)) files.input("--policy", file);
   try {
-    inputs::parse_spec(args.dist);
+    const inputs::Spec spec = inputs::parse_spec(args.dist);
+    if (spec.kind == inputs::Kind::file) {
+      files.input("--dist", inputs::tensor_file_path(spec.path));
+    }
   } catch (const inputs::SpecError& e) {
     err << fmt::format("{}: --dist: {}\n", kCommand, e.what());
     return kExitUsage;
@@ -239,18 +248,21 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   if (budgets_path.empty() && std::filesystem::exists(kDefaultBudgets))
     budgets_path = kDefaultBudgets;
   if (!budgets_path.empty() && budgets_path != "none") {
+    files.input("--budgets", budgets_path);
     try {
       budgets = audit::load_budgets(budgets_path);
+      std::vector<std::string> names;
+      for (const auto& p : policies) names.push_back(p.name);
+      audit::check_policies(budgets, names);
     } catch (const audit::BudgetError& e) {
       err << fmt::format("{}: --budgets: {}\n", kCommand, e.what());
       return kExitUsage;
     }
   }
-  if (!args.json.empty()) {
-    if (auto problem = json_path_problem(args.json)) {
-      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
-      return kExitUsage;
-    }
+  if (!args.json.empty()) files.output("--json", args.json);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
   }
 
   // ---- the cases ------------------------------------------------------------------------------
@@ -295,6 +307,14 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
       widths.shape, "dist", "max_ulp", "mean_ulp", "normwise", "bound", "CR%", "uflow", "oflow",
       "nan", "status");
   nlohmann::json records = nlohmann::json::array();
+  // A record per case and backend: the CPU's, and the GPU's (run, or NOT_RUN with the reason).
+  const std::size_t expected =
+      op_list.size() * policies.size() * ((on_cpu ? 1u : 0u) + (on_cuda ? 1u : 0u));
+  // Written before the first case, so that an audit that stops says so.
+  if (!args.json.empty() &&
+      !write_records(args.json, records, expected, false, cuda_unavailable, err)) {
+    return kExitUsage;
+  }
   std::vector<std::string> failures;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < op_list.size(); ++i) {
@@ -335,7 +355,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         write_not_run(out, widths, c, planned->reason);
         records.push_back(not_run_record(c, planned->reason));
       }
-      if (!args.json.empty() && !write_records(args.json, records, cuda_unavailable, err)) {
+      if (!args.json.empty() && !write_records(args.json, records, expected,
+                                               records.size() == expected, cuda_unavailable, err)) {
         return kExitUsage;
       }
     }

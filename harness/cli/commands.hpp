@@ -16,6 +16,10 @@ inline constexpr int kExitFail = 1;   // the run worked and a check failed (an a
 inline constexpr int kExitUsage = 2;  // bad command line or bad input
 // --backend cuda without a usable GPU, or in a build without CUDA
 inline constexpr int kExitNoDevice = 3;
+// The command did its work and wrote its files, but its standard output was lost (a reader that
+// went away, a full disk, a closed descriptor): standard_output.hpp. A command that failed for
+// its own reason keeps its status.
+inline constexpr int kExitOutput = 4;
 
 int run_formats(bool json, std::ostream& out);
 
@@ -173,7 +177,8 @@ int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err);
 struct HistoryArgs {
   std::string db = "results/history.sqlite";
   std::vector<std::string> add;  // result files to record; no query then
-  bool runs = false;             // list the runs instead of a metric's values
+  bool partial = false;  // --add records a partial run (complete: false) too, flagged as partial
+  bool runs = false;     // list the runs instead of a metric's values
   std::string op;
   std::string policy;
   std::string model;

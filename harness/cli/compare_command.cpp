@@ -49,6 +49,12 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
   out << fmt::format("base {} (suite {}), new {} (suite {}); tolerance {:g}{}, floor {:g}\n",
                      args.base, base.suite, args.current, current.suite, tolerance,
                      tolerance_source, args.floor);
+  // A record that is partial, or does not say: its missing cases are what the gate then reports.
+  for (const auto& [which, file] : {std::pair{"base", &base}, std::pair{"new", &current}}) {
+    if (!file->completeness || !file->completeness->complete) {
+      out << fmt::format("{}: {}\n", which, results::completeness_text(file->completeness));
+    }
+  }
   if (!comparison.changes.empty()) {
     out << fmt::format("\n{:<13}{:<28}{:>14}{:>14}  {}\n", "change", "metric", "base", "new",
                        "case");

@@ -3,15 +3,12 @@
 // printed, so bad input leaves no partial output.
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string_view>
 
 #include "harness/cli/commands.hpp"
+#include "harness/io/files.hpp"
 #include "harness/io/json_arrays.hpp"
 #include "harness/io/number_text.hpp"
 #include "harness/numeric/options.hpp"
@@ -42,12 +39,12 @@ Vectors to_values(const std::map<std::string, std::vector<std::string>>& texts,
         throw io::InputError(fmt::format(
             "{}[{}]: '{}' is not a number (expected a decimal, a hex float such as 0x1.8p-3, inf, "
             "-inf or nan)",
-            name, i, list[i]));
+            name, i, io::excerpt(list[i])));
       }
       out->push_back(parsed->rounded.value);
       if (!parsed->exact && v.rounded++ == 0) {
-        v.first_rounded =
-            fmt::format("{}[{}] = {} became {:a}", name, i, list[i], parsed->rounded.value);
+        v.first_rounded = fmt::format("{}[{}] = {} became {:a}", name, i, io::excerpt(list[i]),
+                                      parsed->rounded.value);
       }
     }
   }
@@ -59,17 +56,11 @@ Vectors to_values(const std::map<std::string, std::vector<std::string>>& texts,
 }
 
 std::optional<std::string> read_all(const std::string& path, std::istream& in, std::string& text) {
-  if (path.empty()) {
-    std::ostringstream s;
-    s << in.rdbuf();
-    text = s.str();
-    return std::nullopt;
+  try {
+    text = path.empty() ? io::read_stream(in, "standard input") : io::read_file(path);
+  } catch (const io::FileError& e) {
+    return path.empty() ? std::string(e.what()) : fmt::format("--inputs {}", e.what());
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return fmt::format("--inputs {}: cannot open ({})", path, std::strerror(errno));
-  std::ostringstream s;
-  s << file.rdbuf();
-  text = s.str();
   return std::nullopt;
 }
 

@@ -3,15 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +16,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
 #include "harness/inputs/tensor_file.hpp"
+#include "harness/io/files.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/ulp.hpp"
 
@@ -115,21 +112,20 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     cuda_plan = std::move(planned.plan);
   }
 
-  std::ifstream file(args.inputs, std::ios::binary);
-  if (!file) {
-    err << fmt::format("{}: --inputs {}: cannot open ({})\n", kCommand, args.inputs,
-                       std::strerror(errno));
+  std::string text;
+  try {
+    text = io::read_file(args.inputs);
+  } catch (const io::FileError& e) {
+    err << fmt::format("{}: --inputs {}\n", kCommand, e.what());
     return kExitUsage;
   }
-  std::stringstream text;
-  text << file.rdbuf();
 
   // The operands by name, rounded to the policy's input format; shapes give the op's shape.
   ops::Inputs in;
   ops::Shape shape;
   std::uint64_t rounded = 0;
   try {
-    const auto tensors = inputs::parse_json_tensors(text.str(), precision.input, args.inputs);
+    const auto tensors = inputs::parse_json_tensors(text, precision.input, args.inputs);
     const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
     // gemm's C is held in the accumulation format: read again, rounded to that, when it differs.
     const bool reread =
@@ -137,7 +133,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
         !numeric::same_format(precision.accumulate, precision.input);
     std::map<std::string, inputs::Loaded> reread_tensors;
     if (reread) {
-      reread_tensors = inputs::parse_json_tensors(text.str(), precision.accumulate, args.inputs);
+      reread_tensors = inputs::parse_json_tensors(text, precision.accumulate, args.inputs);
     }
     const auto& accumulated = reread ? reread_tensors : tensors;
     for (const auto& [name, loaded] : tensors) {

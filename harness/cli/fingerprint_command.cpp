@@ -11,7 +11,7 @@
 #include <string>
 
 #include "harness/cli/commands.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/fingerprint/fingerprint.hpp"
 #include "harness/numeric/mma.hpp"
 #if AMPBENCH_HAVE_CUDA
@@ -175,8 +175,10 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
     return kExitUsage;
   }
   if (!args.json.empty()) {
-    if (auto problem = json_path_problem(args.json)) {
-      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
+    FilePlan files;
+    files.output("--json", args.json);
+    if (const auto problem = files.problem()) {
+      err << fmt::format("{}: {}\n", kCommand, *problem);
       return kExitUsage;
     }
   }

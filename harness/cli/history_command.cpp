@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "harness/cli/commands.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/results/compare.hpp"
 #include "harness/results/history.hpp"
 #include "harness/results/report.hpp"
@@ -63,28 +63,49 @@ std::optional<std::size_t> parse_count(const std::string& text) {
 }
 
 int add_results(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
+  FilePlan files;
+  for (const auto& path : args.add) files.input("--add", path);
+  files.database("--db", args.db);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
+  }
   // Every file is read and checked before the database is touched.
   std::vector<results::HistoryRunInput> runs;
   for (const auto& path : args.add) {
     try {
-      runs.push_back(results::history_run(results::load_result_document(path).document, path));
+      const results::ResultDocument document = results::load_result_document(path);
+      const auto completeness = results::completeness_of(document);
+      // A run that stopped would pass for a normal run in the history's series.
+      if (completeness && !completeness->complete && !args.partial) {
+        err << fmt::format(
+            "{}: {}: a partial run ({}); the history keeps it only with --partial, flagged as "
+            "partial until the complete record of the run replaces it\n",
+            kCommand, path, results::completeness_text(completeness));
+        return kExitUsage;
+      }
+      runs.push_back(results::history_run(document.document, path));
     } catch (const results::ResultError& e) {
       err << fmt::format("{}: {}\n", kCommand, e.what());
       return kExitUsage;
     }
-  }
-  if (auto problem = json_path_problem(args.db)) {
-    err << fmt::format("{}: --db {}: {}\n", kCommand, args.db, *problem);
-    return kExitUsage;
   }
   try {
     results::History history(args.db, results::History::Open::create);
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const auto outcome = history.add(runs[i]);
       if (outcome.added) {
-        out << fmt::format("{}: recorded as run {} (suite {}, shard {}, {} record(s)) in {}\n",
-                           args.add[i], outcome.run_id, runs[i].info.suite, runs[i].info.shard,
-                           runs[i].records.size(), args.db);
+        out << fmt::format(
+            "{}: recorded as run {} (suite {}, shard {}, {} record(s){}{}) in {}\n", args.add[i],
+            outcome.run_id, runs[i].info.suite, runs[i].info.shard, runs[i].records.size(),
+            runs[i].partial_of ? fmt::format(" of {}, PARTIAL", *runs[i].partial_of) : "",
+            runs[i].completeness_known ? ""
+                                       : "; completeness unknown: a record from before "
+                                         "ampbench recorded it",
+            args.db);
+        if (outcome.replaced_partial) {
+          out << fmt::format("{}: it replaces the partial record of the same run\n", args.add[i]);
+        }
       } else {
         out << fmt::format("{}: already recorded as run {} in {}; not added again\n", args.add[i],
                            outcome.run_id, args.db);
@@ -115,7 +136,9 @@ void print_runs(const std::vector<results::HistoryRun>& runs, const HistoryArgs&
                       {"source", i.source},
                       {"recorded_at", r.recorded_at},
                       {"records", r.records},
-                      {"failed", r.failed}});
+                      {"failed", r.failed},
+                      {"complete", !r.partial_of.has_value()},
+                      {"expected", r.partial_of ? nlohmann::json(*r.partial_of) : nullptr}});
     }
     out << nlohmann::json{{"db", args.db}, {"runs", list}}.dump(2) << "\n";
     return;
@@ -128,8 +151,10 @@ void print_runs(const std::vector<results::HistoryRun>& runs, const HistoryArgs&
                      "host", "source");
   for (const auto& r : runs) {
     const auto& i = r.info;
-    out << fmt::format(kRow, r.id, i.started, i.suite, short_revision(i.git_revision), i.shard,
-                       r.records, r.failed, i.hostname, i.source);
+    out << fmt::format(
+        kRow, r.id, i.started, i.suite, short_revision(i.git_revision), i.shard,
+        r.partial_of ? fmt::format("{}/{}", r.records, *r.partial_of) : std::to_string(r.records),
+        r.failed, i.hostname, r.partial_of ? i.source + "  (PARTIAL: the run stopped)" : i.source);
   }
 }
 
@@ -190,6 +215,10 @@ int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
     }
     return add_results(args, out, err);
   }
+  if (args.partial) {
+    err << fmt::format("{}: --partial goes with --add\n", kCommand);
+    return kExitUsage;
+  }
   if (args.runs && filters_values) {
     err << fmt::format(
         "{}: --runs lists runs, by --suite and --last; --op, --policy, --model, --key and "
@@ -209,6 +238,7 @@ int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
   }
   try {
     const results::History history(args.db, results::History::Open::existing);
+    if (!history.note().empty()) err << fmt::format("{}: note: {}\n", kCommand, history.note());
     if (args.runs) {
       print_runs(history.runs(filter), args, out);
       return kExitOk;

@@ -1,10 +1,11 @@
 // ampbench: the command line. It parses arguments with CLI11 and calls the library; all work is
-// done by the subcommands in this folder. Exit statuses: 0 success, 2 bad usage or bad input.
+// done by the subcommands in this folder. Exit statuses: commands.hpp.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
 #include "harness/cli/commands.hpp"
+#include "harness/cli/standard_output.hpp"
 #include "harness/cli/version.hpp"
 
 namespace {
@@ -18,10 +19,8 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   return ampbench::cli::kExitUsage;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::ios::sync_with_stdio(false);
+// The command line parsed and the command run; its exit status.
+int run_command_line(int argc, char** argv) {
   CLI::App app{"ampbench: numerical verification and profiling of mixed-precision training",
                "ampbench"};
   app.set_version_flag("--version", ampbench::cli::version_text());
@@ -308,6 +307,9 @@ int main(int argc, char** argv) {
   history->add_option("--db", history_args.db, "The history database")->capture_default_str();
   history->add_option("--add", history_args.add,
                       "Record these result files (results from other machines or shards)");
+  history->add_flag("--partial", history_args.partial,
+                    "With --add: record a partial run (its record says complete: false) too, "
+                    "flagged as partial");
   history->add_flag("--runs", history_args.runs, "List the recorded runs");
   history->add_option("--op", history_args.op, "Audit cases of this op");
   history->add_option("--policy", history_args.policy,
@@ -406,4 +408,13 @@ int main(int argc, char** argv) {
     return ampbench::cli::run_scaler(scaler_args, std::cin, std::cout, std::cerr);
   }
   return ampbench::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything is opened or written: SIGPIPE ignored, closed standard streams reopened.
+  ampbench::cli::StandardOutput standard_output;
+  const int status = run_command_line(argc, argv);
+  return ampbench::cli::exit_status(status, standard_output);
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness/cli/commands.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/results/compare.hpp"
 #include "harness/results/merge.hpp"
 
@@ -24,8 +24,11 @@ int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: give the shards' result files (results/SUITE/result.json)\n", kCommand);
     return kExitUsage;
   }
-  if (auto problem = json_path_problem(args.out)) {
-    err << fmt::format("{}: --out {}: {}\n", kCommand, args.out, *problem);
+  FilePlan files;
+  for (const auto& path : args.shards) files.input("the shard", path);
+  files.output("--out", args.out);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
     return kExitUsage;
   }
   std::vector<results::ResultDocument> shards;
@@ -37,12 +40,33 @@ int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: {}\n", kCommand, e.what());
     return kExitUsage;
   }
-  if (!merged.missing_shards.empty() && !args.partial) {
+  // A shard that is missing or stopped early would make a partial suite look whole.
+  const std::string cases_missing =
+      merged.missing_cases.empty()
+          ? std::string()
+          : fmt::format("; {} case(s) missing: {}", merged.missing_cases.size(),
+                        results::key_list(merged.missing_cases));
+  if (!merged.complete() && !args.partial) {
+    for (const auto& p : merged.partial_shards) {
+      err << fmt::format("{}: {} (shard {}) stopped early: {} of {} cases ran, missing: {}\n",
+                         kCommand, p.source, p.shard, p.expected - p.missing.size(), p.expected,
+                         results::key_list(p.missing));
+    }
+    if (!merged.missing_shards.empty()) {
+      err << fmt::format("{}: shard(s) {} of {} missing\n", kCommand,
+                         fmt::join(merged.missing_shards, ", "), merged.shard_count);
+    }
     err << fmt::format(
-        "{}: shard(s) {} of {} missing; give every shard's result, or --partial to merge "
-        "what is there (compare then reports the missing cases)\n",
-        kCommand, fmt::join(merged.missing_shards, ", "), merged.shard_count);
+        "{}: the suite is incomplete{}; give every shard's complete result, or --partial to merge "
+        "what is there (the merged record then says it is partial and lists what is missing)\n",
+        kCommand, cases_missing);
     return kExitUsage;
+  }
+  for (const auto& source : merged.unknown_shards) {
+    err << fmt::format(
+        "{}: note: {} does not say which cases it expects (a record from before ampbench "
+        "recorded it): the merged record's completeness is unknown\n",
+        kCommand, source);
   }
   if (args.drop_detail) {
     for (auto& record : merged.document["records"]) record["detail"] = nullptr;
@@ -55,8 +79,17 @@ int run_merge(const MergeArgs& args, std::ostream& out, std::ostream& err) {
                      merged.document["suite"].get<std::string>(),
                      merged.shard_count - merged.missing_shards.size(), merged.shard_count,
                      merged.document["records"].size(), args.out);
-  if (!merged.missing_shards.empty()) {
-    out << fmt::format(" (shard(s) {} missing)", fmt::join(merged.missing_shards, ", "));
+  if (!merged.complete()) {
+    out << fmt::format(
+        " (PARTIAL:{}{}{})",
+        merged.missing_shards.empty()
+            ? ""
+            : fmt::format(" shard(s) {} missing", fmt::join(merged.missing_shards, ", ")),
+        merged.partial_shards.empty()
+            ? ""
+            : fmt::format("{} {} shard(s) stopped early", merged.missing_shards.empty() ? "" : ";",
+                          merged.partial_shards.size()),
+        cases_missing);
   }
   out << "\n";
   return kExitOk;

@@ -24,6 +24,14 @@ std::optional<std::vector<policy::Policy>> read_policies(std::string_view comman
   return policies;
 }
 
+std::vector<std::string> policy_files(const std::vector<std::string>& names) {
+  std::vector<std::string> files;
+  for (const auto& name : names) {
+    if (policy::find_builtin(name) == nullptr) files.push_back(name);
+  }
+  return files;
+}
+
 bool known_model(std::string_view command, const std::string& model, std::ostream& err) {
   const auto models = train::model_names();
   if (std::find(models.begin(), models.end(), model) != models.end()) return true;

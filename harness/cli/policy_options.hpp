@@ -18,6 +18,9 @@ std::optional<std::vector<policy::Policy>> read_policies(std::string_view comman
                                                          const std::vector<std::string>& names,
                                                          std::ostream& err);
 
+// The names of `names` that are policy files (not built-in names): the files they read.
+std::vector<std::string> policy_files(const std::vector<std::string>& names);
+
 // Whether `model` is one train::model_names() knows.
 bool known_model(std::string_view command, const std::string& model, std::ostream& err);
 

@@ -11,7 +11,7 @@
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
@@ -183,13 +183,13 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   config.steps = args.steps;
   config.batch = args.batch;
   config.seed = args.seed;
-  for (const auto* path : {&args.trace, &args.json}) {
-    if (path->empty()) continue;
-    if (auto problem = json_path_problem(*path)) {
-      err << fmt::format("{}: --{} {}: {}\n", kCommand, path == &args.trace ? "trace" : "json",
-                         *path, *problem);
-      return kExitUsage;
-    }
+  FilePlan files;
+  for (const auto& file : policy_files(split_list(args.policies))) files.input("--policy", file);
+  if (!args.trace.empty()) files.output("--trace", args.trace);
+  if (!args.json.empty()) files.output("--json", args.json);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
   }
 
   // Last of the checks, as it makes the device's context.

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "harness/cli/commands.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/results/compare.hpp"
 #include "harness/results/report.hpp"
 
@@ -23,13 +23,15 @@ int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}: give at least one result file (results/SUITE/result.json)\n", kCommand);
     return kExitUsage;
   }
+  FilePlan files;
+  for (const auto& path : args.results) files.input("the result file", path);
   for (const auto& [flag, path] :
-       {std::pair{"html", &args.html}, {"md", &args.markdown}, {"junit", &args.junit}}) {
-    if (path->empty()) continue;
-    if (auto problem = json_path_problem(*path)) {
-      err << fmt::format("{}: --{} {}: {}\n", kCommand, flag, *path, *problem);
-      return kExitUsage;
-    }
+       {std::pair{"--html", &args.html}, {"--md", &args.markdown}, {"--junit", &args.junit}}) {
+    if (!path->empty()) files.output(flag, *path);
+  }
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
   }
   std::vector<results::ResultDocument> documents;
   for (const auto& path : args.results) {

@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -9,24 +8,12 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/cli/text.hpp"
+#include "harness/io/files.hpp"
+#include "harness/io/number_text.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/rounding.hpp"
 
 namespace ampbench::cli {
-namespace {
-
-// Decimal, C99 hex float, inf, -inf or nan, taken as the nearest binary64 (strtod rounds
-// correctly to nearest). Empty when the text is not entirely a number.
-std::optional<double> parse_number(std::string_view text) {
-  const std::string copy(text);
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(copy.c_str(), &end);
-  if (copy.empty() || end != copy.c_str() + copy.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
 
 int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::ostream& err) {
   if (args.to.empty()) {
@@ -67,26 +54,35 @@ int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::o
   std::string line;
   std::uint64_t line_number = 0;
   std::uint64_t value_index = 0;  // stochastic draw index: the n-th value read
-  while (std::getline(in, line)) {
+  errno = 0;
+  // Until the input ends, or the output is gone (a reader that went away): a filter stops then.
+  while (out && std::getline(in, line)) {
     ++line_number;
     const std::string_view text = trim(line);
     if (text.empty() || text.front() == '#') continue;
-    const std::optional<double> x = parse_number(text);
+    const std::uint32_t random = numeric::is_stochastic(options.mode)
+                                     ? numeric::stochastic_draw(options.seed, value_index)
+                                     : 0u;
+    // Rounded from the text's exact value, never from the binary64 nearest to it: 1e400 is
+    // beyond every format but not infinite, 0x1p-1080 is tiny but not zero.
+    const std::optional<io::ParsedNumber> x = io::parse_number(text, f, options.mode, random);
     if (!x) {
       out.flush();
       err << fmt::format(
           "ampbench round: line {}: '{}' is not a number (expected decimal, hex "
           "float such as 0x1.8p-24, inf, -inf or nan)\n",
-          line_number, text);
+          line_number, io::excerpt(text));
       return kExitUsage;
     }
-    const std::uint32_t random = numeric::is_stochastic(options.mode)
-                                     ? numeric::stochastic_draw(options.seed, value_index)
-                                     : 0u;
     ++value_index;
-    const numeric::Rounded r = numeric::round_to(f, options.mode, *x, random);
+    const numeric::Rounded& r = x->rounded;
     out << fmt::format("{}\t{:a}\t0x{:0{}x}\t{}\n", text, r.value, r.bits, hex_digits,
                        numeric::event_name(r.event));
+  }
+  if (const auto problem = read_problem(in)) {
+    out.flush();
+    err << fmt::format("ampbench round: {}\n", *problem);
+    return kExitUsage;
   }
   return kExitOk;
 }

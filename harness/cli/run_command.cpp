@@ -1,7 +1,10 @@
 // ampbench run: a suite's cases one after the other, a line per case as it finishes, and the
 // result record DIR/result.json rewritten (atomically) after every case, so that a run that stops
-// leaves the finished cases readable; the finished run is then recorded in the history database.
-// The suite, the shard, the output directory and the history are checked before any case runs.
+// leaves the finished cases readable: the record says which cases it expects, and it is complete
+// only after the last. The finished run is then recorded in the history database. The suite, the
+// shard, the output directory and the history, and that no output is an input or another output,
+// are checked before any case runs. A standard output that goes away (`| head -1`) stops nothing:
+// the cases run, the record and the history are written (main then reports the lost output).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,7 +24,7 @@
 #include "harness/cli/build_info.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/results/history.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
@@ -157,20 +160,23 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const std::string result_path = (directory / "result.json").string();
+  const std::string history_path = args.history == "none" ? std::string()
+                                   : args.history.empty() ? default_history_path(directory)
+                                                          : args.history;
+  FilePlan files;
+  for (const auto& file : suite.files) files.input("the suite's file", file);
+  files.output("the result record", result_path);
+  if (!history_path.empty()) files.database("--history", history_path);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
+  }
   std::unique_ptr<results::History> history;
-  if (args.history != "none") {
-    const std::string history_path =
-        args.history.empty() ? default_history_path(directory) : args.history;
-    std::string problem = json_path_problem(history_path).value_or("");
-    if (problem.empty()) {
-      try {
-        history = std::make_unique<results::History>(history_path, results::History::Open::create);
-      } catch (const results::HistoryError& e) {
-        problem = e.what();
-      }
-    }
-    if (!problem.empty()) {
-      err << fmt::format("{}: --history {}: {}\n", kCommand, history_path, problem);
+  if (!history_path.empty()) {
+    try {
+      history = std::make_unique<results::History>(history_path, results::History::Open::create);
+    } catch (const results::HistoryError& e) {
+      err << fmt::format("{}: --history {}: {}\n", kCommand, history_path, e.what());
       return kExitUsage;
     }
   }
@@ -202,12 +208,20 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     not_run.push_back({{"key", key}, {"why", why}});
   }
   out.flush();
+  // The cases this record should hold, and for a shard the suite's, by which merge orders them.
+  results::Expected expected;
+  for (const auto& c : cases) expected.keys.push_back(c.key);
+  if (shard.count > 1) {
+    for (const auto& c : on_backends.cases) expected.suite_keys.push_back(c.key);
+  }
   nlohmann::json records = nlohmann::json::array();
   nlohmann::json document;
-  // Written before the first case too, so that a shard without cases still leaves a record.
-  const auto write_result = [&]() {
+  // Written before the first case too, so that a shard without cases still leaves a record; it
+  // is complete only when written after the last case.
+  const auto write_result = [&](bool complete) {
     environment.finished = results::utc_now();
-    document = results::result_document(suite.name, shard, environment, records);
+    document =
+        results::result_document(suite.name, shard, environment, records, expected, complete);
     document["backend"] = args.backend;
     document["tolerance"] = suite.tolerance;
     if (!cuda.available && args.backend == "all") document["cuda_unavailable"] = cuda.unavailable;
@@ -218,7 +232,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     }
     return true;
   };
-  if (!write_result()) return kExitUsage;
+  if (!write_result(cases.empty())) return kExitUsage;
   std::size_t failed = 0;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -229,7 +243,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
     for (const auto& breach : record.breaches) out << fmt::format("  {}\n", breach);
     out.flush();
     records.push_back(results::to_json(record));
-    if (!write_result()) return kExitUsage;
+    if (!write_result(i + 1 == cases.size())) return kExitUsage;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -240,7 +254,15 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (history) {
     try {
       const auto recorded = history->add(results::history_run(document, result_path));
-      out << fmt::format("History: run {} in {}\n", recorded.run_id, history->path());
+      if (recorded.added) {
+        out << fmt::format("History: run {} in {}{}\n", recorded.run_id, history->path(),
+                           recorded.replaced_partial
+                               ? " (replacing the partial record of this run added before)"
+                               : "");
+      } else {
+        out << fmt::format("History: already recorded as run {} in {}; not added again\n",
+                           recorded.run_id, history->path());
+      }
     } catch (const std::exception& e) {  // HistoryError, or ResultError for a record it misreads
       err << fmt::format(
           "{}: {}\n{}: the run is not in the history; its record {} is complete: add it with "

@@ -13,6 +13,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/cli/text.hpp"
+#include "harness/io/files.hpp"
 #include "harness/train/scaler.hpp"
 
 namespace ampbench::cli {
@@ -71,7 +72,9 @@ int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std:
   out << "# step\tfound_inf\tscale\tskipped\tscale_after\tgrowth_tracker\n";
   std::string line;
   std::uint64_t line_number = 0;
-  while (std::getline(in, line)) {
+  errno = 0;
+  // Until the input ends, or the output is gone (a reader that went away): a filter stops then.
+  while (out && std::getline(in, line)) {
     ++line_number;
     const std::string_view text = trim(line);
     if (text.empty() || text.front() == '#') continue;
@@ -79,7 +82,7 @@ int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std:
     if (!gradient) {
       out.flush();
       err << fmt::format("ampbench scaler: line {}: expected ok, inf or nan, got '{}'\n",
-                         line_number, text);
+                         line_number, io::excerpt(text));
       return kExitUsage;
     }
     const std::int64_t step = scaler.steps();
@@ -91,6 +94,11 @@ int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std:
     scaler.update();
     out << fmt::format("{}\t{:d}\t{}\t{:d}\t{}\t{}\n", step, found_inf, scale_text(scale), !taken,
                        scale_text(scaler.scale()), scaler.growth_tracker());
+  }
+  if (const auto problem = read_problem(in)) {
+    out.flush();
+    err << fmt::format("ampbench scaler: {}\n", *problem);
+    return kExitUsage;
   }
   out.flush();
   print_summary(scaler, err);

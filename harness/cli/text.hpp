@@ -1,6 +1,10 @@
 // Small text helpers the line-oriented commands share.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
+#include <istream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +17,14 @@ inline std::string_view trim(std::string_view s) {
   if (first == std::string_view::npos) return {};
   const auto last = s.find_last_not_of(" \t\r");
   return s.substr(first, last - first + 1);
+}
+
+// Right after a loop that read `in` line by line: why it stopped before the end (a read error, as
+// a directory on standard input gives), or nothing.
+inline std::optional<std::string> read_problem(const std::istream& in) {
+  if (!in.bad()) return std::nullopt;
+  return std::string("standard input: cannot read: ") +
+         (errno != 0 ? std::strerror(errno) : "a read error");
 }
 
 // The items of a comma-separated list ("a,b" -> a, b; "" -> one empty item).

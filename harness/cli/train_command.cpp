@@ -9,7 +9,7 @@
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/cuda_backend.hpp"
-#include "harness/cli/json_file.hpp"
+#include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/train/trainer.hpp"
@@ -131,11 +131,14 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   config.clip_norm = args.clip_norm;
-  if (!args.json.empty()) {
-    if (auto problem = json_path_problem(args.json)) {
-      err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
-      return kExitUsage;
-    }
+  FilePlan files;
+  for (const auto& file : policy_files(split_list(args.policies))) files.input("--policy", file);
+  if (!args.data.empty()) files.input("--data", args.data);
+  if (!args.targets.empty()) files.input("--targets", args.targets);
+  if (!args.json.empty()) files.output("--json", args.json);
+  if (const auto problem = files.problem()) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
+    return kExitUsage;
   }
   if (!args.targets.empty() && args.data.empty()) {
     err << fmt::format("{}: --targets goes with --data FILE.npy\n", kCommand);

@@ -37,7 +37,19 @@ std::string rewritten(const results::ResultFile& file) {
     record.metrics = r.metrics;
     records.push_back(results::to_json(record));
   }
-  return results::result_document(file.suite, results::Shard{}, results::Environment{}, records)
+  // The cases it expected as it says them; a record that does not say is written as complete
+  // with the cases it holds.
+  results::Expected expected;
+  bool complete = true;
+  if (file.completeness) {
+    expected.keys = file.completeness->expected;
+    expected.suite_keys = file.completeness->suite_keys;
+    complete = file.completeness->complete;
+  } else {
+    for (const auto& r : file.records) expected.keys.push_back(r.key);
+  }
+  return results::result_document(file.suite, results::Shard{}, results::Environment{}, records,
+                                  expected, complete)
       .dump();
 }
 

@@ -4,11 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "harness/io/files.hpp"
+#include "harness/io/json_arrays.hpp"
 #include "harness/io/number_text.hpp"
 
 namespace ampbench::inputs {
@@ -25,19 +24,11 @@ using numeric::Format;
 constexpr auto kRne = numeric::Rounding::nearest_even;
 
 std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw io::InputError(fmt::format("{}: cannot open: is a directory", path.string()));
+  try {
+    return io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw io::InputError(e.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw io::InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    throw io::InputError(fmt::format("{}: read error: {}", path.string(), std::strerror(errno)));
-  }
-  return bytes;
 }
 
 // ---- .npy -------------------------------------------------------------------------------------
@@ -190,7 +181,8 @@ std::uint64_t load_le(const unsigned char* p, int bytes, bool big_endian) {
 // fixed by the first list closed at each depth, and every later list must match it.
 class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  JsonTensorReader(const Format& f, bool members) : format_(f), members_(members) {}
+  JsonTensorReader(const Format& f, bool members, std::string_view text)
+      : format_(f), members_(members), text_(text) {}
 
   std::vector<std::pair<std::string, Loaded>> tensors;
   std::string error;
@@ -244,13 +236,10 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
     if (counts_.empty()) finish_tensor();
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&,
+  bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& e) override {
-    std::string what = e.what();
-    if (const auto colon = what.find(": "); colon != std::string::npos) {
-      what = what.substr(colon + 2);
-    }
-    return fail(fmt::format("JSON syntax error at byte {}: {}", position, what));
+    return fail(io::json_error(text_, position, last_token, e) +
+                (io::is_number_overflow(e) ? io::as_string_hint(last_token) : ""));
   }
 
   bool done() const { return members_ ? started_ : !tensors.empty(); }
@@ -323,7 +312,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
     }
     if (!counts_.empty()) ++counts_.back();
     const auto parsed = io::parse_number(text, format_, kRne);
-    if (!parsed) return fail(fmt::format("{}: '{}' is not a number", place(), text));
+    if (!parsed) return fail(fmt::format("{}: '{}' is not a number", place(), io::excerpt(text)));
     const double v = parsed->rounded.value;
     current_.tensor.data.push_back(v);
     current_.report.add(std::isnan(v) && parsed->exact, parsed->rounded);
@@ -333,6 +322,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
 
   const Format& format_;
   bool members_;
+  std::string_view text_;  // what is parsed, for the place of a syntax error
   bool in_object_ = false;
   bool started_ = false;
   bool have_value_ = false;  // a member name was read and its value is awaited
@@ -345,7 +335,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
 
 std::vector<std::pair<std::string, Loaded>> parse_json(std::string_view text, const Format& f,
                                                        std::string_view name, bool members) {
-  JsonTensorReader reader(f, members);
+  JsonTensorReader reader(f, members, text);
   const bool ok = nlohmann::json::sax_parse(text, &reader);
   if (!ok || !reader.error.empty() || !reader.done()) {
     throw io::InputError(
@@ -465,12 +455,27 @@ Loaded read_json_tensor(const std::filesystem::path& path, const Format& f) {
   return parse_json_tensor(read_file(path), f, path.string());
 }
 
+namespace {
+
+// The position of the '#' of PATH.json#member, or npos.
+std::size_t member_hash(std::string_view path) {
+  const std::size_t hash = path.rfind('#');
+  return hash != std::string_view::npos && path.substr(0, hash).ends_with(".json")
+             ? hash
+             : std::string_view::npos;
+}
+
+}  // namespace
+
+std::string tensor_file_path(std::string_view path) {
+  return std::string(path.substr(0, member_hash(path)));
+}
+
 Loaded read_tensor_file(std::string_view path, const Format& f) {
   const auto ends_with = [](std::string_view s, std::string_view tail) {
     return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
   };
-  if (const std::size_t hash = path.rfind('#');
-      hash != std::string_view::npos && ends_with(path.substr(0, hash), ".json")) {
+  if (const std::size_t hash = member_hash(path); hash != std::string_view::npos) {
     const std::string_view file = path.substr(0, hash);
     const std::string member(path.substr(hash + 1));
     auto tensors = parse_json_tensors(read_file(std::filesystem::path(file)), f, file);

@@ -43,6 +43,8 @@ Loaded read_json_tensor(const std::filesystem::path& path, const numeric::Format
 
 // By extension: PATH.npy, PATH.json (one tensor), or PATH.json#member (one member of an object).
 Loaded read_tensor_file(std::string_view path, const numeric::Format& format);
+// The file read_tensor_file reads for `path`: PATH of PATH.json#member, otherwise `path`.
+std::string tensor_file_path(std::string_view path);
 
 // Throws io::InputError "WHAT: shape [2, 3] does not match the expected [3, 2]" unless equal.
 void check_shape(const Tensor& tensor, std::span<const std::size_t> expected,

@@ -5,22 +5,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "harness/io/files.hpp"
+
 namespace ampbench::io {
 namespace {
 
 using json = nlohmann::json;
-
-// Line and column (from 1) of a byte offset.
-std::string where(std::string_view text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  const std::string_view before = text.substr(0, offset);
-  const std::size_t line =
-      1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
-  const std::size_t line_start = before.rfind('\n');
-  const std::size_t column =
-      line_start == std::string_view::npos ? offset + 1 : offset - line_start;
-  return fmt::format("line {}, column {}", line, column);
-}
 
 // A SAX handler that accepts {"name": [number-or-string, ...], ...} and nothing else.
 class Reader : public nlohmann::json_sax<json> {
@@ -72,15 +62,10 @@ class Reader : public nlohmann::json_sax<json> {
     --depth_;
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&,
+  bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& e) override {
-    // nlohmann's message starts "[json.exception.parse_error.101] parse error at line 1, column
-    // 3: ..."; keep what follows the location, which names the token.
-    std::string what = e.what();
-    if (const auto colon = what.find(": "); colon != std::string::npos)
-      what = what.substr(colon + 2);
-    return fail(fmt::format("{}: JSON syntax error: {}",
-                            where(text_, position > 0 ? position - 1 : 0), what));
+    return fail(json_error(text_, position, last_token, e) +
+                (is_number_overflow(e) ? as_string_hint(last_token) : ""));
   }
 
  private:
@@ -115,6 +100,10 @@ class Reader : public nlohmann::json_sax<json> {
 };
 
 }  // namespace
+
+std::string as_string_hint(std::string_view number) {
+  return fmt::format("; as a string, \"{}\", it is rounded from its exact value", excerpt(number));
+}
 
 std::map<std::string, std::vector<std::string>> read_number_arrays(
     std::string_view text, std::span<const std::string_view> names) {

@@ -19,6 +19,11 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a message about a JSON number beyond binary64 adds where numbers are read from their text
+// (the JSON library cannot hold it as a number): "; as a string, "1e400", it is rounded from its
+// exact value".
+std::string as_string_hint(std::string_view number);
+
 // The texts of the elements of each required member, by name. Elements are JSON numbers or
 // strings (a hex float, a decimal, inf, -inf, nan); the members must be exactly `names`.
 std::map<std::string, std::vector<std::string>> read_number_arrays(

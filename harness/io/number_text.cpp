@@ -4,7 +4,9 @@
 #include <mpfr.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -42,7 +44,7 @@ numeric::Window window_of(mpfr_ptr v, bool truncated) {
 }  // namespace
 
 std::optional<ParsedNumber> parse_number(std::string_view text, const numeric::Format& f,
-                                         numeric::Rounding mode) {
+                                         numeric::Rounding mode, std::uint32_t random) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
   const std::string copy(text);
   Number v;
@@ -52,20 +54,26 @@ std::optional<ParsedNumber> parse_number(std::string_view text, const numeric::F
   if (end != copy.c_str() + copy.size()) return std::nullopt;
 
   if (mpfr_nan_p(v.get())) {
-    return ParsedNumber{numeric::round_to(f, mode, std::numeric_limits<double>::quiet_NaN()), true};
+    // MPFR keeps no sign or payload of a NaN: strtod's reading of the same text does.
+    const double nan = std::strtod(copy.c_str(), nullptr);
+    return ParsedNumber{
+        numeric::round_to(f, mode,
+                          std::isnan(nan) ? nan : std::numeric_limits<double>::quiet_NaN()),
+        true};
   }
   if (mpfr_inf_p(v.get()) || mpfr_zero_p(v.get())) {
     const double special = mpfr_inf_p(v.get()) ? std::numeric_limits<double>::infinity() : 0.0;
-    const auto r = numeric::round_to(f, mode, mpfr_signbit(v.get()) ? -special : special);
+    const auto r = numeric::round_to(f, mode, mpfr_signbit(v.get()) ? -special : special, random);
     if (!mpfr_underflow_p()) return ParsedNumber{r, r.event == numeric::RoundingEvent::exact};
     // Below MPFR's range (|x| < 2^(2^30)): tiny but not zero, which rounding must know.
     const numeric::Window tiny{mpfr_signbit(v.get()) != 0, std::uint64_t{1} << 63, 0, true,
                                static_cast<int>(mpfr_get_emin()) - 64};
-    return ParsedNumber{numeric::round_window(f, mode, tiny), false};
+    return ParsedNumber{numeric::round_window(f, mode, tiny, random), false};
   }
   // Above MPFR's range, truncation gave its largest number and a nonzero ternary: still beyond
   // every format's, so the window rounds it as the overflow it is.
-  const numeric::Rounded r = numeric::round_window(f, mode, window_of(v.get(), ternary != 0));
+  const numeric::Rounded r =
+      numeric::round_window(f, mode, window_of(v.get(), ternary != 0), random);
   return ParsedNumber{r, ternary == 0 && r.event == numeric::RoundingEvent::exact};
 }
 

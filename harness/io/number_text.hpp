@@ -5,6 +5,7 @@
 // midpoint).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -18,8 +19,11 @@ struct ParsedNumber {
   bool exact;                // the text's value is a value of the format (rounded.value == it)
 };
 
-// Empty when the text is not entirely a number (surrounding blanks are not allowed).
+// Empty when the text is not entirely a number (surrounding blanks are not allowed). `random` is
+// the stochastic modes' draw (numeric::round_to). A NaN keeps the sign and payload C's strtod
+// reads ("-nan", "nan(0x1)").
 std::optional<ParsedNumber> parse_number(std::string_view text, const numeric::Format& f,
-                                         numeric::Rounding mode = numeric::Rounding::nearest_even);
+                                         numeric::Rounding mode = numeric::Rounding::nearest_even,
+                                         std::uint32_t random = 0);
 
 }  // namespace ampbench::io

@@ -5,13 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
+#include "harness/io/files.hpp"
 #include "harness/numeric/options.hpp"
 
 namespace ampbench::policy {
@@ -612,20 +608,13 @@ Policy parse_policy(std::string_view text, std::string_view source_name) {
 }
 
 Policy load_policy(const std::string& path) {
-  // A directory opens as a file and reads as nothing.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw PolicyError(path, 0, 0, "cannot open the policy file: is a directory");
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw PolicyError(path, 0, 0, e.reason());
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw PolicyError(path, 0, 0,
-                      fmt::format("cannot open the policy file: {}", std::strerror(errno)));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw PolicyError(path, 0, 0, "cannot read the policy file");
-  return parse_policy(text.str(), path);
+  return parse_policy(text, path);
 }
 
 Policy policy_by_name_or_file(const std::string& name) {

@@ -3,16 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 
+#include "harness/io/files.hpp"
 #include "harness/profile/classify.hpp"
 
 namespace ampbench::profile {
@@ -219,29 +216,8 @@ std::string chrome_trace_json(const Trace& trace) {
 }
 
 void write_chrome_trace(const Trace& trace, const std::filesystem::path& path) {
-  const std::string text = chrome_trace_json(trace);
-  std::filesystem::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      throw ExportError(fmt::format("chrome trace {}: cannot create {} ({})", path.string(),
-                                    temporary.string(), std::strerror(errno)));
-    }
-    file << text;
-    file.flush();
-    if (!file) {
-      throw ExportError(
-          fmt::format("chrome trace {}: cannot write {}", path.string(), temporary.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    std::filesystem::remove(temporary, ec);
-    throw ExportError(fmt::format("chrome trace {}: cannot rename {} to it ({})", path.string(),
-                                  temporary.string(), reason));
+  if (const auto problem = io::write_file(path, chrome_trace_json(trace))) {
+    throw ExportError(fmt::format("chrome trace {}: {}", path.string(), *problem));
   }
 }
 

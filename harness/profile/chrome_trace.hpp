@@ -36,8 +36,9 @@ std::int64_t host_pid(const Trace& trace);
 
 std::string chrome_trace_json(const Trace& trace);
 
-// Writes chrome_trace_json(trace) to `path` through PATH.tmp and a rename, so `path` is either the
-// old file or the complete new one. Throws ExportError naming the file and the reason.
+// Writes chrome_trace_json(trace) to `path` with io::write_file (a temporary, flushed and renamed),
+// so `path` is either the old file or the complete new one. Throws ExportError naming the file and
+// the reason.
 void write_chrome_trace(const Trace& trace, const std::filesystem::path& path);
 
 }  // namespace ampbench::profile

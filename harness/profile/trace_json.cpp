@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "harness/io/files.hpp"
 
 namespace ampbench::profile {
 namespace {
@@ -183,9 +183,9 @@ Json times_json(std::uint64_t start, std::uint64_t end) {
 Trace trace_from_json(std::string_view text, std::string_view name) {
   Json json;
   try {
-    json = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw TraceError(fmt::format("{}: not JSON ({})", name, e.what()));
+    json = io::parse_json(text, name);
+  } catch (const io::FileError& e) {
+    throw TraceError(e.what());
   }
   const Object top(json, "$", name);
   top.allow_only({"schema", "metadata", "kernels", "api_calls", "memcpys", "memsets",
@@ -296,11 +296,13 @@ Trace trace_from_json(std::string_view text, std::string_view name) {
 }
 
 Trace read_trace_file(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw TraceError(fmt::format("{}: cannot open", path.string()));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return trace_from_json(text.str(), path.string());
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw TraceError(e.what());
+  }
+  return trace_from_json(text, path.string());
 }
 
 Json trace_to_json(const Trace& trace) {

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
+
+#include "harness/io/files.hpp"
 
 namespace ampbench::results {
 namespace {
@@ -58,6 +59,37 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
     const bool has_gpu = !gpu.empty() && !gpu.starts_with("not probed") && !gpu.starts_with("no ");
     file.device = has_gpu ? gpu : text("cpu");
   }
+  const bool has_complete = document.contains("complete");
+  if (has_complete != document.contains("expected")) {
+    throw bad(has_complete ? "complete without expected" : "expected without complete");
+  }
+  if (has_complete) {
+    if (!document["complete"].is_boolean()) throw bad("complete is not true or false");
+    const auto& expected = document["expected"];
+    const auto strings = [&](const char* name, std::vector<std::string>& out) {
+      if (!expected.contains(name)) return false;
+      const auto& list = expected[name];
+      if (!list.is_array()) throw bad(fmt::format("expected.{} is not an array", name));
+      std::set<std::string> seen;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string()) {
+          throw bad(fmt::format("expected.{}[{}] is not a string", name, i));
+        }
+        if (!seen.insert(list[i].get<std::string>()).second) {
+          throw bad(fmt::format("expected.{}[{}] repeats {}", name, i, list[i].get<std::string>()));
+        }
+        out.push_back(list[i].get<std::string>());
+      }
+      return true;
+    };
+    Completeness c;
+    c.complete = document["complete"].get<bool>();
+    if (!expected.is_object() || !strings("keys", c.expected)) {
+      throw bad("expected is not an object with the array keys");
+    }
+    strings("suite_keys", c.suite_keys);
+    file.completeness = std::move(c);
+  }
   std::set<std::string> keys;
   const auto& records = document["records"];
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -83,19 +115,57 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
     }
     file.records.push_back(std::move(record));
   }
+  if (file.completeness) {
+    Completeness& c = *file.completeness;
+    const std::set<std::string> expected(c.expected.begin(), c.expected.end());
+    for (std::size_t i = 0; i < file.records.size(); ++i) {
+      if (!expected.contains(file.records[i].key)) {
+        throw bad(fmt::format("records[{}].key {} is not one of the expected cases", i,
+                              file.records[i].key));
+      }
+    }
+    for (const auto& key : c.expected) {
+      if (!keys.contains(key)) c.missing.push_back(key);
+    }
+    if (c.complete && !c.missing.empty()) {
+      throw bad(fmt::format("complete is true, but {} expected case(s) have no record: {}",
+                            c.missing.size(), key_list(c.missing)));
+    }
+  }
   return file;
 }
 
-ResultFile load_result(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw ResultError(fmt::format("{}: cannot read the file", path));
-  nlohmann::json document;
+nlohmann::json read_result_json(const std::string& path) {
   try {
-    document = nlohmann::json::parse(file);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ResultError(fmt::format("{}: not JSON ({})", path, e.what()));
+    return io::parse_json(io::read_file(path), path);
+  } catch (const io::FileError& e) {
+    throw ResultError(e.what());
   }
-  return parse_result(document, path);
+}
+
+ResultFile load_result(const std::string& path) {
+  return parse_result(read_result_json(path), path);
+}
+
+std::string key_list(const std::vector<std::string>& keys, std::size_t limit) {
+  std::string text;
+  for (std::size_t i = 0; i < keys.size() && i < limit; ++i) {
+    text += fmt::format("{}{}", i == 0 ? "" : ", ", keys[i]);
+  }
+  if (keys.size() > limit) text += fmt::format(" and {} more", keys.size() - limit);
+  return text;
+}
+
+std::string completeness_text(const std::optional<Completeness>& completeness) {
+  if (!completeness) {
+    return "completeness unknown (a record from before ampbench recorded which cases a run "
+           "expects)";
+  }
+  const Completeness& c = *completeness;
+  const std::size_t ran = c.expected.size() - c.missing.size();
+  if (c.complete) return fmt::format("complete: {} of {} cases", ran, c.expected.size());
+  return fmt::format("PARTIAL: {} of {} cases ran, {} missing: {}", ran, c.expected.size(),
+                     c.missing.size(), key_list(c.missing));
 }
 
 Direction direction_of(std::string_view metric) {

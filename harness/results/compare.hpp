@@ -27,17 +27,38 @@ struct ResultRecord {
   bool pass = false;
   std::map<std::string, double> metrics;
 };
+// What a record says of its completeness (record.hpp, Expected): the cases it should hold, and
+// whether its run finished.
+struct Completeness {
+  bool complete = false;
+  std::vector<std::string> expected;    // in the order they run
+  std::vector<std::string> suite_keys;  // a shard's: the whole suite's, in its order; else empty
+  std::vector<std::string> missing;     // the expected cases without a record
+};
 struct ResultFile {
   std::string suite;
   // What ran the cases: the environment's gpu when it names a device, otherwise its cpu; empty
   // when the record does not say (a hand-written one).
   std::string device;
   std::optional<double> tolerance;  // the suite's, when the record carries it
+  // Nothing for a record written before ampbench recorded it: completeness unknown.
+  std::optional<Completeness> completeness;
   std::vector<ResultRecord> records;
 };
-// Checks the schema and the members compare reads; `source` names the document in messages.
+// Checks the schema and the members compare reads; `source` names the document in messages. A
+// record with `expected` and `complete` must hold only expected cases, and all of them when it
+// says it is complete.
 ResultFile parse_result(const nlohmann::json& document, std::string_view source);
+// Reads the file (io::read_file, io::parse_json) and parses it; ResultError names the file.
+nlohmann::json read_result_json(const std::string& path);
 ResultFile load_result(const std::string& path);
+
+// How complete a record is, for people: "complete: 12 of 12 cases", "PARTIAL: 3 of 12 cases ran,
+// 9 missing: KEY, KEY, ... and 4 more", "completeness unknown (a record from before ampbench
+// recorded which cases a run expects)".
+std::string completeness_text(const std::optional<Completeness>& completeness);
+// The first `limit` keys, then how many more: "a, b, c and 9 more".
+std::string key_list(const std::vector<std::string>& keys, std::size_t limit = 5);
 
 enum class Direction { lower_is_better, higher_is_better, unjudged };
 // By the metric's name, after the last '.': ulps, errors, ratios, mismatches, divergence and

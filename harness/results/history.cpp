@@ -42,6 +42,15 @@ CREATE TABLE metrics (
 CREATE INDEX metrics_by_name ON metrics (metric);
 )";
 
+// Partial runs (their record says complete: false), with the number of cases they expected. Added
+// to a database of ampbench.history/1 when it is opened for writing: an ampbench from before it
+// ignores the table (and shows such runs unflagged).
+constexpr const char* kCreatePartialRuns = R"(
+CREATE TABLE IF NOT EXISTS partial_runs (
+  run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  expected INTEGER NOT NULL);
+)";
+
 // The filters of HistoryFilter, as SQL over runs r, records c and metrics m; an empty parameter
 // matches everything. A training record holds all the policies of its run, so its policy is the
 // prefix of the metric's name; and the metric names its training metrics either way.
@@ -68,17 +77,21 @@ ORDER BY c.key, m.metric, r.started, r.id
 constexpr const char* kInfoColumns =
     "suite, shard, git_revision, ampbench_version, hostname, cpu, started, finished, source";
 
-// id, the HistoryRunInfo columns, recorded_at, the records, the failed records.
-std::string runs_query() {
-  return fmt::format(R"(
+// id, the HistoryRunInfo columns, recorded_at, the records, the failed records, the cases a
+// partial run expected (NULL for a complete run; always, in a database without partial_runs).
+std::string runs_query(bool partial_runs) {
+  return fmt::format(
+      R"(
 SELECT id, {}, recorded_at,
        (SELECT count(*) FROM records c WHERE c.run_id = r.id),
-       (SELECT count(*) FROM records c WHERE c.run_id = r.id AND c.pass = 0)
+       (SELECT count(*) FROM records c WHERE c.run_id = r.id AND c.pass = 0),
+       {}
 FROM runs r
 WHERE (?1 = '' OR r.suite = ?1)
 ORDER BY r.started, r.id
 )",
-                     kInfoColumns);
+      kInfoColumns,
+      partial_runs ? "(SELECT expected FROM partial_runs p WHERE p.run_id = r.id)" : "NULL");
 }
 
 std::vector<std::string> split(std::string_view text, char separator) {
@@ -114,6 +127,7 @@ struct History::Connection {
   };
   std::unique_ptr<sqlite3, Closer> db;
   std::string path;
+  bool partial_runs = false;  // the database has the table partial_runs
 
   [[noreturn]] void fail(std::string_view doing) const {
     throw HistoryError(fmt::format("{}: {}: {}", path, doing, sqlite3_errmsg(db.get())));
@@ -178,6 +192,9 @@ class Statement {
   }
   std::int64_t integer(int column) const { return sqlite3_column_int64(statement_.get(), column); }
   double real(int column) const { return sqlite3_column_double(statement_.get(), column); }
+  bool is_null(int column) const {
+    return sqlite3_column_type(statement_.get(), column) == SQLITE_NULL;
+  }
 
  private:
   struct Finalizer {
@@ -232,6 +249,14 @@ class WriteTransaction {
   const History::Connection& connection_;
   bool committed_ = false;
 };
+
+// Whether the database has the table `name`.
+bool has_table(const History::Connection& connection, const char* name) {
+  Statement query(connection, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                  "cannot read the database");
+  query.bind(1, name);
+  return query.step();
+}
 
 // The schema version of the database; nothing for a database without tables (a new one).
 std::optional<std::string> schema_version(const History::Connection& connection) {
@@ -326,6 +351,10 @@ HistoryRunInput history_run(const nlohmann::json& document, const std::string& s
   info.started = env("started");
   info.finished = env("finished");
   info.source = std::filesystem::absolute(source).lexically_normal().string();
+  run.completeness_known = file.completeness.has_value();
+  if (file.completeness && !file.completeness->complete) {
+    run.partial_of = file.completeness->expected.size();
+  }
   const auto& records = document["records"];
   for (std::size_t i = 0; i < file.records.size(); ++i) {
     const auto& r = file.records[i];
@@ -340,6 +369,38 @@ HistoryRunInput history_run(const nlohmann::json& document, const std::string& s
 
 // ---- the store ----------------------------------------------------------------------------------
 
+namespace {
+
+// `path` as an SQLite URI that opens it read-only and immutable: no locks, no -shm or -wal files
+// (https://sqlite.org/uri.html).
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
+// Opens `name` with `flags` on `connection` (closing what it had), with the busy timeout and
+// foreign keys every use needs.
+void connect(History::Connection& connection, const std::string& name, int flags) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
+  connection.db.reset(raw);  // closed by the destructor even when the open failed
+  if (raw == nullptr) {
+    throw HistoryError(fmt::format("{}: cannot open: out of memory", connection.path));
+  }
+  connection.check(rc, "cannot open");
+  connection.check(sqlite3_busy_timeout(raw, kBusyTimeoutMs), "cannot set the busy timeout");
+  connection.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+}
+
+}  // namespace
+
 History::History(const std::string& path, Open mode)
     : path_(path), connection_(std::make_unique<Connection>()) {
   connection_->path = path;
@@ -353,24 +414,34 @@ History::History(const std::string& path, Open mode)
         "ampbench history --add RESULT.json fills one)",
         path));
   }
-  sqlite3* raw = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (mode == Open::create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  connection_->db.reset(raw);  // closed by the destructor even when the open failed
-  if (raw == nullptr) throw HistoryError(fmt::format("{}: cannot open: out of memory", path));
-  connection_->check(rc, "cannot open");
-  connection_->check(sqlite3_busy_timeout(raw, kBusyTimeoutMs), "cannot set the busy timeout");
-  connection_->exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
 
   if (mode == Open::existing) {
-    const auto version = schema_version(*connection_);
+    // Read-only: a query needs no write access to the database.
+    connect(*connection_, path, SQLITE_OPEN_READONLY);
+    std::optional<std::string> version;
+    try {
+      version = schema_version(*connection_);
+    } catch (const HistoryError&) {
+      // In WAL mode a reader maps the -shm file and may have to create it and the -wal: without
+      // write access to the directory SQLite cannot open them. Read as immutable instead.
+      const int code = sqlite3_errcode(connection_->db.get());
+      if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY) throw;
+      connect(*connection_, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      version = schema_version(*connection_);
+      note_ = fmt::format(
+          "{}: read as immutable (no write access for the -shm and -wal files its write-ahead "
+          "log needs): a run being recorded now, or not yet checkpointed, may be missing",
+          path);
+    }
     if (!version) {
       throw HistoryError(
           fmt::format("{}: not an ampbench history database (it has no tables)", path));
     }
     check_version(*connection_, *version);
+    connection_->partial_runs = has_table(*connection_, "partial_runs");
     return;
   }
+  connect(*connection_, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   {
     // Inside the write lock, so that two shards creating the database at once create it once.
     WriteTransaction transaction(*connection_);
@@ -383,8 +454,10 @@ History::History(const std::string& path, Open mode)
           .bind(1, kHistorySchema)
           .step();
     }
+    connection_->exec(kCreatePartialRuns, "cannot create the table of partial runs");
     transaction.commit();
   }
+  connection_->partial_runs = true;
   // Readers and one writer at a time without blocking each other; persistent in the file. On a
   // file system without shared memory (NFS) SQLite keeps its rollback journal, and the busy
   // timeout alone makes writers wait.
@@ -402,15 +475,42 @@ AddOutcome History::add(const HistoryRunInput& run) {
                      "hostname = ?4",
                      doing);
   existing.bind(1, info.suite).bind(2, info.shard).bind(3, info.started).bind(4, info.hostname);
-  if (existing.step()) return {existing.integer(0), false};
-
-  Statement insert_run(*connection_,
-                       fmt::format("INSERT INTO runs ({}, recorded_at) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                                   kInfoColumns),
-                       doing);
-  bind_info(insert_run, info).bind(10, utc_now()).step();
-  const std::int64_t run_id = sqlite3_last_insert_rowid(connection_->db.get());
+  std::int64_t run_id = 0;
+  bool replaced = false;
+  if (existing.step()) {
+    run_id = existing.integer(0);
+    // A partial record of this run gives way to a later one with more of its cases: the run keeps
+    // its id, and its records are the new ones.
+    Statement partial(*connection_,
+                      "SELECT (SELECT count(*) FROM records c WHERE c.run_id = ?1) FROM "
+                      "partial_runs WHERE run_id = ?1",
+                      doing);
+    partial.bind(1, run_id);
+    const bool more =
+        partial.step() &&
+        (!run.partial_of || run.records.size() > static_cast<std::size_t>(partial.integer(0)));
+    if (!more) return {run_id, false, false};
+    for (const char* table : {"records", "partial_runs"}) {
+      Statement(*connection_, fmt::format("DELETE FROM {} WHERE run_id = ?1", table), doing)
+          .bind(1, run_id)
+          .step();
+    }
+    Statement update(*connection_,
+                     fmt::format("UPDATE runs SET ({}, recorded_at) = "
+                                 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) WHERE id = ?11",
+                                 kInfoColumns),
+                     doing);
+    bind_info(update, info).bind(10, utc_now()).bind(11, run_id).step();
+    replaced = true;
+  } else {
+    Statement insert_run(*connection_,
+                         fmt::format("INSERT INTO runs ({}, recorded_at) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                     kInfoColumns),
+                         doing);
+    bind_info(insert_run, info).bind(10, utc_now()).step();
+    run_id = sqlite3_last_insert_rowid(connection_->db.get());
+  }
 
   Statement insert_record(*connection_,
                           "INSERT INTO records (run_id, key, kind, pass, op, policy, model) "
@@ -435,12 +535,18 @@ AddOutcome History::add(const HistoryRunInput& run) {
       insert_metric.reset();
     }
   }
+  if (run.partial_of) {
+    Statement(*connection_, "INSERT INTO partial_runs (run_id, expected) VALUES (?1, ?2)", doing)
+        .bind(1, run_id)
+        .bind(2, static_cast<std::int64_t>(*run.partial_of))
+        .step();
+  }
   transaction.commit();
-  return {run_id, true};
+  return {run_id, true, replaced};
 }
 
 std::vector<HistoryRun> History::runs(const HistoryFilter& filter) const {
-  Statement query(*connection_, runs_query(), "cannot list the runs");
+  Statement query(*connection_, runs_query(connection_->partial_runs), "cannot list the runs");
   query.bind(1, filter.suite);
   std::vector<HistoryRun> runs;
   while (query.step()) {
@@ -450,6 +556,7 @@ std::vector<HistoryRun> History::runs(const HistoryFilter& filter) const {
     run.recorded_at = query.text(10);
     run.records = static_cast<std::size_t>(query.integer(11));
     run.failed = static_cast<std::size_t>(query.integer(12));
+    if (!query.is_null(13)) run.partial_of = static_cast<std::size_t>(query.integer(13));
     runs.push_back(std::move(run));
   }
   if (filter.last != 0 && runs.size() > filter.last) {

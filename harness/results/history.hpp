@@ -3,7 +3,8 @@
 // runs and revisions. The schema is versioned ("ampbench.history/1" in its meta table); a database
 // of another version is refused rather than misread. Recording a run is one transaction, and a
 // run is known by its suite, shard, start time and host, so recording the same result twice adds
-// it once.
+// it once. A partial run (its record says complete: false) is stored flagged, in the table
+// partial_runs, and is replaced when the same run is recorded again with more of its cases.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +60,10 @@ struct HistoryRunInfo {
 struct HistoryRunInput {
   HistoryRunInfo info;
   std::vector<HistoryRecord> records;
+  // A partial run's: the number of cases it expected. Nothing for a complete run, or a record
+  // that does not say (completeness unknown).
+  std::optional<std::size_t> partial_of;
+  bool completeness_known = false;
 };
 // The run of an ampbench.result/1 document; throws ResultError naming `source` and the member.
 HistoryRunInput history_run(const nlohmann::json& document, const std::string& source);
@@ -69,6 +74,7 @@ struct HistoryRun {
   std::string recorded_at;  // UTC, ISO 8601
   std::size_t records = 0;
   std::size_t failed = 0;
+  std::optional<std::size_t> partial_of;  // a partial run: the cases it expected
 };
 
 // Which values a query selects; an empty string matches everything.
@@ -101,19 +107,27 @@ struct SeriesPoint {
 struct AddOutcome {
   std::int64_t run_id = 0;
   bool added = false;  // false: the run was already recorded (under run_id)
+  // The run was recorded partial (under run_id), and this record of it, with more of its cases,
+  // replaced that one.
+  bool replaced_partial = false;
 };
 
 class History {
  public:
   enum class Open { create, existing };
   // Opens (or, with Open::create, creates) the database at `path` and checks its schema version.
-  // Writers wait for each other (WAL journal, busy timeout) instead of failing at once.
+  // Writers wait for each other (WAL journal, busy timeout) instead of failing at once. An
+  // existing database is opened read-only; where its write-ahead log needs write access the user
+  // lacks (a database in a directory they may not write), it is read as immutable: see note().
   History(const std::string& path, Open mode);
   ~History();
   History(const History&) = delete;
   History& operator=(const History&) = delete;
 
   const std::string& path() const { return path_; }
+  // What a reader should know of how the database was opened ("read as immutable: ..."), or
+  // empty.
+  const std::string& note() const { return note_; }
 
   // Records a run in one transaction: all of it, or nothing when anything fails.
   AddOutcome add(const HistoryRunInput& run);
@@ -129,6 +143,7 @@ class History {
 
  private:
   std::string path_;
+  std::string note_;
   std::unique_ptr<Connection> connection_;
 };
 

@@ -40,6 +40,7 @@ th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.key { white-space: nowrap; }
 ul.failures { color: #b2182b; margin: 4px 0; }
+.partial { color: #b2182b; font-weight: 700; }
 tr.fail td { background: #fde0dc; } tr.fail td.status { color: #b2182b; font-weight: 700; }
 td.status { color: #1b7837; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 12px; }
@@ -394,16 +395,26 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
   const std::size_t failed = failures_of(r);
   double seconds = 0;
   for (const auto& record : records) seconds += seconds_of(record);
+  const auto completeness = completeness_of(r);
+  const bool partial = completeness && !completeness->complete;
   std::string out = fmt::format(
-      "<section class=\"result\">\n<h2>Suite {} · shard {}</h2>\n<p class=\"source\">{}</p>\n"
+      "<section class=\"result\">\n<h2>Suite {} · shard {}{}</h2>\n<p class=\"source\">{}</p>\n"
       "<p class=\"env\">{}</p>\n",
-      escape(text_of(r.document, "suite")), escape(text_of(r.document, "shard")), escape(r.source),
+      escape(text_of(r.document, "suite")), escape(text_of(r.document, "shard")),
+      partial ? " · PARTIAL RUN" : "", escape(r.source),
       environment_line(member(r.document, "environment")));
   out += fmt::format(
       "<p class=\"summary\"><span class=\"badge {}\">{}</span>{} case(s), {} passed, {} failed, "
       "{:.1f} s</p>\n",
-      failed ? "fail" : "pass", failed ? "FAIL" : "PASS", records.size(), records.size() - failed,
-      failed, seconds);
+      failed || partial ? "fail" : "pass",
+      failed    ? "FAIL"
+      : partial ? "PARTIAL"
+                : "PASS",
+      records.size(), records.size() - failed, failed, seconds);
+  if (partial || !completeness) {
+    out += fmt::format("<p class=\"{}\">{}</p>\n", partial ? "summary partial" : "explain",
+                       escape(completeness_text(completeness)));
+  }
   if (failed > 0) {  // what a reader looks for first, before a long table
     out += "<ul class=\"failures\">\n";
     for (const auto& record : records) {

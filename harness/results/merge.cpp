@@ -57,6 +57,9 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
   Merged merged;
   std::map<std::size_t, const ResultDocument*> by_index;
   std::map<std::string, std::string> source_of_key;
+  // The suite's cases in its order, as the first shard that says names them, and which shard.
+  std::vector<std::string> suite_keys;
+  const ResultDocument* keys_from = nullptr;
   for (const auto& s : shards) {
     const ResultFile file = parse_result(s.document, s.source);
     if (!s.document.contains("shard") || !s.document["shard"].is_string()) {
@@ -94,6 +97,33 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
                                       s.source, record.key, it->second));
       }
     }
+    if (!file.completeness) {
+      merged.unknown_shards.push_back(s.source);
+      continue;
+    }
+    const Completeness& c = *file.completeness;
+    const std::vector<std::string>& keys = shard.count == 1 ? c.expected : c.suite_keys;
+    if (keys_from == nullptr) {
+      suite_keys = keys;
+      keys_from = &s;
+    } else if (keys != suite_keys) {
+      throw ResultError(fmt::format(
+          "{}: its suite's cases differ from those of {} (shards of different versions of the "
+          "suite?)",
+          s.source, keys_from->source));
+    }
+    // The shard's cases must be its share of the suite's: index I, I+N, I+2N...
+    std::vector<std::string> share;
+    for (std::size_t i = shard.index; i < suite_keys.size(); i += shard.count) {
+      share.push_back(suite_keys[i]);
+    }
+    if (share != c.expected) {
+      throw ResultError(fmt::format("{}: the cases it expects are not shard {} of its suite's",
+                                    s.source, shard_text));
+    }
+    if (!c.complete) {
+      merged.partial_shards.push_back({s.source, shard_text, c.expected.size(), c.missing});
+    }
   }
 
   std::vector<std::size_t> present;
@@ -105,16 +135,37 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
     }
   }
   nlohmann::json records = nlohmann::json::array();
-  for (std::size_t round = 0;; ++round) {
-    bool any = false;
+  // Known when every shard says which cases it expects.
+  const bool known = merged.unknown_shards.empty() && !suite_keys.empty();
+  if (known) {
+    // In the suite's order; and the suite's cases without a record are the missing ones.
+    std::map<std::string, const nlohmann::json*> by_key;
     for (const std::size_t i : present) {
-      const auto& shard_records = by_index[i]->document["records"];
-      if (round < shard_records.size()) {
-        records.push_back(shard_records[round]);
-        any = true;
+      for (const auto& record : by_index[i]->document["records"]) {
+        by_key.emplace(record["key"].get<std::string>(), &record);
       }
     }
-    if (!any) break;
+    for (const auto& key : suite_keys) {
+      const auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        merged.missing_cases.push_back(key);
+      } else {
+        records.push_back(*it->second);
+      }
+    }
+  } else {
+    // Records from before the shards named the suite's cases: shard I holds I, I+N, I+2N...
+    for (std::size_t round = 0;; ++round) {
+      bool any = false;
+      for (const std::size_t i : present) {
+        const auto& shard_records = by_index[i]->document["records"];
+        if (round < shard_records.size()) {
+          records.push_back(shard_records[round]);
+          any = true;
+        }
+      }
+      if (!any) break;
+    }
   }
   nlohmann::json merged_from = nlohmann::json::array();
   for (const std::size_t i : present) {
@@ -135,6 +186,11 @@ Merged merge_shards(std::span<const ResultDocument> shards) {
                      {"environment", merged_environment(shards)},
                      {"merged_from", merged_from},
                      {"records", records}};
+  if (known) {
+    merged.document["expected"] = {{"cases", suite_keys.size()}, {"keys", suite_keys}};
+    merged.document["complete"] = merged.complete();
+    if (!merged.complete()) merged.document["missing"] = merged.missing_cases;
+  }
   // The run's settings, when every shard has the same.
   for (const char* member : {"backend", "tolerance"}) {
     const auto& first = shards.front().document;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -213,12 +214,27 @@ nlohmann::json to_json(const Record& r) {
 }
 
 nlohmann::json result_document(std::string_view suite, const Shard& shard,
-                               const Environment& environment, const nlohmann::json& records) {
-  return {{"schema", std::string(kResultSchema)},
-          {"suite", std::string(suite)},
-          {"shard", to_string(shard)},
-          {"environment", to_json(environment)},
-          {"records", records}};
+                               const Environment& environment, const nlohmann::json& records,
+                               const Expected& expected, bool complete) {
+  nlohmann::json cases{{"cases", expected.keys.size()}, {"keys", expected.keys}};
+  if (!expected.suite_keys.empty()) cases["suite_keys"] = expected.suite_keys;
+  nlohmann::json document{{"schema", std::string(kResultSchema)},
+                          {"suite", std::string(suite)},
+                          {"shard", to_string(shard)},
+                          {"environment", to_json(environment)},
+                          {"expected", std::move(cases)},
+                          {"complete", complete}};
+  if (!complete) {
+    std::set<std::string> ran;
+    for (const auto& record : records) ran.insert(record.value("key", std::string()));
+    nlohmann::json missing = nlohmann::json::array();
+    for (const auto& key : expected.keys) {
+      if (!ran.contains(key)) missing.push_back(key);
+    }
+    document["missing"] = std::move(missing);
+  }
+  document["records"] = records;
+  return document;
 }
 
 }  // namespace ampbench::results

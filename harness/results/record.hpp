@@ -86,7 +86,20 @@ std::map<std::string, double> train_metrics(const train::TrainResult& result);
 std::map<std::string, double> profile_metrics(const train::ProfileResult& result);
 
 nlohmann::json to_json(const Record& record);
+
+// The cases a result record should hold (docs/results.md, "Partial records"): `ampbench run` writes
+// its record before the first case and after each with complete = false, and with complete = true
+// only after the last, so that a run that stopped says so and which cases it lacks.
+struct Expected {
+  std::vector<std::string> keys;  // the record's cases, in the order they run
+  // A shard's: every case of the suite in the suite's order, by which a merge orders the shards'
+  // records and names the cases of a missing shard. Empty for a whole run (the same as keys).
+  std::vector<std::string> suite_keys;
+};
+// {schema, suite, shard, environment, expected: {cases, keys[, suite_keys]}, complete, [missing,]
+// records}: `missing` lists the expected keys without a record while complete is false.
 nlohmann::json result_document(std::string_view suite, const Shard& shard,
-                               const Environment& environment, const nlohmann::json& records);
+                               const Environment& environment, const nlohmann::json& records,
+                               const Expected& expected, bool complete);
 
 }  // namespace ampbench::results

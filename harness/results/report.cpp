@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "harness/results/compare.hpp"
@@ -81,13 +79,12 @@ std::size_t failures_of(const ResultDocument& r) {
   return failed;
 }
 
+std::optional<Completeness> completeness_of(const ResultDocument& r) {
+  return parse_result(r.document, r.source).completeness;
+}
+
 ResultDocument load_result_document(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw ResultError(fmt::format("{}: cannot open the file", path));
-  std::stringstream text;
-  text << file.rdbuf();
-  ResultDocument r{path, nlohmann::json::parse(text.str(), nullptr, false)};
-  if (r.document.is_discarded()) throw ResultError(fmt::format("{}: not JSON", path));
+  ResultDocument r{path, read_result_json(path)};
   parse_result(r.document, path);  // the schema and the members, named in its message
   return r;
 }
@@ -97,11 +94,17 @@ std::string markdown_report(std::span<const ResultDocument> results) {
   for (const auto& r : results) {
     const auto& env =
         r.document.contains("environment") ? r.document["environment"] : nlohmann::json::object();
-    out += fmt::format("## Suite {} (shard {}) — {}\n\n", text_of(r.document, "suite"),
-                       text_of(r.document, "shard"), r.source);
+    const auto completeness = completeness_of(r);
+    const bool partial = completeness && !completeness->complete;
+    out += fmt::format("## Suite {} (shard {}){} — {}\n\n", text_of(r.document, "suite"),
+                       text_of(r.document, "shard"), partial ? " — PARTIAL RUN" : "", r.source);
     out += fmt::format("ampbench {} ({}), {}, {}; {} to {}\n\n", text_of(env, "ampbench_version"),
                        text_of(env, "git_revision"), text_of(env, "compiler"), text_of(env, "cpu"),
                        text_of(env, "started"), text_of(env, "finished"));
+    if (!completeness || partial) {
+      out += fmt::format("{}{}{}\n\n", partial ? "**" : "", cell(completeness_text(completeness)),
+                         partial ? "**" : "");
+    }
     out += "| case | kind | status | main metrics | breaches |\n|---|---|---|---|---|\n";
     for (const auto& record : records_of(r)) {
       std::string breaches;
@@ -111,25 +114,36 @@ std::string markdown_report(std::span<const ResultDocument> results) {
                          text_of(record, "status") == "pass" ? "PASS" : "**FAIL**",
                          cell(main_metrics(record)), cell(breaches));
     }
-    out += fmt::format("\n{} case(s), {} failed.\n\n", records_of(r).size(), failures_of(r));
+    out += fmt::format("\n{} case(s), {} failed{}.\n\n", records_of(r).size(), failures_of(r),
+                       partial ? fmt::format(", {} not run (the run stopped before them)",
+                                             completeness->missing.size())
+                               : "");
   }
   return out;
 }
 
 std::string junit_report(std::span<const ResultDocument> results) {
-  std::size_t tests = 0, failures = 0;
+  // The cases a partial record lacks: errors, so that a stopped run never reads as green.
+  std::vector<std::vector<std::string>> missing;
+  std::size_t tests = 0, failures = 0, errors = 0;
   for (const auto& r : results) {
-    tests += records_of(r).size();
+    const auto completeness = completeness_of(r);
+    missing.push_back(completeness ? completeness->missing : std::vector<std::string>{});
+    tests += records_of(r).size() + missing.back().size();
     failures += failures_of(r);
+    errors += missing.back().size();
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", tests, failures);
-  for (const auto& r : results) {
+  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", tests, failures,
+                     errors);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const ResultDocument& r = results[i];
     double time = 0;
     for (const auto& record : records_of(r)) time += seconds_of(record);
-    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                       svg::escape(text_of(r.document, "suite")), records_of(r).size(),
-                       failures_of(r), time);
+    out += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
+        svg::escape(text_of(r.document, "suite")), records_of(r).size() + missing[i].size(),
+        failures_of(r), missing[i].size(), time);
     for (const auto& record : records_of(r)) {
       out += fmt::format("    <testcase classname=\"ampbench.{}\" name=\"{}\" time=\"{:.3f}\"",
                          svg::escape(text_of(record, "kind")), svg::escape(text_of(record, "key")),
@@ -144,6 +158,14 @@ std::string junit_report(std::span<const ResultDocument> results) {
           ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
           svg::escape(breaches_of(record).empty() ? "failed" : breaches_of(record).front()),
           svg::escape(breaches));
+    }
+    for (const auto& key : missing[i]) {
+      const std::string kind = key.substr(0, key.find('/'));
+      out += fmt::format(
+          "    <testcase classname=\"ampbench.{}\" name=\"{}\" time=\"0\">\n      <error "
+          "message=\"not run: the run stopped before this case (a partial record)\"/>\n    "
+          "</testcase>\n",
+          svg::escape(kind), svg::escape(key));
     }
     out += "  </testsuite>\n";
   }

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "harness/results/compare.hpp"
 
 namespace ampbench::results {
 
@@ -18,7 +21,9 @@ struct ResultDocument {
 ResultDocument load_result_document(const std::string& path);
 
 // Per result: a heading with the suite, shard and environment, a table of its records (key, kind,
-// status, the main metrics, the breaches), and a count of the failures.
+// status, the main metrics, the breaches), and a count of the failures. A partial record (a run
+// that stopped: complete is false) says so in its heading, with the cases it lacks; a record
+// without the members is said to be of unknown completeness.
 std::string markdown_report(std::span<const ResultDocument> results);
 
 // A self-contained HTML page (inline CSS and SVG, no script, nothing fetched): per result its
@@ -27,7 +32,8 @@ std::string markdown_report(std::span<const ResultDocument> results);
 std::string html_report(std::span<const ResultDocument> results);
 
 // <testsuites> with one <testsuite> per result and one <testcase> per record (classname
-// ampbench.audit or ampbench.train, its time), a <failure> holding the breaches of a failed one.
+// ampbench.audit or ampbench.train, its time), a <failure> holding the breaches of a failed one;
+// for a partial record, one <testcase> per case that did not run, with an <error>.
 std::string junit_report(std::span<const ResultDocument> results);
 
 // The fields of a record the writers share: a string member or "-", the breaches, the seconds (0
@@ -38,5 +44,7 @@ std::vector<std::string> breaches_of(const nlohmann::json& record);
 double seconds_of(const nlohmann::json& record);
 std::string main_metrics(const nlohmann::json& record);
 std::size_t failures_of(const ResultDocument& r);
+// The completeness the record states (parse_result's); nothing when it does not say.
+std::optional<Completeness> completeness_of(const ResultDocument& r);
 
 }  // namespace ampbench::results

@@ -7,24 +7,29 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "harness/inputs/distributions.hpp"
+#include "harness/inputs/tensor_file.hpp"
+#include "harness/io/files.hpp"
 
 namespace ampbench::results {
 namespace {
 
-// Messages name the file, the line, the table and the key: "suites/x.toml:7: [[audit]] ops: ...".
+// Messages name the file, the line, the column, the table and the key: "suites/x.toml:7:1:
+// [[audit]] ops: ...". The files the suite reads are collected in `files`.
 class Reader {
  public:
-  explicit Reader(std::string_view source) : source_(source) {}
+  Reader(std::string_view source, std::vector<std::string>& files)
+      : source_(source), files_(&files) {}
+
+  void reads(std::string path) const { files_->push_back(std::move(path)); }
 
   [[noreturn]] void fail(const toml::node& node, std::string_view where,
                          const std::string& message) const {
-    throw SuiteError(fmt::format("{}:{}: {}{}", source_, node.source().begin.line, where,
+    throw SuiteError(fmt::format("{}:{}:{}: {}{}", source_, node.source().begin.line,
+                                 node.source().begin.column, where,
                                  where.empty() ? message : ": " + message));
   }
 
@@ -83,6 +88,7 @@ class Reader {
 
  private:
   std::string source_;
+  std::vector<std::string>* files_;
 };
 
 std::string audit_key(const audit::Case& c, std::string_view mma_name) {
@@ -100,13 +106,16 @@ std::string train_key(const train::TrainConfig& config) {
   return key;
 }
 
-// A policy as --policy takes it; a relative policy file is found next to the suite.
-policy::Policy suite_policy(const std::string& name, const std::filesystem::path& directory) {
-  const bool is_file = name.ends_with(".toml") || name.find('/') != std::string::npos;
-  if (is_file && std::filesystem::path(name).is_relative()) {
-    return policy::policy_by_name_or_file((directory / name).string());
-  }
-  return policy::policy_by_name_or_file(name);
+// A policy as --policy takes it; a relative policy file is found next to the suite. A file is one
+// of the files the suite reads.
+policy::Policy suite_policy(const Reader& reader, const std::string& name,
+                            const std::filesystem::path& directory) {
+  const bool is_file = policy::find_builtin(name) == nullptr &&
+                       (name.ends_with(".toml") || name.find('/') != std::string::npos);
+  const std::string path =
+      is_file && std::filesystem::path(name).is_relative() ? (directory / name).string() : name;
+  if (is_file) reader.reads(path);
+  return policy::policy_by_name_or_file(path);
 }
 
 std::vector<policy::Policy> read_policies(const Reader& reader, const toml::node& node,
@@ -115,7 +124,7 @@ std::vector<policy::Policy> read_policies(const Reader& reader, const toml::node
   std::vector<policy::Policy> policies;
   for (const auto& [name, item] : reader.strings(node, where)) {
     try {
-      policies.push_back(suite_policy(name, directory));
+      policies.push_back(suite_policy(reader, name, directory));
     } catch (const policy::PolicyError& e) {
       reader.fail(*item, where, e.what());
     }
@@ -155,7 +164,8 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
     dists.clear();
     for (const auto& [dist, item] : reader.strings(*node, "[[audit]] dists")) {
       try {
-        inputs::parse_spec(dist);
+        const inputs::Spec spec = inputs::parse_spec(dist);
+        if (spec.kind == inputs::Kind::file) reader.reads(inputs::tensor_file_path(spec.path));
       } catch (const inputs::SpecError& e) {
         reader.fail(*item, "[[audit]] dists", e.what());
       }
@@ -307,16 +317,17 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   try {
     root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
-    throw SuiteError(fmt::format("{}:{}: {}", source_name, e.source().begin.line, e.description()));
+    throw SuiteError(fmt::format("{}:{}:{}: {}", source_name, e.source().begin.line,
+                                 e.source().begin.column, e.description()));
   }
-  const Reader reader(source_name);
+  Suite suite;
+  const Reader reader(source_name, suite.files);
   reader.check_keys(
       root, "",
       {"name", "description", "seed", "tolerance", "budgets", "audit", "train", "profile"});
-  Suite suite;
   const toml::node* name = root.get("name");
   if (name == nullptr) {
-    throw SuiteError(fmt::format("{}:1: name: missing (every suite has a name)", source_name));
+    throw SuiteError(fmt::format("{}:1:1: name: missing (every suite has a name)", source_name));
   }
   suite.name = reader.string(*name, "name");
   if (suite.name.empty() || suite.name.find_first_of("/\\ ") != std::string::npos) {
@@ -330,20 +341,22 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
     suite.tolerance = reader.non_negative(*node, "tolerance");
   }
 
-  if (const toml::node* node = root.get("budgets")) {
-    const std::string path = reader.string(*node, "budgets");
+  // A budgets file that cannot be read (a directory, a missing file) is an error at the key: a
+  // gate read as empty would be off.
+  const toml::node* budgets = root.get("budgets");
+  if (budgets != nullptr) {
+    const std::string path = reader.string(*budgets, "budgets");
     suite.budgets_path =
         std::filesystem::path(path).is_relative() ? (directory / path).string() : path;
-    if (!std::filesystem::exists(suite.budgets_path)) {
-      reader.fail(*node, "budgets", fmt::format("{} does not exist", suite.budgets_path));
-    }
   } else if (std::filesystem::exists(directory / "budgets.toml")) {
     suite.budgets_path = (directory / "budgets.toml").string();
   }
   if (!suite.budgets_path.empty()) {
+    reader.reads(suite.budgets_path);
     try {
       suite.budgets = audit::load_budgets(suite.budgets_path);
     } catch (const audit::BudgetError& e) {
+      if (budgets != nullptr) reader.fail(*budgets, "budgets", e.what());
       throw SuiteError(fmt::format("{}: budgets: {}", source_name, e.what()));
     }
   }
@@ -359,7 +372,25 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   }
   if (suite.cases.empty()) {
     throw SuiteError(fmt::format(
-        "{}:1: the suite has no [[audit]], [[train]] or [[profile]] entries", source_name));
+        "{}:1:1: the suite has no [[audit]], [[train]] or [[profile]] entries", source_name));
+  }
+  // A budget for a policy neither built in nor the suite's would never apply.
+  std::vector<std::string> policy_names;
+  for (const auto& c : suite.cases) {
+    if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
+      policy_names.push_back(audit_case->policy.name);
+      continue;
+    }
+    const auto* training = std::get_if<train::TrainConfig>(&c.work);
+    for (const auto& p :
+         (training != nullptr ? *training : std::get<ProfileConfig>(c.work).config).policies) {
+      policy_names.push_back(p.name);
+    }
+  }
+  try {
+    audit::check_policies(suite.budgets, policy_names);
+  } catch (const audit::BudgetError& e) {
+    throw SuiteError(fmt::format("{}: budgets: {}", source_name, e.what()));
   }
   // Keys are what compare matches records by: two cases with one key would be confused.
   std::map<std::string_view, std::size_t> seen;
@@ -378,16 +409,15 @@ std::string_view SuiteCase::kind() const {
 }
 
 Suite load_suite(const std::string& path) {
-  // A directory opens as a file and reads as nothing.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw SuiteError(fmt::format("{}: cannot read the suite file: is a directory", path));
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw SuiteError(e.what());
   }
-  std::ifstream file(path);
-  if (!file) throw SuiteError(fmt::format("{}: cannot read the suite file", path));
-  std::stringstream text;
-  text << file.rdbuf();
-  return parse_suite(text.str(), path, std::filesystem::path(path).parent_path());
+  Suite suite = parse_suite(text, path, std::filesystem::path(path).parent_path());
+  suite.files.insert(suite.files.begin(), path);
+  return suite;
 }
 
 Shard parse_shard(std::string_view text) {

@@ -22,7 +22,7 @@
 
 namespace ampbench::results {
 
-// A suite that cannot be read: what() is "FILE:LINE: [[table]] key: what is wrong".
+// A suite that cannot be read: what() is "FILE:LINE:COLUMN: [[table]] key: what is wrong".
 class SuiteError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -57,6 +57,9 @@ struct Suite {
   std::vector<audit::Budget> budgets;
   // audit entries in file order, then training entries, then profile entries
   std::vector<SuiteCase> cases;
+  // Every file the suite reads: the suite itself (load_suite), its budgets, its policy files and
+  // the tensor files of its file: distributions; what a run must not write over.
+  std::vector<std::string> files;
 };
 
 // The most cases a suite may expand to: each holds its policy, and a few lines of lists could
@@ -64,7 +67,9 @@ struct Suite {
 inline constexpr std::size_t kMaxSuiteCases = 100000;
 
 // Reads a suite. `source_name` names it in messages; relative policy files and the budgets file
-// are found in `directory` (the suite file's), where budgets.toml is the default budgets file.
+// are found in `directory` (the suite file's), where budgets.toml is the default budgets file. A
+// budget of the budgets file for a policy that is neither built in nor one of the suite's is an
+// error (audit::check_policies).
 Suite parse_suite(std::string_view text, std::string_view source_name,
                   const std::filesystem::path& directory);
 Suite load_suite(const std::string& path);

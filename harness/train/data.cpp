@@ -3,20 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cfloat>
 #include <charconv>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
 #include "harness/inputs/tensor_file.hpp"
+#include "harness/io/files.hpp"
 #include "harness/io/number_text.hpp"
 #include "harness/numeric/rounding.hpp"
 
@@ -87,12 +84,12 @@ std::size_t product(std::span<const std::size_t> shape) {
 }
 
 std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path.string(), "cannot open: is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path.string(), fmt::format("cannot open: {}", std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path.string(), fmt::format("read error: {}", std::strerror(errno)));
+  std::string bytes;
+  try {
+    bytes = io::read_file(path);
+  } catch (const io::FileError& e) {
+    throw DataError(e.what());
+  }
   if (bytes.empty()) fail(path.string(), "empty file");
   return bytes;
 }
@@ -253,7 +250,7 @@ std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> read_npy_labels(
   if ((kind != 'i' && kind != 'u') || (item != 1 && item != 2 && item != 4 && item != 8)) {
     fail(file, fmt::format("unsupported dtype '{}' for targets (supported: signed and unsigned "
                            "integers of 1, 2, 4 or 8 bytes, and floats holding integers)",
-                           descr));
+                           io::excerpt(descr)));
   }
   if (h.fortran_order) {
     fail(file,
@@ -505,11 +502,12 @@ Dataset load_dataset_csv(const std::filesystem::path& path, std::optional<std::s
     for (std::size_t k = 0; k + 1 < columns; ++k) {
       if (fields[k].empty()) fail(file, fmt::format("{}: empty field", where(k)));
       const auto parsed = io::parse_number(fields[k], formats::fp32, kRne);
-      if (!parsed) fail(file, fmt::format("{}: '{}' is not a number", where(k), fields[k]));
+      const std::string quoted = io::excerpt(fields[k]);
+      if (!parsed) fail(file, fmt::format("{}: '{}' is not a number", where(k), quoted));
       if (!std::isfinite(parsed->rounded.value)) {
         fail(file, parsed->rounded.event == numeric::RoundingEvent::overflow
-                       ? fmt::format("{}: '{}' is beyond the range of fp32", where(k), fields[k])
-                       : fmt::format("{}: '{}' is not a finite number", where(k), fields[k]));
+                       ? fmt::format("{}: '{}' is beyond the range of fp32", where(k), quoted)
+                       : fmt::format("{}: '{}' is not a finite number", where(k), quoted));
       }
       d.rounding.add(false, parsed->rounded);
       d.inputs.push_back(parsed->rounded.value);
@@ -518,7 +516,7 @@ Dataset load_dataset_csv(const std::filesystem::path& path, std::optional<std::s
     const auto value = integer_value(label);
     if (!value || *value < 0) {
       fail(file, fmt::format("{} (the label): '{}' is not a non-negative integer",
-                             where(columns - 1), label));
+                             where(columns - 1), io::excerpt(label)));
     }
     d.targets.push_back(*value);
     label_lines.push_back(line_no);

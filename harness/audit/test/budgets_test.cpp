@@ -1,6 +1,7 @@
 // Budgets: the file format and its error messages, and which budgets a summary breaks.
 #include "harness/audit/budgets.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace ampbench::audit {
@@ -36,7 +37,7 @@ source = "measured 0.7"
   EXPECT_EQ(budgets[0].op, "gemm");
   EXPECT_EQ(budgets[0].metric, Metric::max_ulp);
   EXPECT_EQ(budgets[0].limit, 16.0);
-  EXPECT_EQ(budgets[0].origin, "b.toml:2");
+  EXPECT_EQ(budgets[0].origin, "b.toml:2:1");
   EXPECT_EQ(budgets[1].metric, Metric::fraction_correctly_rounded);
 }
 
@@ -54,12 +55,53 @@ TEST(Budgets, ErrorsNameFileLineAndProblem) {
             "b.toml:1:1: unknown key 'budgets' (expected [[budget]] tables)");
   EXPECT_NE(error_of("[[budget]\n").find("b.toml:1:"), std::string::npos);
   EXPECT_THROW(load_budgets("/nonexistent/b.toml"), BudgetError);
+}
+
+// Nothing may switch a gate off without a word: a directory read as an empty file, a limit that
+// is never broken (NaN) or cannot be (a fraction above 1), an op or a policy that does not exist.
+TEST(Budgets, NothingSwitchesAGateOffSilently) {
   try {
-    load_budgets("/");
+    load_budgets("/tmp");
     ADD_FAILURE() << "a directory read as budgets";
   } catch (const BudgetError& e) {
-    EXPECT_EQ(std::string(e.what()), "/: cannot open: is a directory");
+    EXPECT_STREQ(e.what(), "/tmp: is a directory");
   }
+  const auto budget = [](std::string_view op, std::string_view metric, std::string_view limit,
+                         std::string_view policy = "fp16") {
+    return fmt::format(
+        "[[budget]]\nop = \"{}\"\npolicy = \"{}\"\nmetric = \"{}\"\nlimit = {}\nsource = "
+        "\"x\"\n",
+        op, policy, metric, limit);
+  };
+  EXPECT_EQ(error_of(budget("gemm", "max_ulp", "nan")),
+            "b.toml:5:9: limit nan is not a finite number");
+  EXPECT_EQ(error_of(budget("gemm", "max_ulp", "-inf")),
+            "b.toml:5:9: limit -inf is not a finite number");
+  EXPECT_EQ(error_of(budget("gemm", "fraction_correctly_rounded", "1.5")),
+            "b.toml:5:9: limit 1.5 of fraction_correctly_rounded is outside [0, 1]");
+  EXPECT_EQ(error_of(budget("gemm", "fraction_correctly_rounded", "-0.1")),
+            "b.toml:5:9: limit -0.1 of fraction_correctly_rounded is outside [0, 1]");
+  EXPECT_EQ(error_of(budget("gemm", "fraction_correctly_rounded", "1")), "(no error)");
+  const std::string misspelt = error_of(budget("gemmm", "max_ulp", "4"));
+  EXPECT_TRUE(misspelt.starts_with("b.toml:2:6: op 'gemmm' is no op of the catalog (known: gemm, "))
+      << misspelt;
+  EXPECT_TRUE(misspelt.ends_with("; or \"*\")")) << misspelt;
+  EXPECT_EQ(error_of(budget("*", "max_ulp", "4")), "(no error)");
+
+  const auto budgets = parse_budgets(
+      budget("gemm", "max_ulp", "4") + "\n" + budget("*", "max_ulp", "4", "amp-fp61"), "b.toml");
+  ASSERT_EQ(budgets.size(), 2u);
+  ASSERT_EQ(budgets[1].policy, "amp-fp61");
+  try {
+    check_policies(budgets, {"fp16", "mine"});
+    ADD_FAILURE() << "a budget for no policy accepted";
+  } catch (const BudgetError& e) {
+    EXPECT_STREQ(e.what(),
+                 "b.toml:8:1: policy 'amp-fp61' is no policy of this run (built-in: fp32, tf32, "
+                 "fp16, bf16, amp-fp16, amp-bf16, 'mine'; or \"*\"; a policy of your own is "
+                 "known by its name when the run uses it)");
+  }
+  EXPECT_NO_THROW(check_policies(budgets, {"amp-fp61"}));
 }
 
 metrics::ErrorSummary one_ulp_off() {
@@ -93,9 +135,10 @@ source = "measured"
                                      "b.toml");
   const auto breaches = check(budgets, "gemm", "fp16", one_ulp_off());
   ASSERT_EQ(breaches.size(), 2u);
-  EXPECT_EQ(breaches[0].message, "gemm fp16: max_ulp 1 > 0 (must be correctly rounded; b.toml:2)");
+  EXPECT_EQ(breaches[0].message,
+            "gemm fp16: max_ulp 1 > 0 (must be correctly rounded; b.toml:2:1)");
   EXPECT_EQ(breaches[1].message,
-            "gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; b.toml:16)");
+            "gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; b.toml:16:1)");
   EXPECT_TRUE(check(budgets, "gemm", "fp16",
                     metrics::summarize(numeric::formats::fp16, std::vector<double>{1.0},
                                        std::vector<double>{1.0}, std::vector<double>{1.0}))

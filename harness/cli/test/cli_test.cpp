@@ -280,9 +280,9 @@ TEST(CliDot, BadInputExitsWith2NamingTheProblemAndPrintsNoResult) {
       {"--format fp16 --accumulate x", good, "--accumulate: unknown format 'x'"},
       {"--format fp16 --mode up", good, "--mode: unknown rounding mode 'up'"},
       {"--format fp16 --inputs /nonexistent/v.json", good,
-       "--inputs /nonexistent/v.json: cannot open (No such file or directory)"},
+       "--inputs /nonexistent/v.json: cannot open: No such file or directory"},
       {"--format fp16", "{\"a\": [1,\n 2,, 3], \"b\": []}",
-       "<stdin>: line 2, column 4: JSON syntax error"},
+       "<stdin>: line 2, column 4: syntax error while parsing value - unexpected ','"},
       {"--format fp16", R"({"a": [1]})", "<stdin>: missing member 'b'"},
       {"--format fp16", R"({"a": [1, {}], "b": [1, 2]})",
        "<stdin>: a[1]: expected a number or a hex-float string, got an object"},
@@ -408,8 +408,7 @@ TEST(CliPolicies, ErrorsExitWith2NameTheProblemAndPrintNothing) {
        "ampbench policies: --policy: unknown policy 'amp' (built-in: fp32, tf32, fp16, bf16, "
        "amp-fp16, amp-bf16; or a FILE.toml)"},
       {"--policy " + dir + "/none.toml", "ampbench policies: --policy: " + dir +
-                                             "/none.toml: cannot open the policy file: No such "
-                                             "file or directory"},
+                                             "/none.toml: cannot open: No such file or directory"},
       {"--policy " + dir + "/syntax.toml",
        "ampbench policies: --policy: " + dir + "/syntax.toml:2:8: not valid TOML"},
       {"--policy " + dir + "/format.toml",
@@ -502,11 +501,10 @@ TEST(CliAudit, ARecordsFileThatCannotBeReplacedStopsWithStatus2) {
   const Outcome run =
       ampbench("audit --op dot --shape 16 --budgets none --json " + dir + "/r.json");
   std::system(("rm -rf " + dir).c_str());
+  // Found before any work, not when the first record is written.
   EXPECT_EQ(run.status, 2);
-  EXPECT_NE(run.err.find("--json " + dir + "/r.json: cannot rename " + dir + "/r.json.tmp."),
-            std::string::npos)
-      << run.err;
-  EXPECT_NE(run.err.find(" to it ("), std::string::npos) << run.err;
+  EXPECT_EQ(run.err, "ampbench audit: --json " + dir + "/r.json: is a directory\n");
+  EXPECT_EQ(run.out, "");
 }
 
 TEST(CliAudit, ABudgetBreachFailsTheCaseWithExitStatus1) {

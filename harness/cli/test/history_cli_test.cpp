@@ -229,10 +229,11 @@ TEST_F(HistoryCli, EveryBadInputIsNamedAndNothingIsWritten) {
       {"history --db " + path("absent.sqlite"),
        "ampbench history: " + path("absent.sqlite") + ": no such history database"},
       {"history --add " + result + " " + path("absent.json") + " --db " + fresh,
-       "ampbench history: " + path("absent.json") + ": cannot open the file\n"},
+       "ampbench history: " + path("absent.json") + ": cannot open: No such file or directory\n"},
       {"history --add " + audit + " --db " + fresh,
        "ampbench history: " + audit + ": not an ampbench.result/1 record: schema is"},
-      {"history --add " + notes + " --db " + fresh, "ampbench history: " + notes + ": not JSON\n"},
+      {"history --add " + notes + " --db " + fresh,
+       "ampbench history: " + notes + ": line 1, column 1: syntax error while parsing value"},
       {"history --add " + result + " --db " + path("no/such/h.sqlite"),
        "ampbench history: --db " + path("no/such/h.sqlite") + ": directory " + path("no/such") +
            " does not exist\n"},

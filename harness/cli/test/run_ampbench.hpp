@@ -39,6 +39,27 @@ inline Outcome ampbench(const std::string& args, const std::string& input = "") 
   return run;
 }
 
+// Runs a shell script for what ampbench() cannot express: other redirections (a closed standard
+// output `>&-`, `>/dev/full`), pipelines (`| head -1`), commands in the background. In the script
+// $AMPBENCH is the binary and $DIR a fresh directory, the current one; the outcome's out and err
+// are the files $DIR/out and $DIR/err, and its status the number the script writes to
+// $DIR/status (a pipeline's first command: `{ $AMPBENCH ...; echo $? >status; } | head -1`),
+// otherwise the script's own. A script that runs past `timeout_s` is killed (status 124), so that
+// a hang fails the test instead of stopping it.
+inline Outcome shell(const std::string& script, int timeout_s = 60) {
+  char dir_template[] = "/tmp/ampbench-sh-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  std::ofstream(dir + "/script.sh") << script;
+  const std::string command = "cd " + dir + " && AMPBENCH=" + AMPBENCH_EXE + " DIR=" + dir +
+                              " timeout -k 5 " + std::to_string(timeout_s) + " sh " + dir +
+                              "/script.sh";
+  const int raw = std::system(command.c_str());
+  Outcome run{slurp(dir + "/out"), slurp(dir + "/err"), WIFEXITED(raw) ? WEXITSTATUS(raw) : -1};
+  if (std::ifstream status(dir + "/status"); status) status >> run.status;
+  std::system(("rm -rf " + dir).c_str());
+  return run;
+}
+
 // A path under /tmp unique to this test process: /tmp/ampbench-test-PID-NAME.
 inline std::string temp_path(const std::string& name) {
   return "/tmp/ampbench-test-" + std::to_string(getpid()) + "-" + name;

@@ -177,7 +177,7 @@ TEST_F(RunCli, MergeNamesEveryBadInput) {
        "ampbench merge: --out /nonexistent-ampbench-dir/m.json: directory "
        "/nonexistent-ampbench-dir does not exist"},
       {"merge /nonexistent-ampbench.json --out " + path("m.json"),
-       "ampbench merge: /nonexistent-ampbench.json: cannot open the file"},
+       "ampbench merge: /nonexistent-ampbench.json: cannot open: No such file or directory"},
       {"merge " + s0 + " " + s0 + " --out " + path("m.json"),
        "ampbench merge: " + s0 + ": shard 0/3 is also " + s0},
       {"merge " + s0 + " " + other + " --out " + path("m.json"),
@@ -306,8 +306,8 @@ TEST_F(RunCli, CompareTakesTheBaselineSuitesTolerance) {
 
 TEST_F(RunCli, ACaseOverItsBudgetFailsTheRunWithStatusOne) {
   write("strict.toml",
-        "[[budget]]\nop = \"dot\"\npolicy = \"*\"\nmetric = \"fraction_correctly_rounded\"\n"
-        "limit = 2\nsource = \"impossible\"\n");
+        "[[budget]]\nop = \"dot\"\npolicy = \"*\"\nmetric = \"max_ulp\"\n"
+        "limit = -1\nsource = \"impossible\"\n");
   const std::string suite = write("strict-suite.toml",
                                   "name = \"strict\"\nbudgets = \"strict.toml\"\n[[audit]]\n"
                                   "ops = [\"dot\"]\nshapes = [\"16\"]\npolicies = [\"fp16\"]\n");
@@ -347,6 +347,7 @@ TEST_F(RunCli, CompareFindsRegressionsAndMissingCases) {
 
   auto fewer = nlohmann::json::parse(slurp(base));
   fewer["records"].erase(1);
+  fewer["complete"] = false;  // a run that stopped before its second case
   const std::string fewer_path = write("fewer.json", fewer.dump());
   const Outcome missing = ampbench("compare " + base + " " + fewer_path);
   EXPECT_EQ(missing.status, 1);
@@ -368,8 +369,8 @@ TEST_F(RunCli, EveryBadInputIsNamedBeforeAnyWork) {
   const std::string audit_record = write("audit.json", R"({"schema": "ampbench.audit/1"})");
   const std::string not_json = write("text.json", "hello");
   const BadInput cases[] = {
-      {"run " + path("absent.toml"), "ampbench run: " + path("absent.toml") + ": cannot read"},
-      {"run " + typo, "ampbench run: " + typo + ":3: [[audit]] ops: unknown op 'gemmm'"},
+      {"run " + path("absent.toml"), "ampbench run: " + path("absent.toml") + ": cannot open"},
+      {"run " + typo, "ampbench run: " + typo + ":3:8: [[audit]] ops: unknown op 'gemmm'"},
       {"run " + good + " --shard 2/2", "ampbench run: --shard '2/2'"},
       {"run " + good + " --shard x", "ampbench run: --shard 'x' is not I/N"},
       {"run " + good + " --out " + path("no/such/dir"), "ampbench run: --out " +
@@ -378,9 +379,10 @@ TEST_F(RunCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"run " + good + " --out " + typo, "ampbench run: --out " + typo + ": cannot create"},
       {"compare " + audit_record + " " + audit_record,
        "ampbench compare: " + audit_record + ": not an ampbench.result/1 record: schema is"},
-      {"compare " + not_json + " " + audit_record, "ampbench compare: " + not_json + ": not JSON"},
+      {"compare " + not_json + " " + audit_record,
+       "ampbench compare: " + not_json + ": line 1, column 1: syntax error while parsing value"},
       {"compare " + path("absent.json") + " " + audit_record,
-       "ampbench compare: " + path("absent.json") + ": cannot read"},
+       "ampbench compare: " + path("absent.json") + ": cannot open"},
       {"compare a b --tolerance -1", "ampbench compare: --tolerance: -1 is not"},
       {"run", "ampbench: suite is required"},
   };

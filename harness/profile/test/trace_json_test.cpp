@@ -42,7 +42,7 @@ std::string error_of(std::string_view text) {
 }
 
 TEST(TraceJson, ErrorsNameThePlace) {
-  EXPECT_NE(error_of("{").find("t.json: not JSON"), std::string::npos);
+  EXPECT_NE(error_of("{").find("t.json: line 1, column 2: "), std::string::npos);
   EXPECT_EQ(error_of(R"({"kernels": []})"), "t.json: $.schema: missing");
   EXPECT_EQ(error_of(R"({"schema": "x"})"),
             R"(t.json: $.schema: expected "ampbench.trace/1", got "x")");
@@ -75,8 +75,20 @@ TEST(TraceJson, MissingFileNamesIt) {
     read_trace_file("/nonexistent-ampbench/trace.json");
     FAIL() << "expected TraceError";
   } catch (const io::InputError& e) {  // TraceError is an InputError: the CLI exits 2 on it
-    EXPECT_EQ(std::string(e.what()), "/nonexistent-ampbench/trace.json: cannot open");
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent-ampbench/trace.json: cannot open: No such file or directory");
   }
+  EXPECT_THROW(read_trace_file("/tmp"), TraceError);
+}
+
+TEST(TraceJson, InvalidJsonSaysWhereBriefly) {
+  EXPECT_EQ(error_of("{\"schema\": 1e400}"),
+            "t.json: line 1, column 12: the number 1e400 is beyond the range of a binary64 (about "
+            "1.8e308)");
+  EXPECT_EQ(error_of("{\"schema\": \"" + std::string(100000, 'x')),
+            "t.json: line 1, column 100013: syntax error while parsing value - invalid string: "
+            "missing closing quote; last read: '\"" +
+                std::string(59, 'x') + "…'");
 }
 
 }  // namespace

@@ -168,5 +168,54 @@ TEST(Compare, ADocumentThatIsNotAResultRecordIsNamed) {
   EXPECT_THROW(load_result("/nonexistent/result.json"), ResultError);
 }
 
+// What a record says of its completeness is checked: only expected cases, and all of them when it
+// says it is complete. A record without the members is of unknown completeness.
+TEST(Compare, CompletenessIsReadAndChecked) {
+  const auto parse = [](const std::string& members) {
+    return parse_result(
+        nlohmann::json::parse(R"({"schema": "ampbench.result/1", "records": [{"key": "a", )"
+                              R"("status": "pass", "metrics": {}}])" +
+                              members + "}"),
+        "r.json");
+  };
+  EXPECT_FALSE(parse("").completeness);
+  EXPECT_EQ(completeness_text(parse("").completeness),
+            "completeness unknown (a record from before ampbench recorded which cases a run "
+            "expects)");
+  const auto partial =
+      parse(R"(, "expected": {"cases": 2, "keys": ["a", "b"]}, "complete": false)");
+  ASSERT_TRUE(partial.completeness);
+  EXPECT_FALSE(partial.completeness->complete);
+  EXPECT_EQ(partial.completeness->missing, std::vector<std::string>{"b"});
+  EXPECT_EQ(completeness_text(partial.completeness), "PARTIAL: 1 of 2 cases ran, 1 missing: b");
+  const auto complete = parse(R"(, "expected": {"keys": ["a"]}, "complete": true)");
+  EXPECT_EQ(completeness_text(complete.completeness), "complete: 1 of 1 cases");
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(, "expected": {"keys": ["a", "b"]}, "complete": true)",
+       "r.json: not an ampbench.result/1 record: complete is true, but 1 expected case(s) have no "
+       "record: b"},
+      {R"(, "expected": {"keys": ["b"]}, "complete": false)",
+       "r.json: not an ampbench.result/1 record: records[0].key a is not one of the expected "
+       "cases"},
+      {R"(, "complete": true)",
+       "r.json: not an ampbench.result/1 record: complete without expected"},
+      {R"(, "expected": {"keys": ["a"]}, "complete": 1)",
+       "r.json: not an ampbench.result/1 record: complete is not true or false"},
+      {R"(, "expected": {"keys": ["a", "a"]}, "complete": false)",
+       "r.json: not an ampbench.result/1 record: expected.keys[1] repeats a"},
+      {R"(, "expected": [], "complete": false)",
+       "r.json: not an ampbench.result/1 record: expected is not an object with the array keys"},
+  };
+  for (const auto& [members, message] : bad) {
+    try {
+      parse(members);
+      ADD_FAILURE() << "no error for " << members;
+    } catch (const ResultError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  EXPECT_EQ(key_list({"a", "b", "c"}, 2), "a, b and 1 more");
+}
+
 }  // namespace
 }  // namespace ampbench::results

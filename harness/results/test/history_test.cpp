@@ -36,7 +36,10 @@ HistoryRunInput run_of(const std::string& suite, const std::string& started,
   environment.cpu = "Test CPU";
   environment.started = started;
   environment.finished = started;
-  return history_run(result_document(suite, shard, environment, records), suite + ".json");
+  Expected expected;
+  for (const auto& r : records) expected.keys.push_back(r["key"]);
+  return history_run(result_document(suite, shard, environment, records, expected, true),
+                     suite + ".json");
 }
 
 constexpr const char* kGemm = "audit/gemm/64x64x64/amp-fp16/normal/seed=1";
@@ -182,6 +185,36 @@ TEST_F(HistoryStore, TheSameRunAddedTwiceIsStoredOnce) {
                               Shard{1, 2}))
                   .added);
   EXPECT_EQ(history.runs({}).size(), 4u);
+}
+
+// A partial record of a run is flagged, and gives way to a later record of the same run with more
+// of its cases, which keeps the run's id; never the other way round.
+TEST_F(HistoryStore, APartialRunIsFlaggedAndReplacedByItsCompleteRecord) {
+  HistoryRunInput complete = run_of("nightly", "2026-11-01T02:00:00Z", nightly_records(1));
+  HistoryRunInput partial = complete;
+  partial.records.resize(1);
+  partial.partial_of = complete.records.size();
+  History history(db_, History::Open::create);
+  const AddOutcome first = history.add(partial);
+  ASSERT_TRUE(first.added);
+  EXPECT_EQ(history.runs({})[0].partial_of, complete.records.size());
+  EXPECT_EQ(history.runs({})[0].records, 1u);
+  EXPECT_FALSE(history.add(partial).added);
+  const AddOutcome replaced = history.add(complete);
+  EXPECT_TRUE(replaced.added);
+  EXPECT_TRUE(replaced.replaced_partial);
+  EXPECT_EQ(replaced.run_id, first.run_id);
+  ASSERT_EQ(history.runs({}).size(), 1u);
+  EXPECT_FALSE(history.runs({})[0].partial_of);
+  EXPECT_EQ(history.runs({})[0].records, complete.records.size());
+  EXPECT_EQ(count("partial_runs"), 0);
+  EXPECT_EQ(count("records"), static_cast<long long>(complete.records.size()));
+  const AddOutcome again = history.add(partial);
+  EXPECT_FALSE(again.added);
+  EXPECT_FALSE(again.replaced_partial);
+  // A history of this schema from before partial_runs reads as before, nothing partial.
+  sql("DROP TABLE partial_runs");
+  EXPECT_FALSE(History(db_, History::Open::existing).runs({})[0].partial_of);
 }
 
 TEST_F(HistoryStore, ARunWhoseRecordsCannotAllBeWrittenLeavesNothing) {
@@ -360,7 +393,8 @@ TEST_F(HistoryStore, WhatIsNotAHistoryDatabaseIsRefusedAndLeftAlone) {
 
 TEST_F(HistoryStore, ResultDocumentsWithoutTheEnvironmentOrKindAreNamed) {
   auto document = result_document("s", Shard{}, Environment{},
-                                  nlohmann::json::array({record(kGemm, "audit", {})}));
+                                  nlohmann::json::array({record(kGemm, "audit", {})}),
+                                  Expected{{kGemm}, {}}, true);
   EXPECT_NO_THROW(history_run(document, "r.json"));
   auto no_kind = document;
   no_kind["records"][0].erase("kind");

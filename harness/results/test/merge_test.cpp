@@ -38,6 +38,21 @@ ResultDocument shard(std::size_t index, std::size_t count, std::size_t cases,
            {"records", records}}};
 }
 
+// The same shard as `ampbench run` writes it now: the cases it expects, the suite's, complete.
+ResultDocument complete_shard(std::size_t index, std::size_t count, std::size_t cases) {
+  ResultDocument s = shard(index, count, cases);
+  std::vector<std::string> expected;
+  std::vector<std::string> suite;
+  for (std::size_t i = 0; i < cases; ++i) {
+    suite.push_back(fmt::format("k{}", i));
+    if (i % count == index) expected.push_back(suite.back());
+  }
+  s.document["expected"] = {{"cases", expected.size()}, {"keys", expected}};
+  if (count > 1) s.document["expected"]["suite_keys"] = suite;
+  s.document["complete"] = true;
+  return s;
+}
+
 std::vector<std::string> keys(const nlohmann::json& document) {
   std::vector<std::string> k;
   for (const auto& r : document["records"]) k.push_back(r["key"].get<std::string>());
@@ -104,6 +119,48 @@ TEST(Merge, EmptyShardsMergeToo) {
   EXPECT_EQ(merged.document["shard"], "0/1");
 }
 
+// Shards that name the suite's cases merge in its order, and the merged record expects them all.
+TEST(Merge, ShardsThatNameTheSuitesCasesMergeInItsOrder) {
+  const std::vector<ResultDocument> shards{complete_shard(1, 3, 7), complete_shard(2, 3, 7),
+                                           complete_shard(0, 3, 7)};
+  const Merged merged = merge_shards(shards);
+  EXPECT_TRUE(merged.complete());
+  EXPECT_TRUE(merged.unknown_shards.empty());
+  EXPECT_EQ(keys(merged.document),
+            (std::vector<std::string>{"k0", "k1", "k2", "k3", "k4", "k5", "k6"}));
+  EXPECT_EQ(merged.document["complete"], true);
+  EXPECT_EQ(merged.document["expected"]["cases"], 7);
+  EXPECT_FALSE(merged.document.contains("missing"));
+  EXPECT_TRUE(parse_result(merged.document, "m").completeness->complete);
+}
+
+// A shard that stopped early and a missing shard: their cases are named, in the suite's order,
+// and the merged record is partial.
+TEST(Merge, ShardsThatStoppedOrAreMissingAreNamedWithTheirCases) {
+  ResultDocument stopped = complete_shard(1, 3, 7);  // k1, k4
+  stopped.document["records"].erase(1);
+  stopped.document["complete"] = false;
+  const Merged merged = merge_shards(std::vector<ResultDocument>{complete_shard(0, 3, 7), stopped});
+  EXPECT_FALSE(merged.complete());
+  EXPECT_EQ(merged.missing_shards, std::vector<std::size_t>{2});
+  ASSERT_EQ(merged.partial_shards.size(), 1u);
+  EXPECT_EQ(merged.partial_shards[0].source, "shard1.json");
+  EXPECT_EQ(merged.partial_shards[0].expected, 2u);
+  EXPECT_EQ(merged.partial_shards[0].missing, std::vector<std::string>{"k4"});
+  EXPECT_EQ(merged.missing_cases, (std::vector<std::string>{"k2", "k4", "k5"}));
+  EXPECT_EQ(keys(merged.document), (std::vector<std::string>{"k0", "k1", "k3", "k6"}));
+  EXPECT_EQ(merged.document["complete"], false);
+  EXPECT_EQ(merged.document["missing"], nlohmann::json::array({"k2", "k4", "k5"}));
+  const ResultFile file = parse_result(merged.document, "m");
+  EXPECT_EQ(file.completeness->missing, (std::vector<std::string>{"k2", "k4", "k5"}));
+  // A shard from before the members: merged as before, the merged completeness unknown.
+  const Merged mixed =
+      merge_shards(std::vector<ResultDocument>{complete_shard(0, 2, 4), shard(1, 2, 4)});
+  EXPECT_EQ(mixed.unknown_shards, std::vector<std::string>{"shard1.json"});
+  EXPECT_FALSE(mixed.document.contains("complete"));
+  EXPECT_EQ(keys(mixed.document), (std::vector<std::string>{"k0", "k1", "k2", "k3"}));
+}
+
 void expect_refused(std::vector<ResultDocument> shards, const std::string& message) {
   try {
     merge_shards(shards);
@@ -126,6 +183,15 @@ TEST(Merge, InconsistentShardsAreRefusedWithTheirSource) {
   ResultDocument partial = shard(0, 2, 5);
   partial.document["shard"] = "0,2/3";
   expect_refused({partial}, "shard0.json: shard \"0,2/3\"");
+  ResultDocument other_suite = complete_shard(1, 2, 5);
+  other_suite.document["expected"]["suite_keys"][4] = "k9";
+  expect_refused({complete_shard(0, 2, 5), other_suite},
+                 "shard1.json: its suite's cases differ from those of shard0.json");
+  ResultDocument wrong_share = complete_shard(1, 2, 4);
+  wrong_share.document["expected"]["keys"] = {"k1"};
+  wrong_share.document["records"].erase(1);
+  expect_refused({wrong_share},
+                 "shard1.json: the cases it expects are not shard 1/2 of its suite's");
   ResultDocument not_result = shard(0, 1, 1);
   not_result.document["schema"] = "ampbench.audit/1";
   expect_refused({not_result}, "shard0.json: not an ampbench.result/1 record");

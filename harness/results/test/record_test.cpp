@@ -27,11 +27,23 @@ policies = ["fp16"]
   const auto j = to_json(record);
   EXPECT_EQ(j["status"], "pass");
   EXPECT_EQ(j["metrics"]["max_ulp"], record.metrics.at("max_ulp"));
+  const Expected expected{{record.key, "k2"}, {"k0", record.key, "k2", "k3", "k4", "k5"}};
   const auto document =
-      result_document("r", Shard{1, 3}, Environment{}, nlohmann::json::array({j}));
+      result_document("r", Shard{1, 3}, Environment{}, nlohmann::json::array({j}), expected, false);
   EXPECT_EQ(document["schema"], "ampbench.result/1");
   EXPECT_EQ(document["shard"], "1/3");
   EXPECT_EQ(document["records"][0]["key"], record.key);
+  // Which cases it should hold, that it does not hold them all yet, and which it lacks.
+  EXPECT_EQ(document["expected"]["cases"], 2);
+  EXPECT_EQ(document["expected"]["keys"], nlohmann::json::array({record.key, "k2"}));
+  EXPECT_EQ(document["expected"]["suite_keys"].size(), 6u);
+  EXPECT_EQ(document["complete"], false);
+  EXPECT_EQ(document["missing"], nlohmann::json::array({"k2"}));
+  const auto whole = result_document("r", Shard{}, Environment{}, nlohmann::json::array({j}),
+                                     Expected{{record.key}, {}}, true);
+  EXPECT_EQ(whole["complete"], true);
+  EXPECT_FALSE(whole.contains("missing"));
+  EXPECT_FALSE(whole["expected"].contains("suite_keys"));
 }
 
 TEST(Record, ABudgetBreachFailsTheRecordAndIsListed) {

@@ -24,7 +24,51 @@ ResultDocument sample() {
       {"key": "train/mlp/steps=20/seed=1", "kind": "train", "status": "fail", "seconds": 12.5,
        "breaches": ["fp16: eval loss +9% (budget 5%) <&>"],
        "metrics": {"fp16.eval_loss_error": 0.09, "fp16.eval_accuracy": 0.75,
-                   "reference.eval_loss": 1.0}}]})")};
+                   "reference.eval_loss": 1.0}}],
+    "expected": {"cases": 2, "keys": ["audit/gemm/8x8x8/fp16/normal/seed=1",
+                                      "train/mlp/steps=20/seed=1"]},
+    "complete": true})")};
+}
+
+// The sample as a run that stopped after its first case.
+ResultDocument partial() {
+  ResultDocument r = sample();
+  r.document["records"].erase(1);
+  r.document["complete"] = false;
+  return r;
+}
+
+TEST(Report, APartialRecordSaysSoAndNamesWhatIsMissing) {
+  const std::vector<ResultDocument> results{partial()};
+  const std::string markdown = markdown_report(results);
+  EXPECT_NE(markdown.find("## Suite quick (shard 0/1) — PARTIAL RUN — r.json\n"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("**PARTIAL: 1 of 2 cases ran, 1 missing: train/mlp/steps=20/seed=1**"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("1 case(s), 0 failed, 1 not run (the run stopped before them)."),
+            std::string::npos)
+      << markdown;
+  const std::string xml = junit_report(results);
+  EXPECT_NE(xml.find("<testsuites tests=\"2\" failures=\"0\" errors=\"1\">"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"ampbench.train\" name=\"train/mlp/steps=20/seed=1\" "
+                     "time=\"0\">\n      <error message=\"not run: the run stopped before this "
+                     "case (a partial record)\"/>\n    </testcase>"),
+            std::string::npos)
+      << xml;
+  const std::string html = html_report(results);
+  EXPECT_NE(html.find("Suite quick · shard 0/1 · PARTIAL RUN</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"badge fail\">PARTIAL</span>"), std::string::npos);
+  // A record from before the members: said to be of unknown completeness, nothing invented.
+  ResultDocument old = sample();
+  old.document.erase("expected");
+  old.document.erase("complete");
+  const std::vector<ResultDocument> olds{old};
+  EXPECT_NE(markdown_report(olds).find("completeness unknown (a record from before ampbench "
+                                       "recorded which cases a run expects)"),
+            std::string::npos);
+  EXPECT_NE(junit_report(olds).find("errors=\"0\""), std::string::npos);
 }
 
 TEST(Report, MarkdownTableHasARowPerRecord) {
@@ -44,8 +88,10 @@ TEST(Report, MarkdownTableHasARowPerRecord) {
 TEST(Report, JunitHasATestCasePerRecordAndEscapes) {
   const std::vector<ResultDocument> results{sample(), sample()};
   const std::string xml = junit_report(results);
-  EXPECT_NE(xml.find("<testsuites tests=\"4\" failures=\"2\">"), std::string::npos) << xml;
-  EXPECT_NE(xml.find("<testsuite name=\"quick\" tests=\"2\" failures=\"1\" time=\"12.750\">"),
+  EXPECT_NE(xml.find("<testsuites tests=\"4\" failures=\"2\" errors=\"0\">"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"quick\" tests=\"2\" failures=\"1\" errors=\"0\" "
+                     "time=\"12.750\">"),
             std::string::npos);
   EXPECT_NE(xml.find("<testcase classname=\"ampbench.audit\" "
                      "name=\"audit/gemm/8x8x8/fp16/normal/seed=1\" time=\"0.250\"/>"),

@@ -2,8 +2,11 @@
 #include "harness/results/suite.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -180,53 +183,53 @@ struct BadSuite {
 TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
   const BadSuite cases[] = {
       {"name = \"x\"\n[[audit]]\nops = [\"gemmm\"]\npolicies = [\"fp32\"]\n",
-       "suites/x.toml:3: [[audit]] ops: unknown op 'gemmm' (known: gemm"},
+       "suites/x.toml:3:8: [[audit]] ops: unknown op 'gemmm' (known: gemm"},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\nshapes = [\"8x8\"]\npolicies = [\"fp32\"]\n",
-       "suites/x.toml:4: [[audit]] shapes: gemm: "},
+       "suites/x.toml:4:11: [[audit]] shapes: gemm: "},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp17\"]\n",
-       "suites/x.toml:4: [[audit]] policies: "},
+       "suites/x.toml:4:13: [[audit]] policies: "},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\ndists = [\"gauss\"]\n",
-       "suites/x.toml:5: [[audit]] dists: "},
+       "suites/x.toml:5:10: [[audit]] dists: "},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\nmma = \"pascal\"\n",
-       "suites/x.toml:5: [[audit]] mma: "},
+       "suites/x.toml:5:7: [[audit]] mma: "},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicies = [\"fp32\"]\nsamples = -1\n",
-       "suites/x.toml:5: [[audit]] samples: must be an integer >= 0"},
+       "suites/x.toml:5:11: [[audit]] samples: must be an integer >= 0"},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\npolicy = [\"fp32\"]\n",
-       "suites/x.toml:4: [[audit]] policy: unknown key (known: ops, shapes, policies"},
+       "suites/x.toml:4:10: [[audit]] policy: unknown key (known: ops, shapes, policies"},
       {"name = \"x\"\n[[audit]]\nops = [\"gemm\"]\n",
-       "suites/x.toml:2: [[audit]]: missing key 'policies'"},
+       "suites/x.toml:2:1: [[audit]]: missing key 'policies'"},
       {"name = \"x\"\n[[audit]]\nops = []\npolicies = [\"fp32\"]\n",
-       "suites/x.toml:3: [[audit]] ops: must be a non-empty array of strings"},
+       "suites/x.toml:3:7: [[audit]] ops: must be a non-empty array of strings"},
       {"name = \"x\"\n[[train]]\nmodel = \"rnn\"\npolicies = [\"fp32\"]\n",
-       "suites/x.toml:3: [[train]] model: unknown model 'rnn'"},
+       "suites/x.toml:3:9: [[train]] model: unknown model 'rnn'"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nsteps = 0\n",
-       "suites/x.toml:5: [[train]] steps: must be an integer >= 1"},
+       "suites/x.toml:5:9: [[train]] steps: must be an integer >= 1"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nlr = 0.1\n",
-       "suites/x.toml:5: [[train]] lr: unknown key"},
+       "suites/x.toml:5:6: [[train]] lr: unknown key"},
       {"name = \"x\"\ntolerance = -0.5\n",
-       "suites/x.toml:2: tolerance: must be a finite number >= 0"},
+       "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\ntolerance = \"10%\"\n",
-       "suites/x.toml:2: tolerance: must be a finite number >= 0"},
+       "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nwarmup = -1\n",
-       "suites/x.toml:5: [[profile]] warmup: must be an integer >= 0"},
+       "suites/x.toml:5:10: [[profile]] warmup: must be an integer >= 0"},
       {"name = \"x\"\n[[profile]]\nmodel = \"gpt\"\npolicies = [\"fp32\"]\n",
-       "suites/x.toml:3: [[profile]] model: unknown model 'gpt'"},
+       "suites/x.toml:3:9: [[profile]] model: unknown model 'gpt'"},
       {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\n",
-       "suites/x.toml:2: [[profile]]: missing key 'policies'"},
+       "suites/x.toml:2:1: [[profile]]: missing key 'policies'"},
       {"name = \"x\"\n[[profile]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\ntrace = \"t.json\"\n",
-       "suites/x.toml:5: [[profile]] trace: unknown key (known: model, policies, steps, warmup, "
+       "suites/x.toml:5:9: [[profile]] trace: unknown key (known: model, policies, steps, warmup, "
        "batch)"},
-      {"name = \"x\"\nseeds = 3\n", "suites/x.toml:2: seeds: unknown key"},
-      {"name = \"x\"\nseed = \"one\"\n", "suites/x.toml:2: seed: must be an integer >= 0"},
-      {"description = \"no name\"\n", "suites/x.toml:1: name: missing"},
-      {"name = \"a/b\"\n", "suites/x.toml:1: name: must be a non-empty name"},
-      {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2: budgets: "},
+      {"name = \"x\"\nseeds = 3\n", "suites/x.toml:2:9: seeds: unknown key"},
+      {"name = \"x\"\nseed = \"one\"\n", "suites/x.toml:2:8: seed: must be an integer >= 0"},
+      {"description = \"no name\"\n", "suites/x.toml:1:1: name: missing"},
+      {"name = \"a/b\"\n", "suites/x.toml:1:8: name: must be a non-empty name"},
+      {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2:11: budgets: "},
       {"name = \"x\"\n",
-       "suites/x.toml:1: the suite has no [[audit]], [[train]] or [[profile]] entries"},
-      {"name = \"x\"\naudit = 3\n", "suites/x.toml:2: audit: must be an array of tables"},
-      {"name = \"x\"\n[[audit]\n", "suites/x.toml:2: "},
+       "suites/x.toml:1:1: the suite has no [[audit]], [[train]] or [[profile]] entries"},
+      {"name = \"x\"\naudit = 3\n", "suites/x.toml:2:9: audit: must be an array of tables"},
+      {"name = \"x\"\n[[audit]\n", "suites/x.toml:2:9: "},
       {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\", \"fp32\"]\n",
-       "suites/x.toml:4: [[audit]] policies: 'fp32' appears twice"},
+       "suites/x.toml:4:21: [[audit]] policies: 'fp32' appears twice"},
       {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\"]\n"
        "[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\"]\n",
        "suites/x.toml: the case audit/dot/"},
@@ -260,7 +263,7 @@ TEST(Suite, AnEntryThatWouldMakeTooManyCasesIsRefusedBeforeExpanding) {
     FAIL();
   } catch (const SuiteError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "suites/x.toml:2: [[audit]]: 1 ops x 400 shapes x 6 policies x 42 dists would make "
+              "suites/x.toml:2:1: [[audit]]: 1 ops x 400 shapes x 6 policies x 42 dists would make "
               "the suite more than 100000 cases; split it");
   }
 }
@@ -270,14 +273,64 @@ TEST(Suite, AMissingFileIsNamed) {
     load_suite("/nonexistent/suite.toml");
     FAIL();
   } catch (const SuiteError& e) {
-    EXPECT_EQ(std::string(e.what()), "/nonexistent/suite.toml: cannot read the suite file");
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent/suite.toml: cannot open: No such file or directory");
   }
+  // A directory is not read as an empty suite.
   try {
-    load_suite("/");
+    load_suite("/tmp");
     FAIL();
   } catch (const SuiteError& e) {
-    EXPECT_EQ(std::string(e.what()), "/: cannot read the suite file: is a directory");
+    EXPECT_EQ(std::string(e.what()), "/tmp: is a directory");
   }
+}
+
+// Everything a suite reads is listed, so that a run can refuse to write over it; its budgets
+// cannot be switched off (a directory), and a budget for a policy the suite does not know is an
+// error.
+TEST(Suite, ListsItsFilesAndChecksItsBudgets) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ampbench-suite-files-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "sub");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  write("p.toml", "name = \"mine\"\nbase = \"amp-fp16\"\n");
+  write("b.toml",
+        "[[budget]]\nop = \"add\"\npolicy = \"mine\"\nmetric = \"max_ulp\"\nlimit = "
+        "1\nsource = \"x\"\n");
+  const std::string suite =
+      write("s.toml",
+            "name = \"s\"\nbudgets = \"b.toml\"\n[[audit]]\nops = [\"add\"]\npolicies "
+            "= [\"p.toml\", \"fp32\"]\n");
+  const Suite s = load_suite(suite);
+  EXPECT_EQ(s.files, (std::vector<std::string>{suite, (dir / "b.toml").string(),
+                                               (dir / "p.toml").string()}));
+  // The same budget without the policy file in the suite: a budget that would never apply.
+  write("t.toml",
+        "name = \"t\"\nbudgets = \"b.toml\"\n[[audit]]\nops = [\"add\"]\npolicies = "
+        "[\"fp32\"]\n");
+  try {
+    load_suite((dir / "t.toml").string());
+    ADD_FAILURE() << "a budget for no policy of the suite accepted";
+  } catch (const SuiteError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with((dir / "t.toml").string() +
+                                                  ": budgets: " + (dir / "b.toml").string() +
+                                                  ":1:1: policy 'mine' is no policy of this run"))
+        << e.what();
+  }
+  write("d.toml",
+        "name = \"d\"\nbudgets = \"sub\"\n[[audit]]\nops = [\"add\"]\npolicies = "
+        "[\"fp32\"]\n");
+  try {
+    load_suite((dir / "d.toml").string());
+    ADD_FAILURE() << "a directory read as budgets";
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "d.toml").string() + ":2:11: budgets: " +
+                                         (dir / "sub").string() + ": is a directory");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Shard, ParsesIOverNAndRejectsTheRest) {

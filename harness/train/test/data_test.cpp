@@ -726,6 +726,13 @@ TEST(Csv, EveryErrorNamesTheLineAndWhatIsWrong) {
   const auto missing = std::filesystem::path(testing::TempDir()) / "no-such.csv";
   expect_error<DataError>([&] { load_dataset_csv(missing); },
                           missing.string() + ": cannot open: No such file or directory");
+  // A file that cannot be read: the reason, never an exception of the standard library.
+  expect_error<DataError>([&] { load_dataset_csv("/proc/self/mem"); },
+                          "/proc/self/mem: cannot read: Input/output error");
+  expect_error<DataError>([&] { load_dataset_csv("/tmp"); }, "/tmp: is a directory");
+  // A bad field of a huge line is quoted briefly.
+  EXPECT_EQ(csv_error("1,2,0\n1," + std::string(1 << 20, 'x') + ",0\n"),
+            "line 2, field 2: '" + std::string(60, 'x') + "…' is not a number");
 }
 
 // ---- .npy files -------------------------------------------------------------------------------
