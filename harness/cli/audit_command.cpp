@@ -201,6 +201,12 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         return kExitUsage;
       }
     }
+    for (const auto* op : op_list) {
+      if (const auto problem = ops::why_no_mma(*op)) {
+        err << fmt::format("{}: --mma {}: {}\n", kCommand, args.mma, *problem);
+        return kExitUsage;
+      }
+    }
   }
   for (const auto* op : op_list) {
     for (std::size_t j = 0; j < policies.size() && on_cpu; ++j) {

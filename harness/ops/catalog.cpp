@@ -1103,14 +1103,18 @@ bool runs_on_mma(const OpInfo& op) {
          is_convolution(op);
 }
 
+std::optional<std::string> why_no_mma(const OpInfo& op) {
+  if (runs_on_mma(op)) return std::nullopt;
+  std::string with;
+  for (const auto& other : kCatalog) {
+    if (runs_on_mma(other)) with += fmt::format("{}{}", with.empty() ? "" : ", ", other.name);
+  }
+  return fmt::format("{} has no Tensor Core model (the ops with one: {})", op.name, with);
+}
+
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
                    const numeric::Format& output, numeric::Rounding mode, const Inputs& in) {
-  if (!runs_on_mma(op)) {
-    throw OpError(
-        fmt::format("{} has no Tensor Core model (--mma applies to gemm, bmm, dot, their "
-                    "gradients and the convolutions)",
-                    op.name));
-  }
+  if (const auto problem = why_no_mma(op)) throw OpError(*problem);
   const auto& s = shape.sizes;
   CpuRun run;
   if (is_gemm_backward(op)) {
