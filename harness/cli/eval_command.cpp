@@ -253,7 +253,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     // rather than abort.
     err << fmt::format("{}: {} under {}: could not compute: {}\n", kCommand, op->name, policy.name,
                        e.what());
-    return kExitFail;
+    return kExitInternal;
   }
 
   std::vector<nlohmann::json> references;
