@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <ostream>
 #include <set>
 #include <string>

@@ -326,7 +326,8 @@ class RowReference {
 
 // RowReference for the softmax family, whose rows evaluate in Asymptotic: exponentials beyond
 // MPFR's range stay as terms of known sign (reference/mp/asymptotic.hpp), and every value carries
-// its own exactness, so no flag needs restoring.
+// its own exactness, so no flag needs restoring. The row is kept at every precision evaluated: in
+// a row where some outputs need a second round, the others do not evaluate it again.
 class AsymptoticRowReference {
  public:
   using Evaluate = std::function<std::vector<reference::Asymptotic>()>;
@@ -340,19 +341,16 @@ class AsymptoticRowReference {
         f, mode,
         [&] {
           const int bits = reference::working_precision_bits();
-          if (bits != bits_) {
-            values_ = evaluate_();
-            bits_ = bits;
-          }
-          return values_.at(j);
+          auto found = values_.find(bits);
+          if (found == values_.end()) found = values_.emplace(bits, evaluate_()).first;
+          return found->second.at(j);
         },
         policy, random);
   }
 
  private:
   Evaluate evaluate_;
-  int bits_ = 0;
-  std::vector<reference::Asymptotic> values_;
+  std::map<int, std::vector<reference::Asymptotic>> values_;  // by working precision
 };
 
 std::vector<reference::Asymptotic> to_asymptotic(std::span<const double> x) {
@@ -1430,7 +1428,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
         }
         condition = std::max(condition, o == 0 ? 0x1p1000 : magnitude / std::fabs(o));
       }
-      const int extra = std::min(2048, static_cast<int>(std::ceil(std::log2(condition))) + 8);
+      const int extra = extra_bits(condition);
       AsymptoticRowReference evaluate([&, q_row, extra] {
         const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
         return reference::ops::attention<reference::Asymptotic>(

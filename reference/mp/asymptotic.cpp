@@ -25,9 +25,16 @@ int sign_of(const Real& x) {
   return mpfr_sgn(x.backend().data());
 }
 
-// |x| < 2^upper(x) and |x| >= 2^lower(x); both -infinity for a zero.
+bool is_number(const Real& x) {
+  return mpfr_number_p(x.backend().data()) != 0;
+}
+
+// |x| < 2^upper(x) and |x| >= 2^lower(x); both -infinity for a zero, +infinity for an infinity
+// or NaN.
 double upper(const Real& x) {
-  return is_zero(x) ? kExact : static_cast<double>(mpfr_get_exp(x.backend().data()));
+  if (is_zero(x)) return kExact;
+  if (!is_number(x)) return kUnknown;
+  return static_cast<double>(mpfr_get_exp(x.backend().data()));
 }
 double lower(const Real& x) {
   return upper(x) - 1;
@@ -57,6 +64,7 @@ double times(double a, double b) {
 // its last place, 2^(upper - precision - 1).
 double rounding(const Real& r, int t) {
   if (t == 0 || is_zero(r)) return kExact;
+  if (!is_number(r)) return kUnknown;
   return upper(r) - static_cast<double>(mpfr_get_prec(r.backend().data())) - 1;
 }
 
@@ -116,10 +124,14 @@ Value exponential(const Value& z) {
 
 // |log1p(s') - log1p(s)| <= 2 |s' - s| / (1 + s) when |s' - s| <= (1 + s) / 2.
 Value log1p_value(const Value& s) {
-  Value one_plus = add(Value{Real(1)}, s);
-  if (!(sign_of(one_plus.v) > 0)) throw std::domain_error("Asymptotic: log1p of a value <= -1");
   Value r;
   const int t = mpfr_log1p(r.v.backend().data(), s.v.backend().data(), MPFR_RNDN);
+  if (!is_number(s.v)) {  // NaN, or an infinity: MPFR's value, as a Real's
+    r.error = s.error;
+    return r;
+  }
+  const Value one_plus = add(Value{Real(1)}, s);
+  if (!(sign_of(one_plus.v) > 0)) throw std::domain_error("Asymptotic: log1p of a value <= -1");
   const double floor = lower(one_plus.v) - 1;  // 1 + s >= 2^floor, the rounding of 1 + s included
   if (s.error == kExact) {
     r.error = rounding(r.v, t);
@@ -216,6 +228,8 @@ constexpr double kBelowEverySubnormal = -1200;
 std::optional<ReferenceValue> decide(const Asymptotic& x, const numeric::Format& f,
                                      numeric::Rounding mode, std::uint64_t error_bound, int bits,
                                      std::uint32_t random) {
+  // NaN, or an infinity reached without overflow (infinite inputs): as the Ziv loop rounds a Real.
+  if (!is_number(x.standard())) return rounded_exactly(f, mode, x.standard(), bits, random);
   Value s{x.standard(), x.standard_error()};
   const Real zero(0);
   // The tail terms that the standard part does not dwarf join it: by 192 bits an exact standard
@@ -520,7 +534,8 @@ Asymptotic exp_of(const Asymptotic& z) {
     throw std::domain_error("Asymptotic: exp of a value with a tail");
   }
   Asymptotic r;
-  if (z.standard_ < -Asymptotic::kSymbolicBelow) {
+  // e^-inf is 0 exactly, e^inf and e^NaN what MPFR makes of them, as for a Real.
+  if (is_number(z.standard_) && z.standard_ < -Asymptotic::kSymbolicBelow) {
     r.tail_.push_back({Real(-z.standard_), Real(1), z.error_, kExact});
     return r;
   }

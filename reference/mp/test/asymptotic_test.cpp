@@ -214,6 +214,25 @@ TEST(Asymptotic, AttentionNearOverflow) {
   expect_rounded(element(f, Rounding::downward, dv, 0), kBelowOne32, RoundingEvent::inexact, "dv0");
 }
 
+TEST(Asymptotic, InfiniteLogitsAreMpfrsAsForAReal) {
+  // (The log-uniform distribution reaches binary32's overflow.) e^(x - inf) = e^-inf = 0 exactly:
+  // softmax(inf, 1, -2) = (1, 0, 0), exact; logsumexp = inf.
+  const std::vector<double> x{std::numeric_limits<double>::infinity(), 1.0, -2.0};
+  const auto softmax = [&] { return ops::softmax<Asymptotic>(values(x), 1, 3); };
+  expect_rounded(element(formats::fp32, Rounding::downward, softmax, 0), 1, RoundingEvent::exact,
+                 "top");
+  expect_rounded(element(formats::fp32, Rounding::upward, softmax, 1), 0, RoundingEvent::exact,
+                 "other");
+  const auto logsumexp = [&] { return ops::logsumexp<Asymptotic>(values(x), 1, 3); };
+  expect_rounded(element(formats::fp32, Rounding::nearest_even, logsumexp, 0),
+                 std::numeric_limits<double>::infinity(), RoundingEvent::exact, "logsumexp");
+  // Two infinite logits: inf - inf is NaN, and so is every output.
+  const std::vector<double> two{std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity(), 0.0};
+  const auto nan = [&] { return ops::softmax<Asymptotic>(values(two), 1, 3); };
+  EXPECT_TRUE(std::isnan(element(formats::fp32, Rounding::nearest_even, nan, 2).rounded.value));
+}
+
 // ---- against MPFR at 2048 bits, where the exponentials are within its range ------------------
 
 constexpr mpfr_prec_t kOracleBits = 2048;
