@@ -205,6 +205,12 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         return kExitUsage;
       }
     }
+    for (const auto* op : op_list) {
+      if (const auto problem = ops::why_no_mma(*op)) {
+        err << fmt::format("{}: --mma {}: {}\n", kCommand, args.mma, *problem);
+        return kExitUsage;
+      }
+    }
   }
   for (const auto* op : op_list) {
     for (std::size_t j = 0; j < policies.size() && on_cpu; ++j) {
@@ -334,10 +340,15 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
           audit::CaseResult result = audit::run_kernel_case(c, kernel, "cuda", budgets);
           results.emplace_back(std::move(result), std::move(detail));
         }
-      } catch (const std::exception& e) {
+      } catch (const io::InputError& e) {  // a file: distribution's values
         out.flush();
         err << fmt::format("{}: {} under {}: {}\n", kCommand, op_list[i]->name, p.name, e.what());
         return kExitUsage;
+      } catch (const std::exception& e) {  // not the input's fault: a reference, the device
+        out.flush();
+        err << fmt::format("{}: {} under {}: could not compute: {}\n", kCommand, op_list[i]->name,
+                           p.name, e.what());
+        return kExitInternal;
       }
       for (auto& [result, detail] : results) {
         write_row(out, widths, result);

@@ -12,7 +12,10 @@ namespace ampbench::cli {
 
 // Exit statuses shared by every subcommand.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFail = 1;   // the run worked and a check failed (an audit budget)
+inline constexpr int kExitFail = 1;  // the run worked and a check failed (an audit budget)
+// An internal failure: what ampbench could not do although the input was good (memory exhausted,
+// a reference that could not be computed), with a message.
+inline constexpr int kExitInternal = 1;
 inline constexpr int kExitUsage = 2;  // bad command line or bad input
 // --backend cuda without a usable GPU, or in a build without CUDA
 inline constexpr int kExitNoDevice = 3;
@@ -185,7 +188,8 @@ struct HistoryArgs {
   std::string key;     // a substring of the case key
   std::string metric;  // empty: normwise_rel_error (audit) and POLICY.eval_loss_error (train)
   std::string suite;
-  std::string last;  // N >= 1: the last N values of each case (with --runs: the last N runs)
+  std::size_t last = 0;  // N >= 1: the last N values of each case (with --runs: the last N
+                         // runs); 0: all
   bool json = false;
 };
 int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err);

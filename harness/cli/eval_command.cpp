@@ -75,9 +75,8 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
       err << fmt::format("{}: --mma {}\n", kCommand, e.what());
       return kExitUsage;
     }
-    if (!ops::runs_on_mma(*op)) {
-      err << fmt::format("{}: --mma: {} has no Tensor Core model (gemm and dot do)\n", kCommand,
-                         op->name);
+    if (const auto problem = ops::why_no_mma(*op)) {
+      err << fmt::format("{}: --mma: {}\n", kCommand, *problem);
       return kExitUsage;
     }
   }
@@ -250,7 +249,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     // rather than abort.
     err << fmt::format("{}: {} under {}: could not compute: {}\n", kCommand, op->name, policy.name,
                        e.what());
-    return kExitFail;
+    return kExitInternal;
   }
 
   std::vector<nlohmann::json> references;

@@ -2,10 +2,8 @@
 // runs themselves, or result files added to the history (shards run on other machines).
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -53,13 +51,6 @@ std::string change_text(const results::SeriesPoint& p) {
 bool selects_values(const HistoryArgs& args) {
   return !args.op.empty() || !args.policy.empty() || !args.model.empty() || !args.key.empty() ||
          !args.metric.empty();
-}
-
-std::optional<std::size_t> parse_count(const std::string& text) {
-  std::size_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size() || n == 0) return std::nullopt;
-  return n;
 }
 
 int add_results(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
@@ -209,7 +200,7 @@ void print_series(const std::vector<results::SeriesPoint>& series, const History
 int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
   const bool filters_values = selects_values(args);
   if (!args.add.empty()) {
-    if (filters_values || args.runs || !args.suite.empty() || !args.last.empty() || args.json) {
+    if (filters_values || args.runs || !args.suite.empty() || args.last != 0 || args.json) {
       err << fmt::format("{}: --add records result files; it takes no query options\n", kCommand);
       return kExitUsage;
     }
@@ -227,15 +218,7 @@ int run_history(const HistoryArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   results::HistoryFilter filter{args.op,     args.policy, args.model, args.key,
-                                args.metric, args.suite,  0};
-  if (!args.last.empty()) {
-    const auto last = parse_count(args.last);
-    if (!last) {
-      err << fmt::format("{}: --last: '{}' is not a count of runs >= 1\n", kCommand, args.last);
-      return kExitUsage;
-    }
-    filter.last = *last;
-  }
+                                args.metric, args.suite,  args.last};
   try {
     const results::History history(args.db, results::History::Open::existing);
     if (!history.note().empty()) err << fmt::format("{}: note: {}\n", kCommand, history.note());

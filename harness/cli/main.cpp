@@ -1,12 +1,18 @@
 // ampbench: the command line. It parses arguments with CLI11 and calls the library; all work is
 // done by the subcommands in this folder. Exit statuses: commands.hpp.
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <exception>
 #include <iostream>
+#include <limits>
+#include <new>
 #include <string>
 
 #include "harness/cli/commands.hpp"
+#include "harness/cli/options.hpp"
 #include "harness/cli/standard_output.hpp"
 #include "harness/cli/version.hpp"
+#include "harness/train/limits.hpp"
 
 namespace {
 
@@ -19,8 +25,20 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   return ampbench::cli::kExitUsage;
 }
 
-// The command line parsed and the command run; its exit status.
+namespace options = ampbench::cli::options;
+
+// The ranges of the numeric options (docs: README.md, docs/training.md "Limits").
+constexpr double kLargest = std::numeric_limits<double>::max();
+constexpr options::Unsigned kAnySeed{};
+constexpr options::Finite kAtLeastZero{0.0, kLargest, false, false};
+constexpr options::Finite kAboveZero{0.0, kLargest, true, false};
+constexpr options::Integer kAtLeastOne{1, std::numeric_limits<std::int64_t>::max()};
+constexpr options::Unsigned kSteps{1, ampbench::train::kMaxSteps};
+constexpr options::Unsigned kBatch{1, ampbench::train::kMaxBatch};
+
+// The command line parsed and the command run; its exit status. main() below adds the last resort.
 int run_command_line(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
   CLI::App app{"ampbench: numerical verification and profiling of mixed-precision training",
                "ampbench"};
   app.set_version_flag("--version", ampbench::cli::version_text());
@@ -43,7 +61,7 @@ int run_command_line(int argc, char** argv) {
                     "or user:p=P,emin=E,emax=E); required");
   round->add_option("--mode", round_args.mode, "Rounding mode: rne rna rz ru rd rto sr srp sre")
       ->capture_default_str();
-  round->add_option("--seed", round_args.seed, "Seed of the stochastic modes")
+  options::add_unsigned(*round, "--seed", round_args.seed, kAnySeed, "Seed of the stochastic modes")
       ->capture_default_str();
   round->add_option("--subnormals", round_args.subnormals, "Subnormal numbers on or off")
       ->check(CLI::IsMember({"on", "off"}));
@@ -64,7 +82,8 @@ int run_command_line(int argc, char** argv) {
                   "Format of the naive loop's accumulator (default: --format)");
   dot->add_option("--mode", dot_args.mode, "Rounding mode: rne rna rz ru rd rto sr srp sre")
       ->capture_default_str();
-  dot->add_option("--seed", dot_args.seed, "Seed of the stochastic modes")->capture_default_str();
+  options::add_unsigned(*dot, "--seed", dot_args.seed, kAnySeed, "Seed of the stochastic modes")
+      ->capture_default_str();
   dot->add_option("--inputs", dot_args.inputs, "JSON file to read (default: standard input)");
   dot->add_flag("--json", dot_args.json, "One JSON object instead of text");
 
@@ -92,10 +111,11 @@ int run_command_line(int argc, char** argv) {
       "Policies, comma-separated: fp32 tf32 fp16 bf16 amp-fp16 amp-bf16 or FILE.toml");
   audit->add_option("--dist", audit_args.dist, "Input distribution (docs/inputs.md)")
       ->capture_default_str();
-  audit->add_option("--seed", audit_args.seed, "Seed of the inputs")->capture_default_str();
-  audit
-      ->add_option("--samples", audit_args.samples,
-                   "Compute the reference at K seeded output positions (0: all)")
+  options::add_unsigned(*audit, "--seed", audit_args.seed, kAnySeed, "Seed of the inputs")
+      ->capture_default_str();
+  // No op has more outputs than an operand may have elements (2^27).
+  options::add_unsigned(*audit, "--samples", audit_args.samples, {0, std::uint64_t{1} << 27},
+                        "Compute the reference at K seeded output positions (0: all)")
       ->capture_default_str();
   audit
       ->add_option("--backend", audit_args.backend,
@@ -144,24 +164,26 @@ int run_command_line(int argc, char** argv) {
       "scaler",
       "GradScaler-compatible loss scaler over steps read from stdin (ok, inf or nan, one per "
       "line): the scale used, whether the step was skipped, the scale and growth tracker after");
-  scaler->add_option("--init-scale", scaler_args.init_scale, "Initial scale (binary32)")
+  options::add_finite(*scaler, "--init-scale", scaler_args.init_scale, kAboveZero,
+                      "Initial scale (binary32)")
       ->capture_default_str();
-  scaler->add_option("--growth-factor", scaler_args.growth_factor, "Growth factor, > 1")
+  options::add_finite(*scaler, "--growth-factor", scaler_args.growth_factor,
+                      {1.0, kLargest, true, false}, "Growth factor, > 1")
       ->capture_default_str();
-  scaler->add_option("--backoff-factor", scaler_args.backoff_factor, "Backoff factor, in (0, 1)")
+  options::add_finite(*scaler, "--backoff-factor", scaler_args.backoff_factor,
+                      {0.0, 1.0, true, true}, "Backoff factor, in (0, 1)")
       ->capture_default_str();
-  scaler
-      ->add_option("--growth-interval", scaler_args.growth_interval,
-                   "Consecutive clean steps before the scale grows")
+  options::add_integer(*scaler, "--growth-interval", scaler_args.growth_interval, kAtLeastOne,
+                       "Consecutive clean steps before the scale grows")
       ->capture_default_str();
-  auto* scaler_min_scale_option = scaler->add_option(
-      "--min-scale", scaler_min_scale,
+  auto* scaler_min_scale_option = options::add_finite(
+      *scaler, "--min-scale", scaler_min_scale, kAtLeastZero,
       "Beyond PyTorch: the backoff never takes the scale below this (default: no minimum)");
-  scaler
-      ->add_option("--collapse-backoffs", scaler_args.collapse_backoffs,
-                   "Warn when the scale backs off this many times ...")
+  options::add_integer(*scaler, "--collapse-backoffs", scaler_args.collapse_backoffs, kAtLeastOne,
+                       "Warn when the scale backs off this many times ...")
       ->capture_default_str();
-  scaler->add_option("--collapse-window", scaler_args.collapse_window, "... within this many steps")
+  options::add_integer(*scaler, "--collapse-window", scaler_args.collapse_window, kAtLeastOne,
+                       "... within this many steps")
       ->capture_default_str();
   scaler->add_flag("--hex", scaler_args.hex, "Scales as C99 hex floats");
 
@@ -175,42 +197,52 @@ int run_command_line(int argc, char** argv) {
   train->add_option("--model", train_args.model, "mlp")->capture_default_str();
   train->add_option("--policy", train_args.policies, "Policies, comma-separated, or FILE.toml")
       ->capture_default_str();
-  train->add_option("--reference-bits", train_args.reference_bits, "Precision of the reference")
+  options::add_integer(*train, "--reference-bits", train_args.reference_bits, {64, 4096},
+                       "Precision of the reference")
       ->capture_default_str();
   std::size_t train_steps = 0;
-  auto* train_steps_option = train->add_option(
-      "--steps", train_steps, "Optimizer steps (default: 200 mlp, 100 cnn and transformer)");
-  train->add_option("--batch", train_args.batch, "Samples per micro-batch")->capture_default_str();
-  train->add_option("--accumulate", train_args.accumulate, "Micro-batches per optimizer step")
+  auto* train_steps_option =
+      options::add_unsigned(*train, "--steps", train_steps, kSteps,
+                            "Optimizer steps (default: 200 mlp, 100 cnn and transformer)");
+  options::add_unsigned(*train, "--batch", train_args.batch, kBatch,
+                        "Samples per micro-batch (at most the training split's)")
       ->capture_default_str();
-  train->add_option("--seed", train_args.seed, "Seed of the weights, data and batch order")
+  options::add_unsigned(*train, "--accumulate", train_args.accumulate,
+                        {1, ampbench::train::kMaxAccumulate}, "Micro-batches per optimizer step")
+      ->capture_default_str();
+  options::add_unsigned(*train, "--seed", train_args.seed, kAnySeed,
+                        "Seed of the weights, data and batch order")
       ->capture_default_str();
   train
       ->add_option("--scaler", train_args.scaler,
                    "Loss scaler: auto (on where gradients are fp16-like), on, off")
       ->capture_default_str();
-  train->add_option("--init-scale", train_args.init_scale, "The loss scaler's initial scale")
+  options::add_finite(*train, "--init-scale", train_args.init_scale, kAboveZero,
+                      "The loss scaler's initial scale")
       ->capture_default_str();
-  train
-      ->add_option("--growth-interval", train_args.growth_interval,
-                   "Clean steps before the scale grows")
+  options::add_integer(*train, "--growth-interval", train_args.growth_interval, kAtLeastOne,
+                       "Clean steps before the scale grows")
       ->capture_default_str();
   double train_min_scale = 0;
-  auto* train_min_scale_option = train->add_option(
-      "--min-scale", train_min_scale, "Never back the scale off below this (default: no floor)");
+  auto* train_min_scale_option =
+      options::add_finite(*train, "--min-scale", train_min_scale, kAtLeastZero,
+                          "Never back the scale off below this (default: no floor)");
   train->add_option("--optimizer", train_args.optimizer, "adamw or sgd (momentum 0.9)")
       ->capture_default_str();
-  auto* train_lr_option =
-      train->add_option("--lr", train_lr, "Learning rate (default 1e-3 adamw, 0.05 sgd)");
-  train->add_option("--clip-norm", train_args.clip_norm, "Global gradient norm clip (0: none)")
+  auto* train_lr_option = options::add_finite(*train, "--lr", train_lr, kAtLeastZero,
+                                              "Learning rate (default 1e-3 adamw, 0.05 sgd)");
+  options::add_finite(*train, "--clip-norm", train_args.clip_norm, kAtLeastZero,
+                      "Global gradient norm clip (0: none)")
       ->capture_default_str();
   train->add_option(
       "--data", train_args.data,
       "FILE.csv (features..., label) or FILE.npy with --targets (default: synthetic)");
   train->add_option("--targets", train_args.targets, "FILE.npy of integer labels");
-  train->add_option("--eval", train_args.eval, "Samples held out for evaluation")
+  options::add_unsigned(*train, "--eval", train_args.eval, {1, std::uint64_t{1} << 24},
+                        "Samples held out for evaluation (leaving at least a batch to train on)")
       ->capture_default_str();
-  train->add_option("--print-every", train_args.print_every, "Table row every N steps");
+  options::add_unsigned(*train, "--print-every", train_args.print_every, kSteps,
+                        "Table row every N steps (at most --steps; default: a tenth of them)");
   train->add_option("--json", train_args.json, "Write the record ampbench.train/1 to this file");
   train
       ->add_option("--backend", train_args.backend,
@@ -226,11 +258,16 @@ int run_command_line(int argc, char** argv) {
       ->capture_default_str();
   profile->add_option("--policy", profile_args.policies, "Policies, comma-separated, or FILE.toml")
       ->capture_default_str();
-  profile->add_option("--steps", profile_args.steps, "Timed steps")->capture_default_str();
-  profile->add_option("--warmup", profile_args.warmup, "Untimed steps first")
+  options::add_unsigned(*profile, "--steps", profile_args.steps, kSteps, "Timed steps")
       ->capture_default_str();
-  profile->add_option("--batch", profile_args.batch, "Samples per step")->capture_default_str();
-  profile->add_option("--seed", profile_args.seed, "Seed of the weights and data")
+  options::add_unsigned(*profile, "--warmup", profile_args.warmup, {0, ampbench::train::kMaxWarmup},
+                        "Untimed steps first")
+      ->capture_default_str();
+  options::add_unsigned(*profile, "--batch", profile_args.batch, kBatch,
+                        "Samples per step (at most the data set's)")
+      ->capture_default_str();
+  options::add_unsigned(*profile, "--seed", profile_args.seed, kAnySeed,
+                        "Seed of the weights and data")
       ->capture_default_str();
   profile->add_option("--backend", profile_args.backend, "cpu (host timers) or cuda (the GPU)")
       ->capture_default_str();
@@ -266,11 +303,12 @@ int run_command_line(int argc, char** argv) {
   compare->add_option("base", compare_args.base, "The baseline result.json")->required();
   compare->add_option("new", compare_args.current, "The result.json to judge")->required();
   double compare_tolerance = 0.1;
-  auto* compare_tolerance_option = compare->add_option(
-      "--tolerance", compare_tolerance,
+  auto* compare_tolerance_option = options::add_finite(
+      *compare, "--tolerance", compare_tolerance, kAtLeastZero,
       "Relative change for the worse that is not a regression (default: the baseline suite's "
       "tolerance, or 0.1)");
-  compare->add_option("--floor", compare_args.floor, "Absolute change that is never a regression")
+  options::add_finite(*compare, "--floor", compare_args.floor, kAtLeastZero,
+                      "Absolute change that is never a regression")
       ->capture_default_str();
   compare->add_flag("--side-by-side", compare_args.side_by_side,
                     "Every case's main metrics side by side (the default when the two files come "
@@ -320,7 +358,8 @@ int run_command_line(int argc, char** argv) {
                       "The metric (default: normwise_rel_error of audit cases, eval_loss_error "
                       "of each policy of training runs)");
   history->add_option("--suite", history_args.suite, "Runs of this suite");
-  history->add_option("--last", history_args.last, "Only the last N values of each case (runs)");
+  options::add_unsigned(*history, "--last", history_args.last, {1, 1000000000},
+                        "Only the last N values of each case (runs)");
   history->add_flag("--json", history_args.json, "Machine-readable output");
 
   ampbench::cli::FingerprintArgs fingerprint_args;
@@ -349,6 +388,7 @@ int run_command_line(int argc, char** argv) {
       ->capture_default_str();
   fingerprint->add_option("--json", fingerprint_args.json,
                           "Write the record with every test's probes and outputs to this file");
+  options::refuse_empty_values(app);
 
   const std::string overview = app.help();  // before parsing: afterwards help() describes the
                                             // chosen subcommand
@@ -374,6 +414,9 @@ int run_command_line(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(app, e);
+  } catch (const options::OptionError& e) {  // a bad value: the message names the option
+    std::cerr << e.what() << "\n";
+    return ampbench::cli::kExitUsage;
   }
 
   if (*help) {
@@ -410,11 +453,29 @@ int run_command_line(int argc, char** argv) {
   return ampbench::cli::kExitUsage;
 }
 
+// Whatever escapes a command (memory exhausted, an error of ampbench's own) ends the run with a
+// message and kExitInternal, never with std::terminate's abort.
+int run_guarded(int argc, char** argv) {
+  try {
+    return run_command_line(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cout.flush();
+    std::cerr << "ampbench: internal error: out of memory (std::bad_alloc)\n";
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "ampbench: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cout.flush();
+    std::cerr << "ampbench: internal error: an exception that is not a std::exception\n";
+  }
+  return ampbench::cli::kExitInternal;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Before anything is opened or written: SIGPIPE ignored, closed standard streams reopened.
   ampbench::cli::StandardOutput standard_output;
-  const int status = run_command_line(argc, argv);
+  const int status = run_guarded(argc, argv);
   return ampbench::cli::exit_status(status, standard_output);
 }

@@ -15,6 +15,7 @@
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
+#include "harness/train/limits.hpp"
 #include "harness/train/profile_record.hpp"
 
 namespace ampbench::cli {
@@ -176,13 +177,18 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
   }
-  if (args.steps == 0 || args.batch == 0) {
-    err << fmt::format("{}: --steps and --batch must be positive\n", kCommand);
-    return kExitUsage;
-  }
   config.steps = args.steps;
   config.batch = args.batch;
   config.seed = args.seed;
+  // The numbers' own ranges were checked when the command line was read (options.hpp); the batch
+  // is drawn from the whole data set, unsplit.
+  const train::Dataset data = train::default_dataset(config.model, config.seed);
+  if (const auto problem = train::size_problem(
+          config, {data.samples(), data.sample_size(), data.targets_per_sample, "the data set"},
+          args.warmup)) {
+    err << fmt::format("{}: --{}: {}\n", kCommand, problem->option, problem->message);
+    return kExitUsage;
+  }
   FilePlan files;
   for (const auto& file : policy_files(split_list(args.policies))) files.input("--policy", file);
   if (!args.trace.empty()) files.output("--trace", args.trace);
@@ -198,7 +204,6 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   const CudaBackend& cuda = *opened;
 
   // ---- the run ----------------------------------------------------------------------------------
-  const train::Dataset data = train::default_dataset(config.model, config.seed);
   if (on_cuda) {
     out << fmt::format(
         "profile {} on {}: {} warm-up and {} timed steps of {} samples per policy\n"

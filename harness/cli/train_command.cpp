@@ -12,6 +12,7 @@
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
+#include "harness/train/limits.hpp"
 #include "harness/train/trainer.hpp"
 
 namespace ampbench::cli {
@@ -75,17 +76,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
   }
-  if (args.reference_bits < 64 || args.reference_bits > 4096) {
-    err << fmt::format("{}: --reference-bits: {} is outside [64, 4096]\n", kCommand,
-                       args.reference_bits);
-    return kExitUsage;
-  }
+  // The numbers' own ranges were checked when the command line was read (options.hpp); here
+  // what they must satisfy together, and against the data below.
   config.reference_bits = args.reference_bits;
-  if (args.steps == 0u || args.batch == 0 || args.accumulate == 0) {
-    err << fmt::format("{}: --steps, --batch and --accumulate must be positive\n", kCommand);
+  config.steps = args.steps.value_or(train::default_steps(args.model));
+  if (args.print_every > config.steps) {
+    err << fmt::format("{}: --print-every: {} is more than the {} steps\n", kCommand,
+                       args.print_every, config.steps);
     return kExitUsage;
   }
-  config.steps = args.steps.value_or(train::default_steps(args.model));
   config.batch = args.batch;
   config.accumulate = args.accumulate;
   config.seed = args.seed;
@@ -117,17 +116,6 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     config.optimizer = adamw;
   } else {
     err << fmt::format("{}: --optimizer: '{}' is not adamw or sgd\n", kCommand, args.optimizer);
-    return kExitUsage;
-  }
-  try {
-    std::visit([](const auto& o) { train::validate(o); }, config.optimizer);
-  } catch (const std::invalid_argument& e) {
-    err << fmt::format("{}: --lr: {}\n", kCommand, e.what());
-    return kExitUsage;
-  }
-  if (!(args.clip_norm >= 0) || !std::isfinite(args.clip_norm)) {
-    err << fmt::format("{}: --clip-norm: {} is not a finite value >= 0\n", kCommand,
-                       args.clip_norm);
     return kExitUsage;
   }
   config.clip_norm = args.clip_norm;
@@ -163,8 +151,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   if (args.eval >= data.samples()) {
-    err << fmt::format("{}: --eval {}: the data set has only {} samples\n", kCommand, args.eval,
-                       data.samples());
+    err << fmt::format("{}: --eval: {} leaves nothing to train on: the data set has {} samples\n",
+                       kCommand, args.eval, data.samples());
+    return kExitUsage;
+  }
+  const train::DataSize training{
+      data.samples() - args.eval, data.sample_size(), data.targets_per_sample,
+      fmt::format("the training split ({} samples less --eval {})", data.samples(), args.eval)};
+  if (const auto problem = train::size_problem(config, training)) {
+    err << fmt::format("{}: --{}: {}\n", kCommand, problem->option, problem->message);
     return kExitUsage;
   }
   const train::Split split = train::split(data, args.eval, args.seed);

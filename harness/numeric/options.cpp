@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <stdexcept>
+#include <charconv>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace ampbench::numeric {
@@ -130,27 +133,25 @@ FormatSpec parse_format(std::string_view spec) {
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const std::size_t eq = item.find('=');
     const std::string key = lower(item.substr(0, eq));
-    const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    const std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    // Base-10 digits with at most a leading '-': no blanks, no '+', nothing after.
     int number = 0;
-    std::size_t used = 0;
-    try {
-      number = std::stoi(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (value.empty() || used != value.size()) {
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (value.empty() || error != std::errc() || end != value.data() + value.size()) {
       return {std::nullopt, fmt::format("format '{}': '{}' is not KEY=INTEGER", spec, item)};
     }
-    if (key == "p") {
-      p = number;
-    } else if (key == "emin") {
-      emin = number;
-    } else if (key == "emax") {
-      emax = number;
-    } else {
+    std::optional<int>* slot = key == "p"      ? &p
+                               : key == "emin" ? &emin
+                               : key == "emax" ? &emax
+                                               : nullptr;
+    if (slot == nullptr) {
       return {std::nullopt,
               fmt::format("format '{}': unknown key '{}' (expected p, emin, emax)", spec, key)};
     }
+    if (slot->has_value()) {
+      return {std::nullopt, fmt::format("format '{}': {} is given twice", spec, key)};
+    }
+    *slot = number;
   }
   if (!p || !emin || !emax) {
     return {std::nullopt, fmt::format("format '{}': p, emin and emax are all required", spec)};

@@ -14,6 +14,7 @@
 #include "harness/ops/convolution.hpp"
 #include "reference/exact/accumulator.hpp"
 #include "reference/exact/dot.hpp"
+#include "reference/mp/asymptotic.hpp"
 #include "reference/mp/attention_backward.hpp"
 #include "reference/mp/multiprecision.hpp"
 #include "reference/mp/ops.hpp"
@@ -323,6 +324,39 @@ class RowReference {
   bool inexact_ = true;
 };
 
+// RowReference for the softmax family, whose rows evaluate in Asymptotic: exponentials beyond
+// MPFR's range stay as terms of known sign (reference/mp/asymptotic.hpp), and every value carries
+// its own exactness, so no flag needs restoring. The row is kept at every precision evaluated: in
+// a row where some outputs need a second round, the others do not evaluate it again.
+class AsymptoticRowReference {
+ public:
+  using Evaluate = std::function<std::vector<reference::Asymptotic>()>;
+  explicit AsymptoticRowReference(Evaluate evaluate) : evaluate_(std::move(evaluate)) {}
+
+  reference::ReferenceValue element(std::size_t j, const numeric::Format& f, numeric::Rounding mode,
+                                    std::uint64_t error_bound, std::uint32_t random) {
+    reference::ZivPolicy policy;
+    policy.error_bound = error_bound;
+    return reference::correctly_rounded_asymptotic(
+        f, mode,
+        [&] {
+          const int bits = reference::working_precision_bits();
+          auto found = values_.find(bits);
+          if (found == values_.end()) found = values_.emplace(bits, evaluate_()).first;
+          return found->second.at(j);
+        },
+        policy, random);
+  }
+
+ private:
+  Evaluate evaluate_;
+  std::map<int, std::vector<reference::Asymptotic>> values_;  // by working precision
+};
+
+std::vector<reference::Asymptotic> to_asymptotic(std::span<const double> x) {
+  return std::vector<reference::Asymptotic>(x.begin(), x.end());
+}
+
 std::vector<Real> to_reals(std::span<const double> x) {
   std::vector<Real> r;
   r.reserve(x.size());
@@ -461,35 +495,46 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
     }
     const int extra = extra_bits(condition);
     const std::int64_t target = op.op == Op::cross_entropy_backward ? in.indices.at(1).at(row) : 0;
-    RowReference evaluate([&, xr, dyr, extra, target] {
+    // The softmax family evaluates in Asymptotic (exponentials beyond MPFR's range), the others in
+    // Real.
+    AsymptoticRowReference softmax_family([&, xr, dyr, extra, target] {
       const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
-      const auto rx = to_reals(xr);
-      const auto rdy = to_reals(dyr);
+      const auto ax = to_asymptotic(xr);
+      const auto ady = to_asymptotic(dyr);
       switch (op.op) {
-        case Op::softmax_backward: return reference::ops::softmax_backward<Real>(rx, rdy, 1, cols);
+        case Op::softmax_backward:
+          return reference::ops::softmax_backward<reference::Asymptotic>(ax, ady, 1, cols);
         case Op::log_softmax_backward:
-          return reference::ops::log_softmax_backward<Real>(rx, rdy, 1, cols);
-        case Op::cross_entropy_backward: {
+          return reference::ops::log_softmax_backward<reference::Asymptotic>(ax, ady, 1, cols);
+        default: {  // cross_entropy_backward
           const std::vector<std::int64_t> t{target};
-          auto g = reference::ops::cross_entropy_backward<Real>(rx, 1, cols, t);
+          auto g = reference::ops::cross_entropy_backward<reference::Asymptotic>(ax, 1, cols, t);
           for (auto& v : g) v /= static_cast<double>(rows);  // the mean is over all rows
           return g;
         }
-        case Op::layer_norm_backward:
-          return reference::ops::layer_norm_backward<Real>(
-                     rx, rdy, 1, cols, reference::to_real(kLayerNormEps), to_reals(in.values.at(2)))
-              .dx;
-        default: {
-          return reference::ops::elementwise_backward<Real>(reference_activation(op), rx, rdy);
-        }
       }
     });
+    RowReference others([&, xr, dyr, extra] {
+      const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+      const auto rx = to_reals(xr);
+      const auto rdy = to_reals(dyr);
+      if (op.op == Op::layer_norm_backward) {
+        return reference::ops::layer_norm_backward<Real>(
+                   rx, rdy, 1, cols, reference::to_real(kLayerNormEps), to_reals(in.values.at(2)))
+            .dx;
+      }
+      return reference::ops::elementwise_backward<Real>(reference_activation(op), rx, rdy);
+    });
+    const bool in_family = op.op == Op::softmax_backward || op.op == Op::log_softmax_backward ||
+                           op.op == Op::cross_entropy_backward;
     const std::uint64_t bound = static_cast<std::uint64_t>(
         std::min(64.0 + 8.0 * static_cast<double>(cols) + 8.0 * spread + 8.0 * largest * largest,
                  static_cast<double>(1u << 31)));
     for (; e < n && result.positions[e] / cols == row; ++e) {
       const std::size_t p = result.positions[e];
-      const auto v = evaluate.element(p % cols, output, mode, bound, draw(mode, seed, p));
+      const auto v =
+          in_family ? softmax_family.element(p % cols, output, mode, bound, draw(mode, seed, p))
+                    : others.element(p % cols, output, mode, bound, draw(mode, seed, p));
       result.rounded[e] = v.rounded.value;
       result.nearest[e] = v.value;
     }
@@ -571,17 +616,18 @@ Reference attention_backward_reference(const OpInfo& op, const Shape& shape, con
                                           static_cast<double>(1u << 31)));
   const auto evaluate_at = [&](std::span<const double> q_rows, std::span<const double> d_out_rows,
                                std::size_t rows, int extra) {
-    return RowReference([&, q_rows, d_out_rows, rows, extra] {
+    return AsymptoticRowReference([&, q_rows, d_out_rows, rows, extra] {
       const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
-      auto g = reference::ops::attention_backward<Real>(to_reals(q_rows), to_reals(k), to_reals(v),
-                                                        to_reals(d_out_rows), rows, keys, d, d);
+      auto g = reference::ops::attention_backward<reference::Asymptotic>(
+          to_asymptotic(q_rows), to_asymptotic(k), to_asymptotic(v), to_asymptotic(d_out_rows),
+          rows, keys, d, d);
       return op.op == Op::attention_backward_q   ? std::move(g.dq)
              : op.op == Op::attention_backward_k ? std::move(g.dk)
                                                  : std::move(g.dv);
     });
   };
   const std::size_t n = result.positions.size();
-  const auto round_at = [&](RowReference& evaluate, std::size_t e, std::size_t element) {
+  const auto round_at = [&](AsymptoticRowReference& evaluate, std::size_t e, std::size_t element) {
     const std::size_t position = result.positions[e];
     const auto r = evaluate.element(element, output, mode, bound, draw(mode, seed, position));
     result.rounded[e] = r.rounded.value;
@@ -596,7 +642,7 @@ Reference attention_backward_reference(const OpInfo& op, const Shape& shape, con
       for (; end < n && result.positions[end] / d == row; ++end) {
         extra = std::max(extra, extra_bits_at(result.positions[end]));
       }
-      RowReference evaluate =
+      AsymptoticRowReference evaluate =
           evaluate_at(q.subspan(row * d, d), d_out.subspan(row * d, d), 1, extra);
       for (; e < end; ++e) round_at(evaluate, e, result.positions[e] % d);
     }
@@ -606,7 +652,7 @@ Reference attention_backward_reference(const OpInfo& op, const Shape& shape, con
   for (const std::size_t position : result.positions) {
     extra = std::max(extra, extra_bits_at(position));
   }
-  RowReference evaluate = evaluate_at(q, d_out, queries, extra);
+  AsymptoticRowReference evaluate = evaluate_at(q, d_out, queries, extra);
   for (std::size_t e = 0; e < n; ++e) round_at(evaluate, e, result.positions[e]);
   return result;
 }
@@ -661,6 +707,14 @@ Shape parse_shape(const OpInfo& op, std::string_view text) {
   if (shape.sizes.size() != expected) {
     throw OpError(fmt::format("{} shape '{}': expected {} ({} sizes), got {}", op.name, text,
                               op.shape_syntax, expected, shape.sizes.size()));
+  }
+  if (op.op == Op::batch_norm && shape.sizes[0] < 2) {
+    // Training statistics of one value per channel: the variance is 0/0 for the unbiased estimate
+    // and PyTorch refuses it ("Expected more than 1 value per channel when training").
+    throw OpError(
+        fmt::format("{} shape '{}': batch norm in training needs more than 1 value per "
+                    "channel (N >= 2)",
+                    op.name, text));
   }
   for (const auto& operand : operands(op, shape)) {
     checked_product(operand.shape,
@@ -1103,14 +1157,18 @@ bool runs_on_mma(const OpInfo& op) {
          is_convolution(op);
 }
 
+std::optional<std::string> why_no_mma(const OpInfo& op) {
+  if (runs_on_mma(op)) return std::nullopt;
+  std::string with;
+  for (const auto& other : kCatalog) {
+    if (runs_on_mma(other)) with += fmt::format("{}{}", with.empty() ? "" : ", ", other.name);
+  }
+  return fmt::format("{} has no Tensor Core model (the ops with one: {})", op.name, with);
+}
+
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
                    const numeric::Format& output, numeric::Rounding mode, const Inputs& in) {
-  if (!runs_on_mma(op)) {
-    throw OpError(
-        fmt::format("{} has no Tensor Core model (--mma applies to gemm, bmm, dot, their "
-                    "gradients and the convolutions)",
-                    op.name));
-  }
+  if (const auto problem = why_no_mma(op)) throw OpError(*problem);
   const auto& s = shape.sizes;
   CpuRun run;
   if (is_gemm_backward(op)) {
@@ -1318,9 +1376,15 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
         const auto rx = to_reals(x);
         const std::vector<Real> gamma{reference::to_real(values(in, 1)[column])};
         const std::vector<Real> beta{reference::to_real(values(in, 2)[column])};
-        return reference::ops::batch_norm_training<Real>(
-                   rx, rows, 1, 1, reference::to_real(kBatchNormEps), gamma, beta)
-            .y;
+        auto y = reference::ops::batch_norm_training<Real>(
+                     rx, rows, 1, 1, reference::to_real(kBatchNormEps), gamma, beta)
+                     .y;
+        // A constant channel: every deviation is exactly 0 and every output exactly beta,
+        // whatever the rounding of 1 / sqrt(eps) that the zero multiplies.
+        if (std::all_of(x.begin(), x.end(), [&](double v) { return v == x.front(); })) {
+          mpfr_clear_inexflag();
+        }
+        return y;
       });
       for (const std::size_t e : elements) {
         const std::size_t p = result.positions[e];
@@ -1364,11 +1428,12 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
         }
         condition = std::max(condition, o == 0 ? 0x1p1000 : magnitude / std::fabs(o));
       }
-      const int extra = std::min(2048, static_cast<int>(std::ceil(std::log2(condition))) + 8);
-      RowReference evaluate([&, q_row, extra] {
+      const int extra = extra_bits(condition);
+      AsymptoticRowReference evaluate([&, q_row, extra] {
         const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
-        return reference::ops::attention<Real>(to_reals(q_row), to_reals(values(in, 1)),
-                                               to_reals(values(in, 2)), 1, keys, d, d);
+        return reference::ops::attention<reference::Asymptotic>(
+            to_asymptotic(q_row), to_asymptotic(values(in, 1)), to_asymptotic(values(in, 2)), 1,
+            keys, d, d);
       });
       const std::uint64_t bound = static_cast<std::uint64_t>(
           std::min(64.0 + 8.0 * static_cast<double>(keys) + 8.0 * score_scale,
@@ -1411,9 +1476,10 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
 
   if (op.op == Op::cross_entropy) {
     const auto& targets = in.indices.at(1);
-    RowReference loss([&] {
-      return std::vector<Real>{
-          reference::ops::cross_entropy<Real>(to_reals(x), rows, cols, targets, Real(0))};
+    AsymptoticRowReference loss([&] {
+      return std::vector<reference::Asymptotic>{
+          reference::ops::cross_entropy<reference::Asymptotic>(to_asymptotic(x), rows, cols,
+                                                               targets, reference::Asymptotic(0))};
     });
     std::uint64_t bound = 64 + 8 * rows;
     for (std::size_t r = 0; r < rows; ++r) bound = std::max(bound, row_bound(r) + 8 * rows);
@@ -1428,18 +1494,32 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
   while (e < n) {
     const std::size_t row = result.positions[e] / per_row;
     const auto row_values = x.subspan(row * cols, cols);
-    RowReference evaluate([&, row_values] {
+    AsymptoticRowReference softmax_family([&, row_values] {
+      const std::vector<reference::Asymptotic> ax = to_asymptotic(row_values);
+      const std::span<const reference::Asymptotic> sx(ax);
+      switch (op.op) {
+        case Op::softmax: return reference::ops::softmax<reference::Asymptotic>(sx, 1, cols);
+        case Op::log_softmax:
+          return reference::ops::log_softmax<reference::Asymptotic>(sx, 1, cols);
+        default: return reference::ops::logsumexp<reference::Asymptotic>(sx, 1, cols);
+      }
+    });
+    // A constant row (a single column, or --dist constant): every deviation from the mean is
+    // exactly 0, and layer_norm's output exactly beta (0 without it), whatever the rounding of
+    // 1 / sqrt(eps) that the zero multiplies.
+    const bool constant_row = std::all_of(row_values.begin(), row_values.end(),
+                                          [&](double v) { return v == row_values.front(); });
+    RowReference others([&, row_values, constant_row] {
       const std::vector<Real> rx = to_reals(row_values);
       const std::span<const Real> sx(rx);
       switch (op.op) {
-        case Op::softmax: return reference::ops::softmax<Real>(sx, 1, cols);
-        case Op::log_softmax: return reference::ops::log_softmax<Real>(sx, 1, cols);
-        case Op::logsumexp: return reference::ops::logsumexp<Real>(sx, 1, cols);
         case Op::layer_norm: {
           const auto gamma = to_reals(values(in, 1));
           const auto beta = to_reals(values(in, 2));
-          return reference::ops::layer_norm<Real>(sx, 1, cols, reference::to_real(kLayerNormEps),
-                                                  gamma, beta);
+          auto y = reference::ops::layer_norm<Real>(sx, 1, cols, reference::to_real(kLayerNormEps),
+                                                    gamma, beta);
+          if (constant_row) mpfr_clear_inexflag();  // the row's values are exact
+          return y;
         }
         case Op::rms_norm: {
           const auto gamma = to_reals(values(in, 1));
@@ -1458,6 +1538,8 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
         }
       }
     });
+    const bool in_family =
+        op.op == Op::softmax || op.op == Op::log_softmax || op.op == Op::logsumexp;
     // Activations: exp(-v) and erfc(-v / sqrt 2) amplify the error of v by about v^2.
     std::uint64_t bound = row_bound(row);
     if (op.op == Op::relu || op.op == Op::gelu || op.op == Op::gelu_tanh || op.op == Op::silu) {
@@ -1468,7 +1550,9 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     }
     for (; e < n && result.positions[e] / per_row == row; ++e) {
       const std::size_t p = result.positions[e];
-      const auto v = evaluate.element(p - row * per_row, output, mode, bound, draw(mode, seed, p));
+      const std::size_t j = p - row * per_row;
+      const auto v = in_family ? softmax_family.element(j, output, mode, bound, draw(mode, seed, p))
+                               : others.element(j, output, mode, bound, draw(mode, seed, p));
       store(e, v.rounded, v.value);
     }
   }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -146,6 +147,9 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const backends::cpu::Ari
 // gemm and dot on a Tensor Core model (backends::cpu::gemm_mma), rounded to `output`; OpError for
 // the other ops.
 bool runs_on_mma(const OpInfo& op);
+// Why `op` cannot run on a Tensor Core model ("softmax has no Tensor Core model (the ops with one:
+// gemm, ...)"), or nothing: the check of every command and suite that takes --mma or mma.
+std::optional<std::string> why_no_mma(const OpInfo& op);
 CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel& model,
                    const numeric::Format& output, numeric::Rounding mode, const Inputs& inputs);
 

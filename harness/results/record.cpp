@@ -39,7 +39,7 @@ Record run_audit_case(const audit::Case& c, const std::string& backend,
 
 Record run_training(const train::TrainConfig& config, const BackendRunners& runners) {
   const train::Dataset data = train::default_dataset(config.model, config.seed);
-  const train::Split split = train::split(data, 512, config.seed);
+  const train::Split split = train::split(data, kSuiteEvalSamples, config.seed);
   const train::TrainResult result = runners.train ? runners.train(config, split.train, split.eval)
                                                   : train::train(config, split.train, split.eval);
   Record record;

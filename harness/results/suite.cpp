@@ -13,6 +13,7 @@
 #include "harness/inputs/distributions.hpp"
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
+#include "harness/train/limits.hpp"
 
 namespace ampbench::results {
 namespace {
@@ -183,6 +184,9 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
         reader.fail(*node, "[[audit]] mma", e.what());
       }
     }
+    for (const auto* op : op_list) {
+      if (const auto problem = ops::why_no_mma(*op)) reader.fail(*node, "[[audit]] mma", *problem);
+    }
   }
   std::size_t samples = 0;
   if (const toml::node* node = table.get("samples")) {
@@ -235,11 +239,13 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
   }
 }
 
-// The model, policies, steps and batch of a [[train]] or [[profile]] entry (`table_name`).
+// The model, policies, steps and batch of a [[train]] or [[profile]] entry (`table_name`), within
+// the limits of train::size_problem against the model's default data set: its training split
+// (all but kSuiteEvalSamples) for [[train]], all of it for [[profile]], with `warmup` steps first.
 train::TrainConfig read_training(const Reader& reader, const toml::table& table,
                                  std::string_view table_name, std::uint64_t seed,
-                                 const std::filesystem::path& directory,
-                                 std::size_t default_steps) {
+                                 const std::filesystem::path& directory, std::size_t default_steps,
+                                 std::optional<std::size_t> warmup) {
   const auto where = [&](std::string_view key) { return fmt::format("{} {}", table_name, key); };
   train::TrainConfig config;
   const toml::node& model = required(reader, table, "model", table_name);
@@ -262,6 +268,16 @@ train::TrainConfig read_training(const Reader& reader, const toml::table& table,
   config.seed = seed;
   // As `ampbench train` runs: PyTorch's scaler defaults with the collapse warnings.
   config.scaler_options.collapse = train::CollapseDetection{};
+  train::DataSize data = train::default_dataset_size(config.model);
+  if (!warmup) {
+    data.samples -= kSuiteEvalSamples;
+    data.what =
+        fmt::format("the training split ({} less the {} held out)", data.what, kSuiteEvalSamples);
+  }
+  if (const auto problem = train::size_problem(config, data, warmup.value_or(0))) {
+    const toml::node* node = table.get(problem->option);
+    reader.fail(node != nullptr ? *node : table, where(problem->option), problem->message);
+  }
   return config;
 }
 
@@ -269,7 +285,8 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[train]]";
   reader.check_keys(table, kTable, {"model", "policies", "steps", "batch"});
-  train::TrainConfig config = read_training(reader, table, kTable, seed, directory, 0);
+  train::TrainConfig config =
+      read_training(reader, table, kTable, seed, directory, 0, std::nullopt);
   cases.push_back(SuiteCase{train_key(config), std::move(config)});
 }
 
@@ -278,10 +295,11 @@ void expand_profile(const Reader& reader, const toml::table& table, std::uint64_
                     const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[profile]]";
   reader.check_keys(table, kTable, {"model", "policies", "steps", "warmup", "batch"});
-  ProfileConfig profile{read_training(reader, table, kTable, seed, directory, 20), 3};
+  std::size_t warmup = 3;
   if (const toml::node* node = table.get("warmup")) {
-    profile.warmup = reader.natural(*node, "[[profile]] warmup", 0);
+    warmup = reader.natural(*node, "[[profile]] warmup", 0);
   }
+  ProfileConfig profile{read_training(reader, table, kTable, seed, directory, 20, warmup), warmup};
   std::string key = fmt::format("profile/{}/steps={}/warmup={}/seed={}", profile.config.model,
                                 profile.config.steps, profile.warmup, profile.config.seed);
   if (profile.config.batch != train::TrainConfig{}.batch) {

@@ -28,6 +28,10 @@ class SuiteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The samples a suite's training run holds out of its model's default data set for evaluation
+// (record.cpp's run_training); it trains on the rest.
+inline constexpr std::size_t kSuiteEvalSamples = 512;
+
 // A profile run: each policy's training steps timed phase by phase on the CPU backend, after
 // `warmup` untimed ones (train::profile_steps; `ampbench profile`).
 struct ProfileConfig {

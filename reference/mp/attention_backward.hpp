@@ -6,8 +6,9 @@
 //   backward, ops::softmax_backward),  dQ = dS K / sqrt d,  dK = dS^T Q / sqrt d.
 // D_i equals rowsum(dO_i * O_i), the form FlashAttention computes (Dao, FlashAttention-2, 2023,
 // Algorithm 2); the reference takes sum_j P_ij dP_ij, which is exact where the other would round:
-// with a single key P = 1 and dS = 0 exactly. dP - D cancels where one key dominates a row; the
-// catalog evaluates the reference wider by that cancellation.
+// with a single key P = 1 and dS = 0 exactly. Each division comes last (P = e / sum e with
+// e = exp(S - max)), so that exact exponentials give exact dyadic results. dP - D cancels where one
+// key dominates a row; the catalog evaluates the reference wider by that cancellation.
 #pragma once
 
 #include <cstddef>
@@ -53,17 +54,24 @@ AttentionGradients<T> attention_backward(std::span<const T> q, std::span<const T
       scores[i * keys + j] = dot(q.subspan(i * d, d), k.subspan(j * d, d)) * scale;
     }
   }
-  const std::vector<T> p = softmax(std::span<const T>(scores), queries, keys);
-  std::vector<T> ds = std::move(scores);  // the scores are no longer needed
+  // Per row, with e_j = exp(S_ij - max) and their sum E: P_ij = e_j / E, and
+  // dS_ij = e_j (dP_ij - D_i) / E with D_i = sum_j e_j dP_ij / E (detail::weighted_mean): each
+  // division last, as ops::softmax_backward takes them.
+  std::vector<T> p(queries * keys);
+  std::vector<T> ds(queries * keys);
   std::vector<T> dp(keys);
   for (std::size_t i = 0; i < queries; ++i) {
+    const auto e = detail::shifted_exponentials(std::span<const T>(scores).subspan(i * keys, keys));
+    const T total = 1 + e.rest;
     const auto do_i = d_out.subspan(i * value_dim, value_dim);
-    T row_sum = 0;
     for (std::size_t j = 0; j < keys; ++j) {
       dp[j] = dot(do_i, v.subspan(j * value_dim, value_dim));
-      row_sum += p[i * keys + j] * dp[j];
+      p[i * keys + j] = e.exponentials[j] / total;
     }
-    for (std::size_t j = 0; j < keys; ++j) ds[i * keys + j] = p[i * keys + j] * (dp[j] - row_sum);
+    const T row_sum = detail::weighted_mean(e, total, [&](std::size_t j) { return dp[j]; });
+    for (std::size_t j = 0; j < keys; ++j) {
+      ds[i * keys + j] = e.exponentials[j] * (dp[j] - row_sum) / total;
+    }
   }
   for (std::size_t i = 0; i < queries; ++i) {
     for (std::size_t t = 0; t < d; ++t) {

@@ -131,6 +131,41 @@ std::string describe(const Real& x) {
 
 }  // namespace
 
+ReferenceValue rounded_exactly(const numeric::Format& f, numeric::Rounding mode, const Real& x,
+                               int bits, std::uint32_t random) {
+  const Roundings r = round_both(f, mode, x, random);
+  return {r.in_format, r.nearest_fp64.value, bits};
+}
+
+std::optional<ReferenceValue> rounded_within(const numeric::Format& f, numeric::Rounding mode,
+                                             const Real& x, std::uint64_t error_bound, int bits,
+                                             std::uint32_t random) {
+  // [lo, hi] encloses [x - d, x + d]: d rounded up, the ends rounded outward.
+  mpfr_t d;
+  mpfr_init2(d, 64);
+  mpfr_abs(d, x.backend().data(), MPFR_RNDU);
+  mpfr_mul_ui(d, d, static_cast<unsigned long>(error_bound), MPFR_RNDU);
+  mpfr_mul_2si(d, d, -bits, MPFR_RNDU);
+  Real lo = x;
+  Real hi = x;
+  mpfr_sub(lo.backend().data(), x.backend().data(), d, MPFR_RNDD);
+  mpfr_add(hi.backend().data(), x.backend().data(), d, MPFR_RNDU);
+  mpfr_clear(d);
+  if (mpfr_underflow_p()) {
+    throw std::range_error("correctly_rounded: the error bound left MPFR's exponent range");
+  }
+  // Rounding is monotonic in the value for a fixed draw, so equal results at both ends are the
+  // result of everything between; a value of f inside would round to itself exactly.
+  const Roundings at_lo = round_both(f, mode, lo, random);
+  const Roundings at_hi = round_both(f, mode, hi, random);
+  if (same(at_lo.in_format, at_hi.in_format) &&
+      at_lo.nearest_fp64.bits == at_hi.nearest_fp64.bits &&
+      !encloses(lo, hi, at_lo.in_format.value)) {
+    return ReferenceValue{at_lo.in_format, at_lo.nearest_fp64.value, bits};
+  }
+  return std::nullopt;
+}
+
 ReferenceValue correctly_rounded(const numeric::Format& f, numeric::Rounding mode,
                                  const std::function<Real()>& compute, const ZivPolicy& policy,
                                  std::uint32_t random) {
@@ -148,31 +183,10 @@ ReferenceValue correctly_rounded(const numeric::Format& f, numeric::Rounding mod
     // No rounding anywhere (the value is exact), or a value the relative bound pins down: zero,
     // an infinity reached without overflow (log(0)), NaN.
     if (!mpfr_inexflag_p() || !mpfr_regular_p(x.backend().data())) {
-      const Roundings r = round_both(f, mode, x, random);
-      return {r.in_format, r.nearest_fp64.value, precision.bits()};
+      return rounded_exactly(f, mode, x, precision.bits(), random);
     }
-    // [lo, hi] encloses [x - d, x + d]: d rounded up, the ends rounded outward.
-    mpfr_t d;
-    mpfr_init2(d, 64);
-    mpfr_abs(d, x.backend().data(), MPFR_RNDU);
-    mpfr_mul_ui(d, d, static_cast<unsigned long>(policy.error_bound), MPFR_RNDU);
-    mpfr_mul_2si(d, d, -precision.bits(), MPFR_RNDU);
-    Real lo = x;
-    Real hi = x;
-    mpfr_sub(lo.backend().data(), x.backend().data(), d, MPFR_RNDD);
-    mpfr_add(hi.backend().data(), x.backend().data(), d, MPFR_RNDU);
-    mpfr_clear(d);
-    if (mpfr_underflow_p()) {
-      throw std::range_error("correctly_rounded: the error bound left MPFR's exponent range");
-    }
-    // Rounding is monotonic in the value for a fixed draw, so equal results at both ends are the
-    // result of everything between; a value of f inside would round to itself exactly.
-    const Roundings at_lo = round_both(f, mode, lo, random);
-    const Roundings at_hi = round_both(f, mode, hi, random);
-    if (same(at_lo.in_format, at_hi.in_format) &&
-        at_lo.nearest_fp64.bits == at_hi.nearest_fp64.bits &&
-        !encloses(lo, hi, at_lo.in_format.value)) {
-      return {at_lo.in_format, at_lo.nearest_fp64.value, precision.bits()};
+    if (auto r = rounded_within(f, mode, x, policy.error_bound, precision.bits(), random)) {
+      return *r;
     }
     last = x;
   }

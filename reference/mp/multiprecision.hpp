@@ -12,6 +12,7 @@
 #include <boost/multiprecision/mpfr.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
@@ -97,6 +98,16 @@ struct ZivPolicy {
 ReferenceValue correctly_rounded(const numeric::Format& f, numeric::Rounding mode,
                                  const std::function<Real()>& compute, const ZivPolicy& policy = {},
                                  std::uint32_t random = 0);
+
+// The two decisions of the Ziv loop, for the loops of other value types (asymptotic.hpp): x
+// rounded as it is (x is exact, or zero, infinite or NaN), and x known within
+// error_bound * 2^-bits * |x| (a regular x) rounded when both ends of that interval round alike
+// and no value of f lies inside (else nothing). Both report `bits` as the precision.
+ReferenceValue rounded_exactly(const numeric::Format& f, numeric::Rounding mode, const Real& x,
+                               int bits, std::uint32_t random = 0);
+std::optional<ReferenceValue> rounded_within(const numeric::Format& f, numeric::Rounding mode,
+                                             const Real& x, std::uint64_t error_bound, int bits,
+                                             std::uint32_t random = 0);
 
 // Elementary functions and constants for Real, each one MPFR call rounded to nearest at the
 // working precision. The op templates (ops.hpp) call math::f for every scalar type; the double

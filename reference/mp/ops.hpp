@@ -1,5 +1,6 @@
 // Op references, written once as templates over the scalar type T: Real (multiprecision.hpp) for
-// references, double for tests and for a quick look. Each computes the mathematical function that
+// references, Asymptotic (asymptotic.hpp) for those of the softmax family, double for tests and for
+// a quick look. Each computes the mathematical function that
 // defines the op, in T's arithmetic, with the straightforward formula; the docs give each formula
 // (docs/reference-multiprecision.md). Constants (pi, sqrt 2, 1/sqrt d) are computed in T, so a
 // Real reference is not limited to the 53 bits of a double literal.
@@ -22,6 +23,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "reference/mp/asymptotic.hpp"
 #include "reference/mp/multiprecision.hpp"
 
 namespace ampbench::reference {
@@ -286,19 +288,34 @@ namespace detail {
 template <class T>
 struct ShiftedExponentials {
   T top;
+  std::size_t top_index;
   std::vector<T> exponentials;
   T rest;
 };
 template <class T>
 ShiftedExponentials<T> shifted_exponentials(std::span<const T> row) {
   const auto top = std::max_element(row.begin(), row.end());
-  ShiftedExponentials<T> out{*top, {}, T(0)};
+  ShiftedExponentials<T> out{*top, static_cast<std::size_t>(top - row.begin()), {}, T(0)};
   out.exponentials.reserve(row.size());
   for (auto it = row.begin(); it != row.end(); ++it) {
     out.exponentials.push_back(it == top ? T(1) : math::exp(*it - *top));
     if (it != top) out.rest += out.exponentials.back();
   }
   return out;
+}
+
+// sum_j e_j w_j / sum_j e_j (e: the row's shifted exponentials, total: their sum, weight(j):
+// w_j), as w_m + sum_j e_j (w_j - w_m) / total with m the maximum's index: a w_j equal to w_m
+// adds an exact 0, so equal weights near the maximum cancel exactly (and leave nothing for the
+// reciprocal's series in Asymptotic to cancel).
+template <class T, class Weight>
+T weighted_mean(const ShiftedExponentials<T>& e, const T& total, Weight weight) {
+  const T at_top = weight(e.top_index);
+  T shifted = 0;
+  for (std::size_t j = 0; j < e.exponentials.size(); ++j) {
+    shifted += e.exponentials[j] * (weight(j) - at_top);
+  }
+  return at_top + shifted / total;
 }
 }  // namespace detail
 
@@ -345,34 +362,41 @@ std::vector<T> log_softmax(std::span<const T> x, std::size_t rows, std::size_t c
   return y;
 }
 
-// dx = y * (dy - sum_j dy_j y_j), y = softmax(x).
+// dx = y * (dy - sum_j dy_j y_j), y = softmax(x), computed as e_j (dy_j - M) / S with
+// e_j = exp(x_j - max), S = sum_j e_j and M = sum_j dy_j e_j / S (detail::weighted_mean): each
+// division comes last, so that where the exponentials are exact (1 at the maximum, the others
+// beyond MPFR's range, as Asymptotic keeps them) a dyadic result is computed exactly.
 template <class T>
 std::vector<T> softmax_backward(std::span<const T> x, std::span<const T> dy, std::size_t rows,
                                 std::size_t cols) {
-  detail::require(dy.size() == x.size(), "softmax_backward: x and dy differ in size");
-  const std::vector<T> y = softmax(x, rows, cols);
+  detail::require(dy.size() == x.size() && x.size() == rows * cols && cols > 0,
+                  "softmax_backward: x and dy differ in size");
   std::vector<T> dx(x.size());
   for (std::size_t r = 0; r < rows; ++r) {
-    T inner = 0;
-    for (std::size_t j = 0; j < cols; ++j) inner += dy[r * cols + j] * y[r * cols + j];
+    const auto e = detail::shifted_exponentials(x.subspan(r * cols, cols));
+    const T total = 1 + e.rest;
+    const T inner =  // sum_j dy_j y_j
+        detail::weighted_mean(e, total, [&](std::size_t j) { return dy[r * cols + j]; });
     for (std::size_t j = 0; j < cols; ++j) {
-      dx[r * cols + j] = y[r * cols + j] * (dy[r * cols + j] - inner);
+      dx[r * cols + j] = e.exponentials[j] * (dy[r * cols + j] - inner) / total;
     }
   }
   return dx;
 }
 
-// dx = dy - softmax(x) * sum_j dy_j.
+// dx = dy - softmax(x) * sum_j dy_j, computed as dy_j - e_j D / S (one division, last).
 template <class T>
 std::vector<T> log_softmax_backward(std::span<const T> x, std::span<const T> dy, std::size_t rows,
                                     std::size_t cols) {
-  detail::require(dy.size() == x.size(), "log_softmax_backward: x and dy differ in size");
-  const std::vector<T> y = softmax(x, rows, cols);
+  detail::require(dy.size() == x.size() && x.size() == rows * cols && cols > 0,
+                  "log_softmax_backward: x and dy differ in size");
   std::vector<T> dx(x.size());
   for (std::size_t r = 0; r < rows; ++r) {
-    const T total = sum(dy.subspan(r * cols, cols));
+    const auto e = detail::shifted_exponentials(x.subspan(r * cols, cols));
+    const T total = 1 + e.rest;
+    const T dy_sum = sum(dy.subspan(r * cols, cols));
     for (std::size_t j = 0; j < cols; ++j) {
-      dx[r * cols + j] = dy[r * cols + j] - y[r * cols + j] * total;
+      dx[r * cols + j] = dy[r * cols + j] - e.exponentials[j] * dy_sum / total;
     }
   }
   return dx;
@@ -662,14 +686,21 @@ std::vector<T> attention(std::span<const T> q, std::span<const T> k, std::span<c
     return out;
   }
   const T scale = math::rsqrt(T(d));
-  std::vector<T> scores(queries * keys);
+  std::vector<T> scores(keys);
+  std::vector<T> out(queries * value_dim);
   for (std::size_t i = 0; i < queries; ++i) {
     for (std::size_t j = 0; j < keys; ++j) {
-      scores[i * keys + j] = dot(q.subspan(i * d, d), k.subspan(j * d, d)) * scale;
+      scores[j] = dot(q.subspan(i * d, d), k.subspan(j * d, d)) * scale;
+    }
+    // (sum_j e_j v_j) / sum_j e_j, e_j = exp(s_j - max): the division last, as softmax_backward.
+    const auto e = detail::shifted_exponentials(std::span<const T>(scores));
+    const T total = 1 + e.rest;
+    for (std::size_t t = 0; t < value_dim; ++t) {
+      out[i * value_dim + t] =
+          detail::weighted_mean(e, total, [&](std::size_t j) { return v[j * value_dim + t]; });
     }
   }
-  const std::vector<T> weights = softmax(std::span<const T>(scores), queries, keys);
-  return gemm(queries, value_dim, keys, std::span<const T>(weights), v);
+  return out;
 }
 
 }  // namespace ops

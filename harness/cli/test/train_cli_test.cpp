@@ -69,6 +69,45 @@ TEST(TrainCli, TrainsOnACsvFile) {
   EXPECT_NE(run.out.find("(64 training, 16 evaluation samples)"), std::string::npos) << run.out;
 }
 
+// The batch must fit the training split and the micro-batches of a step their memory; both are
+// checked against the data, once it is read, before any step.
+TEST(TrainCli, BatchAndAccumulationAreCheckedAgainstTheData) {
+  const std::string csv = temp_path("small.csv");
+  {
+    std::ofstream file(csv);
+    for (int i = 0; i < 80; ++i) file << 0.5 * i << "," << i % 2 << "\n";
+  }
+  const Outcome fits = ampbench("train --steps 1 --batch 64 --eval 16 --policy fp32 --data " + csv);
+  EXPECT_NE(fits.status, 2) << fits.err;
+  const Outcome over = ampbench("train --steps 1 --batch 65 --eval 16 --policy fp32 --data " + csv);
+  std::remove(csv.c_str());
+  EXPECT_EQ(over.status, 2);
+  EXPECT_EQ(over.err,
+            "ampbench train: --batch: 65 is more than the 64 samples of the training split (80 "
+            "samples less --eval 16)\n");
+  EXPECT_EQ(over.out, "");
+
+  // 1025 samples of 600 features: 1024 micro-batches of 1024 samples take
+  // 1024 * 1024 * 601 * 8 bytes = 4.7 GiB.
+  const std::string wide = temp_path("wide.csv");
+  {
+    std::ofstream file(wide);
+    for (int i = 0; i < 1025; ++i) {
+      for (int j = 0; j < 600; ++j) file << (i + j) % 3 << ",";
+      file << i % 2 << "\n";
+    }
+  }
+  const Outcome memory = ampbench(
+      "train --steps 1 --batch 1024 --accumulate 1024 --eval 1 --policy fp32 --data " + wide);
+  std::remove(wide.c_str());
+  EXPECT_EQ(memory.status, 2);
+  EXPECT_EQ(memory.err,
+            "ampbench train: --accumulate: the 1024 micro-batches of a step would take 4.7 GiB "
+            "(1024 x 1024 samples x (600 values + 1 targets) x 8 bytes), more than the 4.0 GiB "
+            "they may take\n");
+  EXPECT_EQ(memory.out, "");
+}
+
 struct BadInput {
   const char* args;
   const char* message;
@@ -80,21 +119,63 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --model resnet",
        "ampbench train: --model: unknown model 'resnet' (available: mlp, cnn, transformer)"},
       {"train --policy fp8", "ampbench train: --policy: "},
-      {"train --reference-bits 32", "ampbench train: --reference-bits: 32 is outside [64, 4096]"},
-      {"train --steps 0", "ampbench train: --steps, --batch and --accumulate must be positive"},
-      {"train --accumulate 0",
-       "ampbench train: --steps, --batch and --accumulate must be positive"},
+      {"train --reference-bits 32", "ampbench train: --reference-bits: 32 is not in [64, 4096]"},
+      {"train --reference-bits 99999999999999999999",
+       "ampbench train: --reference-bits: 99999999999999999999 is not in [64, 4096]"},
+      // Counts are base-10 digits in their range: no sign, no wrap, no octal or hex, no overflow.
+      {"train --steps 0", "ampbench train: --steps: 0 is not in [1, 100000]"},
+      {"train --steps -1", "ampbench train: --steps: -1 is not in [1, 100000]"},
+      {"train --steps 18446744073709551616",
+       "ampbench train: --steps: 18446744073709551616 is not in [1, 100000]"},
+      {"train --batch -1", "ampbench train: --batch: -1 is not in [1, 65536]"},
+      {"train --batch 0", "ampbench train: --batch: 0 is not in [1, 65536]"},
+      {"train --batch 100000000", "ampbench train: --batch: 100000000 is not in [1, 65536]"},
+      {"train --batch 0x40", "ampbench train: --batch: '0x40' is not a base-10 integer"},
+      {"train --batch 1e3", "ampbench train: --batch: '1e3' is not a base-10 integer"},
+      {"train --batch 5000",
+       "ampbench train: --batch: 5000 is more than the 4096 samples of the training split (4608 "
+       "samples less --eval 512)"},
+      {"train --accumulate 0", "ampbench train: --accumulate: 0 is not in [1, 1024]"},
+      {"train --accumulate 100000000",
+       "ampbench train: --accumulate: 100000000 is not in [1, 1024]"},
+      {"train --seed -1", "ampbench train: --seed: -1 is not in [0, 18446744073709551615]"},
+      {"train --seed 18446744073709551616",
+       "ampbench train: --seed: 18446744073709551616 is not in [0, 18446744073709551615]"},
+      {"train --seed 1180591620717411303424",
+       "ampbench train: --seed: 1180591620717411303424 is not in [0, 18446744073709551615]"},
+      {"train --eval 0", "ampbench train: --eval: 0 is not in [1, 16777216]"},
+      {"train --eval 4600",
+       "ampbench train: --batch: 64 is more than the 8 samples of the training split (4608 "
+       "samples less --eval 4600)"},
+      {"train --print-every 0", "ampbench train: --print-every: 0 is not in [1, 100000]"},
+      {"train --print-every 500", "ampbench train: --print-every: 500 is more than the 200 steps"},
+      {"train --steps 20 --print-every 21",
+       "ampbench train: --print-every: 21 is more than the 20 steps"},
       {"train --scaler maybe", "ampbench train: --scaler: 'maybe' is not auto, on or off"},
-      {"train --growth-interval 0", "ampbench train: --growth-interval: must be >= 1, got 0"},
+      {"train --growth-interval 0",
+       "ampbench train: --growth-interval: 0 is not in [1, 2147483647]"},
+      {"train --init-scale 1e400",
+       "ampbench train: --init-scale: 1e400 is beyond the range of a binary64 number"},
       {"train --init-scale 4 --min-scale 8",
        "ampbench train: --min-scale: must be finite and in [0, init_scale = 4], got 8"},
       {"train --optimizer lamb", "ampbench train: --optimizer: 'lamb' is not adamw or sgd"},
-      {"train --lr -1", "ampbench train: --lr: lr must be >= 0, got -1"},
-      {"train --clip-norm -2", "ampbench train: --clip-norm: -2 is not a finite value >= 0"},
+      {"train --lr -1", "ampbench train: --lr: -1 is not a finite number >= 0"},
+      {"train --lr inf", "ampbench train: --lr: inf is not a finite number"},
+      {"train --lr nan", "ampbench train: --lr: nan is not a finite number"},
+      {"train --min-scale nan", "ampbench train: --min-scale: nan is not a finite number"},
+      {"train --clip-norm -2", "ampbench train: --clip-norm: -2 is not a finite number >= 0"},
+      // An empty value is not the default.
+      {"train --json ''",
+       "ampbench train: --json: the value is empty (leave the option out for its default)"},
+      {"train --data ''",
+       "ampbench train: --data: the value is empty (leave the option out for its default)"},
+      {"train --policy ''",
+       "ampbench train: --policy: the value is empty (leave the option out for its default)"},
       {"train --targets y.npy", "ampbench train: --targets goes with --data FILE.npy"},
       {"train --data x.npy", "ampbench train: --data x.npy: a .npy of inputs needs --targets"},
       {"train --data /nonexistent.csv", "ampbench train: --data: "},
-      {"train --eval 100000", "ampbench train: --eval 100000: the data set has only 4608 samples"},
+      {"train --eval 100000",
+       "ampbench train: --eval: 100000 leaves nothing to train on: the data set has 4608 samples"},
       {"train --backend tpu",
        "ampbench train: --backend: unknown backend 'tpu' (available: cpu, cuda, all)"},
       {"train --backend cuda --model transformer --policy fp32,bf16",

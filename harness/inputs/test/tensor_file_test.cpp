@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -89,8 +90,11 @@ std::vector<std::uint64_t> f64_bits(const std::vector<double>& v) {
   return out;
 }
 
+// In the shared temporary directory, named for this process: concurrent runs of the test (two
+// builds' ctest at once) do not write each other's files.
 std::filesystem::path temp_file(const std::string& name, const std::string& contents) {
-  const auto path = std::filesystem::path(testing::TempDir()) / name;
+  const auto path =
+      std::filesystem::path(testing::TempDir()) / fmt::format("ampbench-{}-{}", ::getpid(), name);
   std::ofstream(path, std::ios::binary) << contents;
   return path;
 }

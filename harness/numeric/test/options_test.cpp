@@ -113,6 +113,31 @@ TEST(Names, FormatsAndAliases) {
   for (const Format& f : formats::builtin) EXPECT_NE(all.find(f.name), std::string::npos);
 }
 
+TEST(Names, UserFormatsTakeEachKeyOnceAsAPlainInteger) {
+  const FormatSpec good = parse_format("user:p=11,emin=-14,emax=15");
+  ASSERT_TRUE(good.format.has_value()) << good.error;
+  EXPECT_TRUE(same_format(*good.format, user_format(11, -14, 15)));
+  EXPECT_TRUE(parse_format("USER:P=11,EMIN=-14,EMAX=15").format.has_value());
+  const std::pair<std::string_view, std::string_view> bad[] = {
+      {"user:p=11,p=12,emin=-14,emax=15",
+       "format 'user:p=11,p=12,emin=-14,emax=15': p is given twice"},
+      {"user:p=11,emin=-14,emax=15,emin=-14",
+       "format 'user:p=11,emin=-14,emax=15,emin=-14': emin is given twice"},
+      {"user:p=+11,emin=-14,emax=15", "'p=+11' is not KEY=INTEGER"},
+      {"user:p= 11,emin=-14,emax=15", "'p= 11' is not KEY=INTEGER"},
+      {"user:p=11 ,emin=-14,emax=15", "'p=11 ' is not KEY=INTEGER"},
+      {"user:p=0x0b,emin=-14,emax=15", "'p=0x0b' is not KEY=INTEGER"},
+      {"user:p=99999999999,emin=-14,emax=15", "'p=99999999999' is not KEY=INTEGER"},
+      {"user: p=11,emin=-14,emax=15", "unknown key ' p' (expected p, emin, emax)"},
+      {"user:+p=11,emin=-14,emax=15", "unknown key '+p' (expected p, emin, emax)"},
+  };
+  for (const auto& [spec, message] : bad) {
+    const FormatSpec parsed = parse_format(spec);
+    EXPECT_FALSE(parsed.format.has_value()) << spec;
+    EXPECT_NE(parsed.error.find(message), std::string::npos) << spec << ": " << parsed.error;
+  }
+}
+
 TEST(Names, RoundingModes) {
   const std::pair<std::string_view, Rounding> cases[] = {
       {"rne", Rounding::nearest_even},

@@ -45,9 +45,24 @@ TEST(Shapes, ParseAndReportErrors) {
   EXPECT_EQ(shape_error("dot", "-3"), "dot shape '-3': '-3' is not a positive size (expected N)");
   EXPECT_NE(shape_error("gemm", "100000x100000x100000").find("too large"), std::string::npos);
   EXPECT_EQ(find_op("conv9d"), nullptr);
+  // Batch norm's training statistics need two values per channel (PyTorch refuses one).
+  EXPECT_EQ(shape_error("batch_norm", "1x4"),
+            "batch_norm shape '1x4': batch norm in training needs more than 1 value per channel "
+            "(N >= 2)");
+  EXPECT_EQ(to_string(parse_shape(*find_op("batch_norm"), "2x1")), "2x1");
   for (const auto& op : catalog()) {
     EXPECT_NO_THROW(parse_shape(op, op.default_shape)) << op.name;
   }
+}
+
+TEST(Shapes, OnlyTheMatrixOpsHaveTensorCoreModels) {
+  for (const auto& op : catalog()) {
+    EXPECT_EQ(why_no_mma(op).has_value(), !runs_on_mma(op)) << op.name;
+  }
+  EXPECT_EQ(why_no_mma(*find_op("softmax")),
+            "softmax has no Tensor Core model (the ops with one: gemm, bmm, dot, gemm_backward_a, "
+            "gemm_backward_b, conv2d, conv2d_backward_data, conv2d_backward_filter)");
+  EXPECT_FALSE(why_no_mma(*find_op("bmm")).has_value());
 }
 
 TEST(Shapes, ConvolutionOptionsParseAndReportErrors) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -82,8 +83,11 @@ double nearest_mean_accuracy(const Dataset& train, const Dataset& eval) {
   return static_cast<double>(right) / static_cast<double>(eval.samples());
 }
 
+// In the shared temporary directory, named for this process: concurrent runs of the test (two
+// builds' ctest at once) do not write each other's files.
 std::filesystem::path temp_file(const std::string& name, const std::string& contents) {
-  const auto path = std::filesystem::path(testing::TempDir()) / name;
+  const auto path =
+      std::filesystem::path(testing::TempDir()) / fmt::format("ampbench-{}-{}", ::getpid(), name);
   std::ofstream(path, std::ios::binary) << contents;
   return path;
 }
