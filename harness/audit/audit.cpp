@@ -46,8 +46,8 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
       const std::string spec = !is_parameter(operand.name) ? c.distribution
                                : operand.name == "gamma"   ? std::string("normal:mu=1,sigma=0.25")
                                                            : std::string("normal");
-      inputs::Generated generated =
-          inputs::generate(std::string_view(spec), operand.shape, precision.input, seed);
+      inputs::Generated generated = inputs::generate(std::string_view(spec), operand.shape,
+                                                     precision.input, seed, precision.input_mode);
       values = std::move(generated.tensor.data);
       record.source = generated.tensor.source;
       record.changed = generated.report.changed;

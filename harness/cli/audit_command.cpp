@@ -35,21 +35,24 @@ std::string number(const std::optional<double>& v, const char* format = "{:.3g}"
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-// The widths of the table's op, backend and shape columns: the longest op name and shape
-// (convolutions with their options), and two blanks; no backend column unless cuda was asked for.
+// The widths of the table's text columns: the longest op name, policy name (a policy file's name
+// may be long), shape (convolutions with their options) and distribution, and two blanks; no
+// backend column unless cuda was asked for.
 struct Widths {
   std::size_t op = 24;
+  std::size_t policy = 10;
   std::size_t backend = 0;
   std::size_t shape = 16;
+  std::size_t dist = 9;
 };
 
 void write_row(std::ostream& out, const Widths& w, const audit::CaseResult& r) {
   const auto& s = r.summary;
   const auto& e = s.output_events;
   out << fmt::format(
-      "{:<{}}{:<10}{:<{}}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, w.op,
-      r.policy, w.backend == 0 ? "" : r.backend, w.backend, r.shape, w.shape, r.distribution,
-      s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
+      "{:<{}}{:<{}}{:<{}}{:<{}}{:<{}}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", r.op, w.op,
+      r.policy, w.policy, w.backend == 0 ? "" : r.backend, w.backend, r.shape, w.shape,
+      r.distribution, w.dist, s.max_ulp ? fmt::format("{}", *s.max_ulp) : "-", number(s.mean_ulp),
       number(s.normwise_rel_error), number(s.bound_ratio),
       number(s.fraction_correctly_rounded
                  ? std::optional<double>(100 * *s.fraction_correctly_rounded)
@@ -63,8 +66,8 @@ void write_row(std::ostream& out, const Widths& w, const audit::CaseResult& r) {
 // A case the CUDA backend cannot run, in the table and in the records: never left out silently.
 void write_not_run(std::ostream& out, const Widths& w, const audit::Case& c,
                    const std::string& reason) {
-  out << fmt::format("{:<{}}{:<10}{:<{}}{:<{}}NOT RUN  {}\n", c.op->name, w.op, c.policy.name,
-                     "cuda", w.backend, ops::to_string(c.shape), w.shape, reason);
+  out << fmt::format("{:<{}}{:<{}}{:<{}}{:<{}}NOT RUN  {}\n", c.op->name, w.op, c.policy.name,
+                     w.policy, "cuda", w.backend, ops::to_string(c.shape), w.shape, reason);
 }
 
 nlohmann::json not_run_record(const audit::Case& c, const std::string& reason) {
@@ -307,11 +310,13 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     widths.op = std::max(widths.op, op_list[i]->name.size() + 2);
     widths.shape = std::max(widths.shape, ops::to_string(shapes[i]).size() + 2);
   }
+  for (const auto& p : policies) widths.policy = std::max(widths.policy, p.name.size() + 2);
+  widths.dist = std::max(widths.dist, args.dist.size() + 2);
   out << fmt::format(
-      "{:<{}}{:<10}{:<{}}{:<{}}{:<9}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", "op",
-      widths.op, "policy", widths.backend == 0 ? "" : "backend", widths.backend, "shape",
-      widths.shape, "dist", "max_ulp", "mean_ulp", "normwise", "bound", "CR%", "uflow", "oflow",
-      "nan", "status");
+      "{:<{}}{:<{}}{:<{}}{:<{}}{:<{}}{:>9}{:>10}{:>11}{:>9}{:>8}{:>8}{:>8}{:>6}  {}\n", "op",
+      widths.op, "policy", widths.policy, widths.backend == 0 ? "" : "backend", widths.backend,
+      "shape", widths.shape, "dist", widths.dist, "max_ulp", "mean_ulp", "normwise", "bound", "CR%",
+      "uflow", "oflow", "nan", "status");
   nlohmann::json records = nlohmann::json::array();
   // A record per case and backend: the CPU's, and the GPU's (run, or NOT_RUN with the reason).
   const std::size_t expected =

@@ -119,12 +119,14 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  // The operands by name, rounded to the policy's input format; shapes give the op's shape.
+  // The operands by name, rounded to the policy's input format with its input mode (a stochastic
+  // mode draws from stream 0: eval has no seed); shapes give the op's shape.
   ops::Inputs in;
   ops::Shape shape;
   std::uint64_t rounded = 0;
   try {
-    const auto tensors = inputs::parse_json_tensors(text, precision.input, args.inputs);
+    const auto tensors = inputs::parse_json_tensors(
+        text, inputs::Conversion(precision.input, precision.input_mode), args.inputs);
     const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
     // gemm's C is held in the accumulation format: read again, rounded to that, when it differs.
     const bool reread =
@@ -132,7 +134,8 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
         !numeric::same_format(precision.accumulate, precision.input);
     std::map<std::string, inputs::Loaded> reread_tensors;
     if (reread) {
-      reread_tensors = inputs::parse_json_tensors(text, precision.accumulate, args.inputs);
+      reread_tensors = inputs::parse_json_tensors(
+          text, inputs::Conversion(precision.accumulate, precision.input_mode), args.inputs);
     }
     const auto& accumulated = reread ? reread_tensors : tensors;
     for (const auto& [name, loaded] : tensors) {

@@ -1,9 +1,12 @@
 // ampbench ops: the op catalog — each op's class, shape syntax, operands, reference and bound.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "harness/cli/commands.hpp"
 #include "harness/ops/catalog.hpp"
@@ -12,10 +15,9 @@ namespace ampbench::cli {
 
 int run_ops(bool json, std::ostream& out) {
   nlohmann::json list = nlohmann::json::array();
-  if (!json) {
-    out << fmt::format("{:<24}{:<14}{:<9}{:<15}{:<20}{:<38}{}\n", "op", "class", "shape", "default",
-                       "operands", "reference", "a-priori bound");
-  }
+  // The table's rows as text, each column as wide as its longest entry and two blanks.
+  std::vector<std::array<std::string, 7>> rows = {
+      {"op", "class", "shape", "default", "operands", "reference", "a-priori bound"}};
   for (const auto& op : ops::catalog()) {
     const ops::Shape shape = ops::parse_shape(op, op.default_shape);
     std::string operands;
@@ -25,19 +27,28 @@ int run_ops(bool json, std::ostream& out) {
           fmt::format("{}{}{}", operands.empty() ? "" : ", ", o.name, o.optional ? "?" : "");
       operand_list.push_back({{"name", o.name}, {"index", o.is_index}, {"optional", o.optional}});
     }
-    if (json) {
-      list.push_back({{"op", op.name},
-                      {"class", op.op_class},
-                      {"shape", op.shape_syntax},
-                      {"default_shape", op.default_shape},
-                      {"operands", operand_list},
-                      {"computes", op.summary},
-                      {"reference", ops::reference_kind(op)},
-                      {"bound", op.bound}});
-    } else {
-      out << fmt::format("{:<24}{:<14}{:<9}{:<15}{:<20}{:<38}{}\n", op.name, op.op_class,
-                         op.shape_syntax, op.default_shape, operands, ops::reference_kind(op),
-                         op.bound);
+    list.push_back({{"op", op.name},
+                    {"class", op.op_class},
+                    {"shape", op.shape_syntax},
+                    {"default_shape", op.default_shape},
+                    {"operands", operand_list},
+                    {"computes", op.summary},
+                    {"reference", ops::reference_kind(op)},
+                    {"bound", op.bound}});
+    rows.push_back({std::string(op.name), std::string(op.op_class), std::string(op.shape_syntax),
+                    std::string(op.default_shape), operands, std::string(ops::reference_kind(op)),
+                    std::string(op.bound)});
+  }
+  if (!json) {
+    std::array<std::size_t, 7> width{};
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size() + 2);
+    }
+    for (const auto& row : rows) {
+      std::string line;
+      for (std::size_t c = 0; c + 1 < row.size(); ++c)
+        line += fmt::format("{:<{}}", row[c], width[c]);
+      out << line << row.back() << '\n';
     }
   }
   if (json) {

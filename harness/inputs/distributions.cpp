@@ -478,11 +478,16 @@ double sample(const Spec& s, const Format& f, std::uint64_t seed, std::uint64_t 
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+std::uint64_t conversion_stream(std::uint64_t seed) {
+  return numeric::splitmix64(seed, std::uint64_t{3} << 61);
+}
+
 Generated generate(const Spec& spec, std::span<const std::size_t> shape, const Format& f,
-                   std::uint64_t seed) {
+                   std::uint64_t seed, numeric::Rounding mode) {
   const std::size_t n = element_count(shape);
+  const Conversion conversion(f, mode, conversion_stream(seed));
   if (spec.kind == Kind::file) {
-    Loaded loaded = read_tensor_file(spec.path, f);
+    Loaded loaded = read_tensor_file(spec.path, conversion);
     check_shape(loaded.tensor, shape, spec.path);
     return Generated{std::move(loaded.tensor), loaded.report};
   }
@@ -493,20 +498,19 @@ Generated generate(const Spec& spec, std::span<const std::size_t> shape, const F
   g.tensor.source = to_string(s);
   g.tensor.seed = seed;
   g.tensor.data.resize(n);
-  constexpr auto rne = numeric::Rounding::nearest_even;
   if (s.kind == Kind::constant) {
-    // Rounded from the text's exact value, never through a binary64.
-    const auto parsed = io::parse_number(s.value, f, rne);
-    const bool is_nan = std::isnan(parsed->rounded.value) && parsed->exact;
+    // Rounded from the text's exact value, never through a binary64 (each element with its own
+    // draw in a stochastic mode).
     for (std::size_t i = 0; i < n; ++i) {
+      const auto parsed = io::parse_number(s.value, f, mode, conversion.draw(i));
       g.tensor.data[i] = parsed->rounded.value;
-      g.report.add(is_nan, parsed->rounded);
+      g.report.add(std::isnan(parsed->rounded.value) && parsed->exact, parsed->rounded);
     }
     return g;
   }
   for (std::size_t i = 0; i < n; ++i) {
     const double x = sample(s, f, seed, i);
-    const numeric::Rounded r = numeric::round_to(f, rne, x);
+    const numeric::Rounded r = numeric::round_to(f, mode, x, conversion.draw(i));
     g.tensor.data[i] = r.value;
     g.report.add(std::isnan(x), r);
   }
@@ -514,8 +518,8 @@ Generated generate(const Spec& spec, std::span<const std::size_t> shape, const F
 }
 
 Generated generate(std::string_view spec, std::span<const std::size_t> shape, const Format& f,
-                   std::uint64_t seed) {
-  return generate(parse_spec(spec), shape, f, seed);
+                   std::uint64_t seed, numeric::Rounding mode) {
+  return generate(parse_spec(spec), shape, f, seed, mode);
 }
 
 }  // namespace ampbench::inputs

@@ -36,7 +36,27 @@ struct Tensor {
 std::size_t element_count(std::span<const std::size_t> shape);
 std::string shape_string(std::span<const std::size_t> shape);  // "[2, 3]"
 
-// What rounding the inputs to the tensor's format did, one round_to (nearest-even) per element.
+// How values become values of a tensor's format: the format, the rounding mode (a policy's
+// input_mode) and, for the stochastic modes, the stream of draws: element i (row-major) rounds with
+// numeric::stochastic_draw(stream, i). From a format alone: nearest-even.
+struct Conversion {
+  Conversion(const numeric::Format& f,  // NOLINT(google-explicit-constructor): a format converts
+             numeric::Rounding m = numeric::Rounding::nearest_even, std::uint64_t s = 0)
+      : format(f), mode(m), stream(s) {}
+  numeric::Format format;
+  numeric::Rounding mode;
+  std::uint64_t stream;
+
+  std::uint32_t draw(std::uint64_t index) const {
+    return numeric::is_stochastic(mode) ? numeric::stochastic_draw(stream, index) : 0u;
+  }
+};
+
+// The stream of a generated tensor's stochastic conversion: apart from every draw of its values
+// (positions 4 i + j) and from the operands' seeds (2^63 + k).
+std::uint64_t conversion_stream(std::uint64_t seed);
+
+// What rounding the inputs to the tensor's format did, one round_to per element.
 struct RoundingReport {
   numeric::EventCounts events;   // by RoundingEvent
   std::uint64_t changed = 0;     // the value differs from the exact input (a NaN staying NaN does
@@ -135,11 +155,14 @@ struct Generated {
   RoundingReport report;
 };
 
-// Values of the distribution, each rounded to `format` (nearest-even) and counted. A file spec
-// reads the file and checks that its shape equals `shape`. Throws SpecError or io::InputError.
+// Values of the distribution, each rounded to `format` in `mode` (stochastic modes: draws of the
+// stream conversion_stream(seed)) and counted. A file spec reads the file (its stochastic draws:
+// the same stream) and checks that its shape equals `shape`. Throws SpecError or io::InputError.
 Generated generate(const Spec& spec, std::span<const std::size_t> shape,
-                   const numeric::Format& format, std::uint64_t seed);
+                   const numeric::Format& format, std::uint64_t seed,
+                   numeric::Rounding mode = numeric::Rounding::nearest_even);
 Generated generate(std::string_view spec, std::span<const std::size_t> shape,
-                   const numeric::Format& format, std::uint64_t seed);
+                   const numeric::Format& format, std::uint64_t seed,
+                   numeric::Rounding mode = numeric::Rounding::nearest_even);
 
 }  // namespace ampbench::inputs

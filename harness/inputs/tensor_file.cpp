@@ -21,7 +21,6 @@ namespace ampbench::inputs {
 namespace {
 
 using numeric::Format;
-constexpr auto kRne = numeric::Rounding::nearest_even;
 
 std::string read_file(const std::filesystem::path& path) {
   try {
@@ -181,8 +180,8 @@ std::uint64_t load_le(const unsigned char* p, int bytes, bool big_endian) {
 // fixed by the first list closed at each depth, and every later list must match it.
 class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  JsonTensorReader(const Format& f, bool members, std::string_view text)
-      : format_(f), members_(members), text_(text) {}
+  JsonTensorReader(const Conversion& conversion, bool members, std::string_view text)
+      : conversion_(conversion), members_(members), text_(text) {}
 
   std::vector<std::pair<std::string, Loaded>> tensors;
   std::string error;
@@ -258,7 +257,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
   void begin_tensor(std::string name) {
     root_ = std::move(name);
     current_ = Loaded{};
-    current_.tensor.format = format_;
+    current_.tensor.format = conversion_.format;
     counts_.clear();
     dims_.clear();
     leaf_depth_.reset();
@@ -311,7 +310,9 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
       return fail(fmt::format("{}: expected a list, got a number", place()));
     }
     if (!counts_.empty()) ++counts_.back();
-    const auto parsed = io::parse_number(text, format_, kRne);
+    // Element index: the tensor's elements so far, in row-major order.
+    const auto parsed = io::parse_number(text, conversion_.format, conversion_.mode,
+                                         conversion_.draw(current_.tensor.data.size()));
     if (!parsed) return fail(fmt::format("{}: '{}' is not a number", place(), io::excerpt(text)));
     const double v = parsed->rounded.value;
     current_.tensor.data.push_back(v);
@@ -320,7 +321,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
 
-  const Format& format_;
+  const Conversion& conversion_;
   bool members_;
   std::string_view text_;  // what is parsed, for the place of a syntax error
   bool in_object_ = false;
@@ -333,7 +334,7 @@ class JsonTensorReader : public nlohmann::json_sax<nlohmann::json> {
   std::optional<std::size_t> leaf_depth_;         // depth of the numbers
 };
 
-std::vector<std::pair<std::string, Loaded>> parse_json(std::string_view text, const Format& f,
+std::vector<std::pair<std::string, Loaded>> parse_json(std::string_view text, const Conversion& f,
                                                        std::string_view name, bool members) {
   JsonTensorReader reader(f, members, text);
   const bool ok = nlohmann::json::sax_parse(text, &reader);
@@ -346,7 +347,9 @@ std::vector<std::pair<std::string, Loaded>> parse_json(std::string_view text, co
 
 }  // namespace
 
-Loaded parse_npy(std::span<const std::byte> data, const Format& f, std::string_view name) {
+Loaded parse_npy(std::span<const std::byte> data, const Conversion& conversion,
+                 std::string_view name) {
+  const Format& f = conversion.format;
   const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
   const std::size_t size = data.size();
   const auto fail = [&](std::string_view what) {
@@ -422,26 +425,26 @@ Loaded parse_npy(std::span<const std::byte> data, const Format& f, std::string_v
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t bits = load_le(bytes + data_start + i * itemsize, item, big);
     const double exact = numeric::decode(container, bits);  // exact: every format is a subset
-    const numeric::Rounded r = numeric::round_to(f, kRne, exact);
+    const numeric::Rounded r = numeric::round_to(f, conversion.mode, exact, conversion.draw(i));
     out.tensor.data[i] = r.value;
     out.report.add(std::isnan(exact), r);
   }
   return out;
 }
 
-Loaded read_npy(const std::filesystem::path& path, const Format& f) {
+Loaded read_npy(const std::filesystem::path& path, const Conversion& f) {
   const std::string bytes = read_file(path);
   return parse_npy(std::as_bytes(std::span(bytes.data(), bytes.size())), f, path.string());
 }
 
-Loaded parse_json_tensor(std::string_view text, const Format& f, std::string_view name) {
+Loaded parse_json_tensor(std::string_view text, const Conversion& f, std::string_view name) {
   auto tensors = parse_json(text, f, name, false);
   Loaded out = std::move(tensors.front().second);
   out.tensor.source = fmt::format("file:{}", name);
   return out;
 }
 
-std::map<std::string, Loaded> parse_json_tensors(std::string_view text, const Format& f,
+std::map<std::string, Loaded> parse_json_tensors(std::string_view text, const Conversion& f,
                                                  std::string_view name) {
   std::map<std::string, Loaded> out;
   for (auto& [member, loaded] : parse_json(text, f, name, true)) {
@@ -451,7 +454,7 @@ std::map<std::string, Loaded> parse_json_tensors(std::string_view text, const Fo
   return out;
 }
 
-Loaded read_json_tensor(const std::filesystem::path& path, const Format& f) {
+Loaded read_json_tensor(const std::filesystem::path& path, const Conversion& f) {
   return parse_json_tensor(read_file(path), f, path.string());
 }
 
@@ -471,7 +474,7 @@ std::string tensor_file_path(std::string_view path) {
   return std::string(path.substr(0, member_hash(path)));
 }
 
-Loaded read_tensor_file(std::string_view path, const Format& f) {
+Loaded read_tensor_file(std::string_view path, const Conversion& f) {
   const auto ends_with = [](std::string_view s, std::string_view tail) {
     return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
   };

@@ -1,4 +1,4 @@
-// Precision policies: for every op of the catalog, the formats its inputs are rounded to, its
+// Precision policies: for every op a policy names, the formats its inputs are rounded to, its
 // arithmetic is done in, its sums are accumulated in and its result is stored in. The built-in
 // policies model pure fp32 / tf32 / fp16 / bf16 execution and PyTorch's CUDA autocast
 // (docs/policies.md gives every entry with its source); users write their own in TOML.
@@ -37,7 +37,8 @@ inline constexpr std::array<OpClass, kOpClassCount> kOpClasses = {
     OpClass::elementwise,   OpClass::activation,  OpClass::softmax,
     OpClass::normalization, OpClass::loss,        OpClass::reduction};
 
-// The ops of the catalog.
+// The op names a policy gives precisions to: its vocabulary. Each op of the catalog (harness/ops)
+// takes its precision from one of them (OpInfo::precision_op).
 enum class Op : std::uint8_t {
   gemm,
   matmul,

@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/numeric/rounding.hpp"
+
 namespace ampbench::train {
 namespace {
 
@@ -111,11 +113,17 @@ void LossScaler::unscale(GradientList grads, const numeric::Format& storage) {
     throw std::invalid_argument("Attempting to unscale FP16 gradients.");
   }
   const float inv_scale = inverse_scale();
+  // A gradient held in a narrower format (bf16) gets the binary32 product rounded back to it, to
+  // nearest even, as PyTorch writes its opmath result back to the tensor's type (and as
+  // kernels::GradientUnscaler does on the device).
+  const bool narrower = !numeric::same_values(storage, numeric::formats::fp32);
   bool found = false;
   for (const std::span<float> tensor : grads) {
     for (float& g : tensor) {
       const UnscaledElement e = unscale_and_check(g, inv_scale);
-      g = e.value;
+      g = narrower ? static_cast<float>(
+                         numeric::round_to(storage, numeric::Rounding::nearest_even, e.value).value)
+                   : e.value;
       found = found || e.non_finite;
     }
   }

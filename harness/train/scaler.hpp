@@ -84,7 +84,8 @@ class LossScaler {
   // `grads` holds at least one tensor, even an empty one, as PyTorch records one per device.
   // `storage` is the format the gradients are held in: fp16 gradients throw
   // std::invalid_argument("Attempting to unscale FP16 gradients."), as GradScaler.unscale_ does
-  // (master gradients must be fp32). Throws std::logic_error when called twice in an iteration
+  // (master gradients must be fp32); bf16 gradients get the binary32 product rounded back to bf16
+  // (nearest even), as PyTorch stores it. Throws std::logic_error when called twice in an iteration
   // or after step().
   void unscale(GradientList grads, const numeric::Format& storage = numeric::formats::fp32);
 

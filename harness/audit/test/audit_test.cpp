@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/inputs/distributions.hpp"
+
 namespace ampbench::audit {
 namespace {
 
@@ -38,6 +40,25 @@ TEST(AmpSemantics, MatmulInputsAreRoundedToFp16AndAccumulatedInFp32) {
   EXPECT_GT(*amp.summary.fraction_correctly_rounded, 0.95);
   const CaseResult layer_norm = run_case(make("layer_norm", "8x256", "amp-bf16"), {});
   EXPECT_STREQ(layer_norm.precision.output.name, "fp32");
+}
+
+TEST(AmpSemantics, OperandsAreConvertedWithThePolicysInputMode) {
+  // tf32 with input_mode = "rz" (a Tensor Core fed raw fp32 registers): every operand is the
+  // distribution's sample truncated, not rounded to nearest.
+  const Case c = make("gemm", "8x8x64", "tf32");
+  policy::OpPrecision truncating = precision_of(c.policy, *c.op);
+  truncating.input_mode = numeric::Rounding::toward_zero;
+  const Generated nearest = generate_operands(c, precision_of(c.policy, *c.op));
+  const Generated truncated = generate_operands(c, truncating);
+  const auto operands = ops::operands(*c.op, c.shape);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::uint64_t seed = inputs::operand_seed(c.seed, k);
+    EXPECT_EQ(truncated.inputs.values[k],
+              inputs::generate("normal", operands[k].shape, numeric::formats::tf32, seed,
+                               numeric::Rounding::toward_zero)
+                  .tensor.data);
+    EXPECT_NE(truncated.inputs.values[k], nearest.inputs.values[k]);
+  }
 }
 
 TEST(Bounds, Fp32ResultsOfOpsWithABoundStayWithinIt) {

@@ -573,15 +573,70 @@ TEST(CliOps, ListsTheCatalog) {
   EXPECT_EQ(list[0]["op"], "gemm");
   EXPECT_EQ(list[0]["shape"], "MxNxK");
   EXPECT_EQ(list[0]["reference"], "exact");
+  // Every column starts where its heading does, after two blanks, whatever its longest entry
+  // (layer_norm_backward_gamma once ran into its class).
   const Outcome text = ampbench("ops");
-  EXPECT_NE(text.out.find("cross_entropy" + std::string(24 - 13, ' ') + "loss"), std::string::npos)
-      << text.out;
+  std::istringstream lines(text.out);
+  std::string header;
+  std::getline(lines, header);
+  std::size_t rows = 0;
+  for (std::string line; std::getline(lines, line) && !line.empty(); ++rows) {
+    for (const char* heading : {"class", "shape", "default", "operands", "reference", "a-priori"}) {
+      const std::size_t column = header.find(heading);
+      ASSERT_NE(column, std::string::npos) << heading;
+      EXPECT_EQ(line.substr(column - 2, 2), "  ") << heading << " in\n" << line;
+      EXPECT_NE(line.at(column), ' ') << heading << " in\n" << line;
+    }
+  }
+  EXPECT_EQ(rows, 40u);
+}
+
+TEST(CliAudit, ColumnsAreAsWideAsTheirLongestEntry) {
+  const std::string policy = "/tmp/ampbench-" + std::to_string(getpid()) + "-policy.toml";
+  std::ofstream(policy) << "name = \"a-policy-with-a-long-name\"\nbase = \"fp32\"\n";
+  const Outcome run =
+      ampbench("audit --op dot --shape 64 --policy fp32," + policy + " --budgets none");
+  std::remove(policy.c_str());
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::istringstream lines(run.out);
+  std::string header;
+  while (std::getline(lines, header) && header.rfind("op ", 0) != 0) {
+  }
+  const std::size_t shape = header.find("shape");
+  ASSERT_NE(shape, std::string::npos) << run.out;
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.substr(shape - 2, 4), "  64") << run.out;
+  std::getline(lines, line);
+  EXPECT_EQ(line.substr(shape - 2, 4), "  64") << run.out;
+  EXPECT_NE(line.find("a-policy-with-a-long-name  "), std::string::npos) << run.out;
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = "/tmp/ampbench-eval-" + std::to_string(getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+TEST(CliEval, ThePolicysInputModeConvertsTheOperands) {
+  // 1 + 2^-11 is a tie between two tf32 values: tf32 (nearest even) reads it as 1, a policy with
+  // input_mode = "ru" as 1 + 2^-10; the products' sum is 2 or 2 + 2^-9, exactly.
+  const std::string inputs =
+      write_temp("tie.json", R"({"a": [["0x1.002p0", 1]], "b": [[1], ["0x1.002p0"]]})");
+  const std::string policy = write_temp("ru.toml", R"(name = "tf32-ru"
+base = "tf32"
+[matmul]
+input_mode = "ru"
+)");
+  const Outcome nearest = ampbench("eval --op gemm --policy tf32 --json --inputs " + inputs);
+  const Outcome up = ampbench("eval --op gemm --policy " + policy + " --json --inputs " + inputs);
+  std::remove(inputs.c_str());
+  std::remove(policy.c_str());
+  ASSERT_EQ(nearest.status, 0) << nearest.err;
+  ASSERT_EQ(up.status, 0) << up.err;
+  EXPECT_EQ(nlohmann::json::parse(nearest.out)["output"][0][0], "0x1p+1");
+  EXPECT_EQ(nlohmann::json::parse(up.out)["output"][0][0], "0x1.004p+1");
+  EXPECT_EQ(nlohmann::json::parse(up.out)["inputs_rounded"], 2);
 }
 
 TEST(CliEval, Fp16AccumulationIsOneUlpOffWhereTheAmpPolicyIsNot) {

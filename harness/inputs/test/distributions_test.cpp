@@ -92,6 +92,36 @@ TEST(Reproducibility, ElementIsTheRoundedSampleAtItsIndex) {
   }
 }
 
+TEST(Reproducibility, TheConversionRoundsInTheModeAsked) {
+  // A policy's input_mode reaches generated operands: tf32 truncation (rz) of the same samples,
+  // and stochastic rounding with its own stream (each value one of its two neighbours; at least
+  // one element of 500 rounded up and one down).
+  const Spec s = resolve(parse_spec("normal"), formats::tf32);
+  const auto rz = generate("normal", std::vector<std::size_t>{500}, formats::tf32, 9,
+                           numeric::Rounding::toward_zero);
+  const auto sr = generate("normal", std::vector<std::size_t>{500}, formats::tf32, 9,
+                           numeric::Rounding::stochastic_proportional);
+  std::size_t up = 0;
+  std::size_t down = 0;
+  for (std::uint64_t i = 0; i < 500; ++i) {
+    const double x = sample(s, formats::tf32, 9, i);
+    EXPECT_EQ(rz.tensor.data[i],
+              numeric::round_to(formats::tf32, numeric::Rounding::toward_zero, x).value);
+    const double below = numeric::round_to(formats::tf32, numeric::Rounding::downward, x).value;
+    const double above = numeric::round_to(formats::tf32, numeric::Rounding::upward, x).value;
+    EXPECT_TRUE(sr.tensor.data[i] == below || sr.tensor.data[i] == above) << i;
+    EXPECT_EQ(sr.tensor.data[i],
+              numeric::round_to(formats::tf32, numeric::Rounding::stochastic_proportional, x,
+                                numeric::stochastic_draw(conversion_stream(9), i))
+                  .value);
+    up += below != above && sr.tensor.data[i] == above ? 1 : 0;
+    down += below != above && sr.tensor.data[i] == below ? 1 : 0;
+  }
+  EXPECT_GT(up, 0u);
+  EXPECT_GT(down, 0u);
+  EXPECT_EQ(rz.report.changed, 500u);  // normal samples are never tf32 values
+}
+
 TEST(Reproducibility, TensorRecordsSeedAndResolvedSpecForReplay) {
   const std::size_t shape[] = {3, 5};
   const Generated g = generate("loguniform", shape, formats::fp16, 1234);

@@ -101,6 +101,17 @@ std::filesystem::path temp_file(const std::string& name, const std::string& cont
 
 // ---- .npy reading ---------------------------------------------------------------------------
 
+TEST(Json, TheConversionRoundsInTheModeAsked) {
+  // 1 + 2^-11 is a tie between two tf32 values: to nearest even it is 1, upward 1 + 2^-10.
+  const std::string text = R"(["0x1.002p0", 1, "-0x1.002p0"])";
+  const auto rne = parse_json_tensor(text, formats::tf32, "x.json");
+  const auto up =
+      parse_json_tensor(text, Conversion(formats::tf32, numeric::Rounding::upward), "x.json");
+  EXPECT_EQ(rne.tensor.data, (std::vector<double>{1, 1, -1}));
+  EXPECT_EQ(up.tensor.data, (std::vector<double>{1 + 0x1p-10, 1, -1}));
+  EXPECT_EQ(up.report.changed, 2u);
+}
+
 TEST(Npy, Float16ReadsBackExactly) {
   // 1, -2, 65504 (max), 2^-24 (smallest subnormal), 2^-14 - 2^-24 (largest subnormal), -0, -inf,
   // 0.333 (0x3555)

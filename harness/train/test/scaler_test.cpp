@@ -178,6 +178,23 @@ TEST(LossScaler, PyTorchScalingCase) {
   for (std::size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(bits(weights[i]), bits(reference[i]));
 }
 
+TEST(LossScaler, Bf16GradientsAreRoundedBackToBf16) {
+  // inv_scale = 1/3 in binary32 is 0x3EAAAAAB; 1 * inv_scale keeps those bits, and bf16 keeps the
+  // top 16 of them, rounded to nearest even: the low half 0xAAAB is above 0x8000, so 0x3EAB.
+  LossScaler scaler({.init_scale = 3.0});
+  ASSERT_EQ(bits(scaler.inverse_scale()), 0x3EAAAAABu);
+  Grads bf16({1.0f, -1.25f});
+  scaler.unscale(bf16.list(), numeric::formats::bf16);
+  EXPECT_EQ(bits(bf16.values[0]), 0x3EAB0000u);
+  // -1.25 * inv_scale is 0xBED55556 in binary32: the low half 0x5556 is below 0x8000, so 0xBED5.
+  EXPECT_EQ(bits(bf16.values[1]), 0xBED50000u);
+  // fp32 gradients keep the binary32 product.
+  LossScaler fp32_scaler({.init_scale = 3.0});
+  Grads fp32({1.0f});
+  fp32_scaler.unscale(fp32.list());
+  EXPECT_EQ(bits(fp32.values[0]), 0x3EAAAAABu);
+}
+
 TEST(LossScaler, MisuseErrorsCarryPyTorchsMessages) {
   Grads grads({1.0f});
   {
