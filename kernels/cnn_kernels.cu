@@ -1,4 +1,4 @@
-// Compiled with -fmad=false (kernels/CMakeLists.txt): harness/train/batch_norm_math.hpp rounds
+// Compiled with -fmad=false (kernels/CMakeLists.txt): harness/numeric/batch_norm_math.hpp rounds
 // every multiply and add on its own, as the CPU backend's emulation does, and nvcc must not fuse
 // them.
 #include <cuda_bf16.h>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/train/batch_norm_math.hpp"
+#include "harness/numeric/batch_norm_math.hpp"
 #include "kernels/cnn_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 

@@ -3,7 +3,7 @@
 // backward. Each launcher enqueues on `stream` and returns; every pointer is device memory.
 //
 // Arithmetic is binary32 for every element type, with the per-element math of
-// harness/train/batch_norm_math.hpp (the CPU backend's emulation, operation for operation), and
+// harness/numeric/batch_norm_math.hpp (the CPU backend's emulation, operation for operation), and
 // each result is rounded once to the element type `type`, to nearest even. What differs from the
 // emulation is the order of the sums, which is fixed (the same on every run with the same sizes):
 // one block of kReductionThreads threads per channel (batch norm) or per row (pooling); thread t

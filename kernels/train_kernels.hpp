@@ -1,7 +1,7 @@
 // The GPU side of a mixed-precision training step's bookkeeping: the fused unscale-and-check of
 // the gradients, clipping by their global norm, the loss scale's update, and multi-tensor SGD and
 // AdamW on binary32 master weights. Each kernel calls the element function of the host
-// implementation (harness/train/scaler_math.hpp, clip_math.hpp, optimizer_math.hpp), so device
+// implementation (harness/numeric/scaler_math.hpp, clip_math.hpp, optimizer_math.hpp), so device
 // and host agree bit for bit (clipping: given the same norm, see GradientClipper).
 // docs/scaler.md and docs/optimizers.md ("On the GPU") describe them.
 //
@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <span>
 
-#include "harness/train/clip_math.hpp"
-#include "harness/train/optimizer_math.hpp"
-#include "harness/train/scaler_math.hpp"
+#include "harness/numeric/clip_math.hpp"
+#include "harness/numeric/optimizer_math.hpp"
+#include "harness/numeric/scaler_math.hpp"
 #include "kernels/multi_tensor_plan.hpp"
 #include "kernels/op_kernels.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "harness/train/clip_math.hpp"
+#include "harness/numeric/clip_math.hpp"
 
 namespace ampbench::train {
 

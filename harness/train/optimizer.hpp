@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "harness/train/optimizer_math.hpp"
+#include "harness/numeric/optimizer_math.hpp"
 
 namespace ampbench::train {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "harness/numeric/format.hpp"
-#include "harness/train/scaler_math.hpp"
+#include "harness/numeric/scaler_math.hpp"
 
 namespace ampbench::train {
 

@@ -1,6 +1,6 @@
 // The batch-norm and pooling kernels bit for bit against the host: the host forms each sum in the
 // order cnn_kernels.hpp documents (strided partial sums per thread, then a tree within and across
-// warps) and applies the shared math of harness/train/batch_norm_math.hpp, so any difference is a
+// warps) and applies the shared math of harness/numeric/batch_norm_math.hpp, so any difference is a
 // wrong index, channel, type or rounding in a kernel. Sizes that are not multiples of the block,
 // more channels and rows than the grid has blocks, and each element type.
 #include "kernels/cnn_kernels.hpp"
@@ -19,7 +19,7 @@
 
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
-#include "harness/train/batch_norm_math.hpp"
+#include "harness/numeric/batch_norm_math.hpp"
 #include "harness/train/ops.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"

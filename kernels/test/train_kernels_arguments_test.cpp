@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/train/optimizer_math.hpp"
+#include "harness/numeric/optimizer_math.hpp"
 #include "kernels/train_kernels.hpp"
 
 namespace ampbench::kernels {

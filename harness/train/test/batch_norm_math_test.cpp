@@ -1,7 +1,7 @@
 // The batch-norm and pooling math the CUDA kernels share (batch_norm_math.hpp), on the host: given
 // the sums formed in the emulation's order (sequential), it must give the CPU backend's fp32
 // emulation bit for bit, forward and backward.
-#include "harness/train/batch_norm_math.hpp"
+#include "harness/numeric/batch_norm_math.hpp"
 
 #include <gtest/gtest.h>
 

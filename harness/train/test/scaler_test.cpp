@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "harness/train/clip.hpp"
-#include "harness/train/scaler_math.hpp"
+#include "harness/numeric/scaler_math.hpp"
 #include "harness/train/test/expect_error.hpp"
 
 namespace ampbench::train {
