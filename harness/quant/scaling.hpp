@@ -8,7 +8,8 @@
 // Sources, for the order of the roundings: Transformer Engine (github.com/NVIDIA/TransformerEngine)
 // transformer_engine/common/recipe/{delayed_scaling.cu,current_scaling.cu,recipe_common.cuh},
 // transformer_engine/common/cast/nvfp4/{core_nvfp4.cuh,quantize_transpose_nvfp4.cuh}; the OCP
-// Microscaling Formats (MX) Specification v1.0, section 6.3 (conversion of a block to MX).
+// Microscaling Formats (MX) Specification v1.0, its conversion of a block (conversion of a block to
+// MX).
 #pragma once
 
 #include <cstddef>
@@ -143,7 +144,8 @@ Quantized quantize_with_scale(std::span<const float> x, const Layout& layout, co
 // with 1x128 and 128x128 tiles).
 Quantized quantize_current(std::span<const float> x, const Layout& layout, const Format& element,
                            bool pow2);
-// OCP MX v1.0 section 6.3: per block, shared_exp = floor(log2(amax)) - emax_elem clamped to E8M0's
+// OCP MX v1.0 (its conversion of a block): per block, shared_exp = floor(log2(amax)) - emax_elem
+// clamped to E8M0's
 // [-127, 127], X = 2^shared_exp, P_i = the element rounding of V_i / X, saturating. A block with a
 // NaN or infinite input gets the NaN scale 0xFF and NaN elements; an all-zero block 2^-127.
 Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element);

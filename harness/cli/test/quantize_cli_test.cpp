@@ -1,7 +1,7 @@
 // End-to-end tests of `ampbench quantize`: the real binary on small tensors whose scales and
-// elements are worked out by hand from the recipes' definitions (OCP MX v1.0 section 6.3,
-// Transformer Engine's DelayedScaling), and every kind of bad input, each with status 2 and a
-// message naming it.
+// elements are worked out by hand from the recipes' definitions (OCP MX v1.0 (its conversion of a
+// block), Transformer Engine's DelayedScaling), and every kind of bad input, each with status 2 and
+// a message naming it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,6 +1,7 @@
 // The quantizers and the delayed-scaling state on cases worked out by hand from the definitions
-// (OCP MX v1.0 section 6.3; Transformer Engine's DelayedScaling, Float8CurrentScaling and
-// NVFP4BlockScaling): exact scales and elements, saturation, flushed and lost blocks, NaN.
+// (OCP MX v1.0 (its conversion of a block); Transformer Engine's DelayedScaling,
+// Float8CurrentScaling and NVFP4BlockScaling): exact scales and elements, saturation, flushed and
+// lost blocks, NaN.
 #include "harness/quant/scaling.hpp"
 
 #include <gtest/gtest.h>
@@ -107,7 +108,7 @@ Layout layout(std::size_t rows, std::size_t cols, std::size_t br, std::size_t bc
   return l;
 }
 
-// OCP MX v1.0 section 6.3 by hand: X = 2^(floor(log2 amax) - emax_elem).
+// OCP MX v1.0 (its conversion of a block) by hand: X = 2^(floor(log2 amax) - emax_elem).
 TEST(Mx, ScaleIsThePowerOfTwoBelowAmaxOverTheElementsTopBinade) {
   std::vector<float> x(32, 0.0f);
   x[0] = 6;
