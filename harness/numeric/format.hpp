@@ -87,8 +87,12 @@ inline constexpr Format bf16{"bf16", 8, -126, 127, true, Overflow::infinity, Spe
 inline constexpr Format fp16{"fp16", 11, -14, 15, true, Overflow::infinity, SpecialEncoding::ieee};
 // OCP 8-bit floating point specification (OFP8) rev 1.0: E4M3 has no infinities, max 448, one NaN
 // per sign; E5M2 follows IEEE 754 conventions, max 57344.
-inline constexpr Format e4m3{
-    "e4m3", 4, -6, 8, true, Overflow::infinity, SpecialEncoding::single_nan};
+// A function too, so that host-device code (round_scale) can make it without naming a host
+// variable, which device code cannot.
+AMPBENCH_HD constexpr Format ocp_e4m3(Overflow overflow) {
+  return Format{"e4m3", 4, -6, 8, true, overflow, SpecialEncoding::single_nan};
+}
+inline constexpr Format e4m3 = ocp_e4m3(Overflow::infinity);
 inline constexpr Format e5m2{"e5m2", 3, -14, 15, true, Overflow::infinity, SpecialEncoding::ieee};
 
 // OCP Microscaling Formats (MX) Specification v1.0 (September 2023), element data types FP6 and

@@ -358,7 +358,7 @@ AMPBENCH_HD inline double decode_scale(const ScaleFormat& s, std::uint64_t bits)
     return detail::compose(false, 1, static_cast<int>(bits) - 127);
   }
   if (bits > 0x7F) return detail::double_of(detail::kF64Infinity | detail::kF64QuietBit);
-  return decode(formats::e4m3, bits);
+  return decode(formats::ocp_e4m3(Overflow::infinity), bits);
 }
 
 // Rounds x to a scale format. Scales are positive: a negative x (or -inf) gives NaN with event
@@ -380,9 +380,8 @@ AMPBENCH_HD inline Rounded round_scale(const ScaleFormat& s, Rounding mode, doub
     return result(nan_pattern, RoundingEvent::nan);
   }
   if (s.kind == ScaleKind::e4m3_unsigned) {
-    Format f = formats::e4m3;
-    f.overflow = Overflow::saturate;
-    return round_to(f, mode, x == 0 ? 0.0 : x, random);  // +0 for -0: the scale has no sign
+    return round_to(formats::ocp_e4m3(Overflow::saturate), mode, x == 0 ? 0.0 : x,
+                    random);  // +0 for -0: the scale has no sign
   }
   if (xb == detail::kF64Infinity) return result(0xFE, RoundingEvent::saturation);
   constexpr int kMin = -127;
