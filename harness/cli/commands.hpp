@@ -83,6 +83,28 @@ struct EvalArgs {
 };
 int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err);
 
+// A tensor quantized as a recipe quantizes one GEMM operand (docs/scaling.md).
+struct QuantizeArgs {
+  std::string recipe;      // fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4
+  std::string role = "x";  // x, w or dy
+  std::string inputs;      // a tensor file (inputs::read_tensor_file); or --dist and --shape
+  std::string dist;        // empty: normal
+  std::string shape;       // COLS or ROWSxCOLS; empty: two blocks of the recipe
+  std::uint64_t seed = 1;
+  std::string element;  // MX recipes: the element format (mxfp8 e4m3|e5m2, mxfp6 e3m2|e2m3)
+  std::string mode;     // empty: the recipe's rounding
+  std::string fp8_format = "hybrid";  // fp8-delayed/current: hybrid (e5m2 for dy) or e4m3
+  std::string scales;  // fp8-current/fp8-block: pow2 or fp32; empty: the recipe's default
+  // fp8-delayed: TE DelayedScaling's parameters, the amaxes of earlier steps or a given scale.
+  int margin = 0;
+  std::uint64_t amax_history_len = 1024;
+  std::string amax_compute_algo = "max";
+  std::string amax_history;  // comma-separated, oldest first
+  std::optional<std::string> scale;
+  bool json = false;
+};
+int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err);
+
 // Runs the loss scaler over steps read from `in`, one per line: ok, inf or nan (docs/scaler.md).
 struct ScalerArgs {
   double init_scale = 65536.0;

@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/numeric/format.hpp"
+#include "harness/numeric/options.hpp"
 #include "harness/numeric/rounding.hpp"
 
 namespace ampbench::cli {
@@ -45,7 +46,7 @@ Characteristics characteristics(const Format& f) {
           std::ldexp(1.0, f.emin),
           max_finite,
           max_finite + half_quantum,
-          f.specials == numeric::SpecialEncoding::ieee
+          f.specials != numeric::SpecialEncoding::single_nan
               ? fmt::format("2^{} - 2^{}", f.emax + 1, f.emax - f.precision)
               : fmt::format("2^{} - 2^{} + 2^{}", f.emax + 1, f.emax + 2 - f.precision,
                             f.emax - f.precision),
@@ -54,6 +55,28 @@ Characteristics characteristics(const Format& f) {
 
 std::string hex(double x) {
   return fmt::format("{:a}", x);
+}
+
+// What the format's special patterns are, for the table.
+std::string specials_text(const Format& f) {
+  switch (f.specials) {
+    case numeric::SpecialEncoding::ieee: return "inf, nan";
+    case numeric::SpecialEncoding::single_nan: return "nan only (S.1111.111)";
+    case numeric::SpecialEncoding::none: return "none (all finite; saturates)";
+  }
+  return "?";
+}
+
+double smallest_scale(const numeric::ScaleFormat& s) {
+  return numeric::decode_scale(s, s.kind == numeric::ScaleKind::e8m0 ? 0x00 : 0x01);
+}
+
+double largest_scale(const numeric::ScaleFormat& s) {
+  return numeric::decode_scale(s, s.kind == numeric::ScaleKind::e8m0 ? 0xFE : 0x7E);
+}
+
+std::uint64_t scale_nan_pattern(const numeric::ScaleFormat& s) {
+  return s.kind == numeric::ScaleKind::e8m0 ? 0xFF : 0x7F;
 }
 
 }  // namespace
@@ -71,7 +94,11 @@ int run_formats(bool json, std::ostream& out) {
           {"emin", f.emin},
           {"emax", f.emax},
           {"subnormals", f.subnormals},
+          {"kind", "element"},
           {"infinity", f.has_infinity()},
+          {"nan", f.has_nan()},
+          {"specials", numeric::specials_name(f.specials)},
+          {"overflow", f.overflow == numeric::Overflow::saturate ? "saturate" : "infinity"},
           {"unit_roundoff", c.unit_roundoff},
           {"min_subnormal", c.min_subnormal},
           {"min_normal", c.min_normal},
@@ -91,6 +118,20 @@ int run_formats(bool json, std::ostream& out) {
                                        : nlohmann::json(hex(c.overflow_threshold))}}},
       });
     }
+    for (const numeric::ScaleFormat& s : numeric::formats::scale_builtin) {
+      list.push_back({
+          {"name", s.name},
+          {"kind", "scale"},
+          {"bits", s.bits},
+          {"signed", false},
+          {"zero", s.kind != numeric::ScaleKind::e8m0},
+          {"min_positive", smallest_scale(s)},
+          {"max_finite", largest_scale(s)},
+          {"nan_pattern", fmt::format("0x{:02x}", scale_nan_pattern(s))},
+          {"hex",
+           {{"min_positive", hex(smallest_scale(s))}, {"max_finite", hex(largest_scale(s))}}},
+      });
+    }
     out << list.dump(2) << '\n';
     return kExitOk;
   }
@@ -99,17 +140,31 @@ int run_formats(bool json, std::ostream& out) {
                      "max finite", "RNE overflow at", "specials");
   for (const Format& f : numeric::formats::builtin) {
     const Characteristics c = characteristics(f);
-    const std::string threshold = (c.threshold_overflows ? ">= " : "> ") +
-                                  (std::isinf(c.overflow_threshold) ? c.overflow_threshold_exact
-                                                                    : show(c.overflow_threshold));
+    const std::string threshold =
+        f.overflow == numeric::Overflow::saturate
+            ? std::string("(saturates)")
+            : (c.threshold_overflows ? ">= " : "> ") + (std::isinf(c.overflow_threshold)
+                                                            ? c.overflow_threshold_exact
+                                                            : show(c.overflow_threshold));
     out << fmt::format(kRow, f.name, f.total_bits(), f.precision, f.emin, f.emax,
                        show(c.unit_roundoff), show(c.min_subnormal), show(c.min_normal),
-                       show(c.max_finite), threshold,
-                       f.has_infinity() ? "inf, nan" : "nan only (S.1111.111)");
+                       show(c.max_finite), threshold, specials_text(f));
   }
   out << "\nu = 2^-p is the unit roundoff of round-to-nearest. Under round-to-nearest-even, |x| "
-         "past 'RNE overflow at'\nbecomes infinity (NaN in e4m3, which has none). 'ampbench "
-         "formats --json' gives exact values.\n";
+         "past 'RNE overflow at'\nbecomes infinity (NaN in e4m3, which has none); e3m2, e2m3 "
+         "and e2m1 (OCP MX FP6/FP4) have neither\nand saturate to +-max. 'ampbench formats "
+         "--json' gives exact values.\n";
+  constexpr const char* kScaleRow = "{:<8}{:>5}{:>12}{:>12}{:>7}{:>6}  {}\n";
+  out << '\n'
+      << fmt::format(kScaleRow, "scale", "bits", "smallest", "largest", "zero", "NaN", "values");
+  for (const numeric::ScaleFormat& s : numeric::formats::scale_builtin) {
+    out << fmt::format(kScaleRow, s.name, s.bits, show(smallest_scale(s)), show(largest_scale(s)),
+                       s.kind == numeric::ScaleKind::e8m0 ? "no" : "yes",
+                       fmt::format("0x{:02x}", scale_nan_pattern(s)),
+                       s.kind == numeric::ScaleKind::e8m0
+                           ? "powers of two 2^(field - 127), unsigned (OCP MX E8M0)"
+                           : "e4m3's non-negative values, sign bit 0 (NVFP4 block scale)");
+  }
   return kExitOk;
 }
 

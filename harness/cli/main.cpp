@@ -142,6 +142,54 @@ int run_command_line(int argc, char** argv) {
       "ops", "The op catalog: class, shape syntax, operands, reference and a-priori bound");
   ops->add_flag("--json", ops_json, "Machine-readable output");
 
+  ampbench::cli::QuantizeArgs quantize_args;
+  auto* quantize = app.add_subcommand(
+      "quantize",
+      "A tensor quantized as an FP8 or microscaling recipe quantizes a GEMM operand: the scales, "
+      "every element's bits and value, the dequantized values, their error and the events");
+  quantize->add_option("--recipe", quantize_args.recipe,
+                       "fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4; required");
+  quantize->add_option("--role", quantize_args.role, "The operand: x, w or dy")
+      ->capture_default_str();
+  quantize->add_option("--inputs", quantize_args.inputs,
+                       "Tensor file (.json, .json#member, .npy), 1 or 2 dimensions");
+  quantize->add_option("--dist", quantize_args.dist,
+                       "Input distribution (see docs/inputs.md; default normal)");
+  quantize->add_option("--shape", quantize_args.shape,
+                       "COLS or ROWSxCOLS (default: two of the recipe's blocks)");
+  options::add_unsigned(*quantize, "--seed", quantize_args.seed, kAnySeed,
+                        "Seed of the distribution and of stochastic rounding")
+      ->capture_default_str();
+  quantize->add_option("--element", quantize_args.element,
+                       "MX element format: mxfp8 e4m3|e5m2, mxfp6 e3m2|e2m3");
+  quantize->add_option("--mode", quantize_args.mode,
+                       "Rounding mode of the elements (default: the recipe's)");
+  quantize
+      ->add_option("--fp8-format", quantize_args.fp8_format,
+                   "fp8-delayed/fp8-current: hybrid (e5m2 for dy) or e4m3")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hybrid", "e4m3"}));
+  quantize
+      ->add_option("--scales", quantize_args.scales,
+                   "fp8-current/fp8-block: pow2 or fp32 (default: fp32, resp. pow2)")
+      ->check(CLI::IsMember({"pow2", "fp32"}));
+  options::add_integer(*quantize, "--margin", quantize_args.margin, {-126, 126},
+                       "fp8-delayed: scale = fp8_max / amax / 2^margin")
+      ->capture_default_str();
+  options::add_unsigned(*quantize, "--amax-history-len", quantize_args.amax_history_len,
+                        {1, std::uint64_t{1} << 20}, "fp8-delayed: the amax history's length")
+      ->capture_default_str();
+  quantize
+      ->add_option("--amax-compute-algo", quantize_args.amax_compute_algo,
+                   "fp8-delayed: max or most_recent")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"max", "most_recent"}));
+  quantize->add_option("--amax-history", quantize_args.amax_history,
+                       "fp8-delayed: earlier steps' amaxes, comma-separated, oldest first");
+  quantize->add_option("--scale", quantize_args.scale,
+                       "fp8-delayed: this step's scale (a positive binary32 value)");
+  quantize->add_flag("--json", quantize_args.json, "One JSON object");
+
   ampbench::cli::EvalArgs eval_args;
   auto* eval = app.add_subcommand(
       "eval",
@@ -430,6 +478,7 @@ int run_command_line(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
+  if (*quantize) return ampbench::cli::run_quantize(quantize_args, std::cout, std::cerr);
   if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
   if (*compare) {
     if (*compare_tolerance_option) compare_args.tolerance = compare_tolerance;

@@ -21,6 +21,13 @@ int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::o
     return kExitUsage;
   }
   numeric::FormatSpec spec = numeric::parse_format(args.to);
+  if (!spec.format && numeric::scale_format_from_name(args.to)) {
+    err << fmt::format(
+        "ampbench round: --to: {} is a scale format (unsigned, no sign bit); round takes element "
+        "formats ({}); 'ampbench formats' lists the scale formats' values\n",
+        args.to, numeric::format_names());
+    return kExitUsage;
+  }
   if (!spec.format) {
     err << "ampbench round: --to: " << spec.error << '\n';
     return kExitUsage;

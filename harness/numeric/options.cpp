@@ -21,20 +21,38 @@ struct Named {
 
 // Aliases map onto the index of formats::builtin.
 constexpr Named kFormatNames[] = {
-    {"fp64", 0},     {"float64", 0},  {"double", 0},   {"binary64", 0},    {"fp32", 1},
-    {"float32", 1},  {"float", 1},    {"single", 1},   {"binary32", 1},    {"tf32", 2},
-    {"bf16", 3},     {"bfloat16", 3}, {"fp16", 4},     {"float16", 4},     {"half", 4},
-    {"binary16", 4}, {"e4m3", 5},     {"fp8-e4m3", 5}, {"fp8e4m3", 5},     {"float8_e4m3fn", 5},
-    {"e5m2", 6},     {"fp8-e5m2", 6}, {"fp8e5m2", 6},  {"float8_e5m2", 6},
+    {"fp64", 0},          {"float64", 0},  {"double", 0},   {"binary64", 0},
+    {"fp32", 1},          {"float32", 1},  {"float", 1},    {"single", 1},
+    {"binary32", 1},      {"tf32", 2},     {"bf16", 3},     {"bfloat16", 3},
+    {"fp16", 4},          {"float16", 4},  {"half", 4},     {"binary16", 4},
+    {"e4m3", 5},          {"fp8-e4m3", 5}, {"fp8e4m3", 5},  {"float8_e4m3fn", 5},
+    {"e5m2", 6},          {"fp8-e5m2", 6}, {"fp8e5m2", 6},  {"float8_e5m2", 6},
+    {"e3m2", 7},          {"fp6-e3m2", 7}, {"fp6e3m2", 7},  {"float6_e3m2fn", 7},
+    {"e2m3", 8},          {"fp6-e2m3", 8}, {"fp6e2m3", 8},  {"float6_e2m3fn", 8},
+    {"e2m1", 9},          {"fp4", 9},      {"fp4-e2m1", 9}, {"fp4e2m1", 9},
+    {"float4_e2m1fn", 9},
 };
 
-struct NamedMode {
+// Aliases map onto the index of formats::scale_builtin.
+constexpr Named kScaleFormatNames[] = {
+    {"ue8m0", 0}, {"e8m0", 0}, {"float8_e8m0fnu", 0}, {"ue4m3", 1}, {"e4m3-scale", 1},
+};
+
+// A command-line name of an enumerator.
+template <class T>
+struct NamedValue {
   std::string_view name;
-  Rounding mode;
+  T value;
+};
+
+constexpr NamedValue<SpecialEncoding> kSpecialsNames[] = {
+    {"ieee", SpecialEncoding::ieee},
+    {"single_nan", SpecialEncoding::single_nan},
+    {"none", SpecialEncoding::none},
 };
 
 // `sr` is the usual meaning of stochastic rounding, the proportional variant.
-constexpr NamedMode kModeNames[] = {
+constexpr NamedValue<Rounding> kModeNames[] = {
     {"rne", Rounding::nearest_even},
     {"rna", Rounding::nearest_away},
     {"rz", Rounding::toward_zero},
@@ -79,6 +97,11 @@ Validation validate(const RoundingOptions& options) {
     v.errors.push_back(fmt::format(
         "precision {} exceeds binary64's 53 bits: values could not be held exactly", f.precision));
   }
+  if (f.specials == SpecialEncoding::none && f.overflow != Overflow::saturate) {
+    v.errors.push_back(
+        "a format without infinity or NaN (specials=none) cannot overflow to either: its "
+        "overflow must be saturate");
+  }
   if (f.emin > f.emax) {
     v.errors.push_back(fmt::format("emin {} is greater than emax {}", f.emin, f.emax));
   }
@@ -118,14 +141,31 @@ std::optional<Format> format_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<ScaleFormat> scale_format_from_name(std::string_view name) {
+  const std::string key = lower(name);
+  for (const auto& n : kScaleFormatNames) {
+    if (n.name == key) return formats::scale_builtin[n.index];
+  }
+  return std::nullopt;
+}
+
+std::string_view specials_name(SpecialEncoding specials) {
+  for (const auto& n : kSpecialsNames) {
+    if (n.value == specials) return n.name;
+  }
+  return "?";
+}
+
 FormatSpec parse_format(std::string_view spec) {
   if (auto builtin = format_from_name(spec)) return {builtin, {}};
   constexpr std::string_view kUser = "user:";
   if (lower(spec.substr(0, kUser.size())) != kUser) {
-    return {std::nullopt, fmt::format("unknown format '{}' (known: {}, or user:p=P,emin=E,emax=E)",
-                                      spec, format_names())};
+    return {std::nullopt,
+            fmt::format("unknown format '{}' (known: {}, or user:p=P,emin=E,emax=E[,specials=S])",
+                        spec, format_names())};
   }
   std::optional<int> p, emin, emax;
+  std::optional<SpecialEncoding> specials;
   std::string_view rest = spec.substr(kUser.size());
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -134,6 +174,20 @@ FormatSpec parse_format(std::string_view spec) {
     const std::size_t eq = item.find('=');
     const std::string key = lower(item.substr(0, eq));
     const std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (key == "specials") {
+      if (specials.has_value()) {
+        return {std::nullopt, fmt::format("format '{}': specials is given twice", spec)};
+      }
+      for (const auto& n : kSpecialsNames) {
+        if (n.name == lower(value)) specials = n.value;
+      }
+      if (!specials) {
+        return {
+            std::nullopt,
+            fmt::format("format '{}': specials '{}' is not ieee, single_nan or none", spec, value)};
+      }
+      continue;
+    }
     // Base-10 digits with at most a leading '-': no blanks, no '+', nothing after.
     int number = 0;
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -146,7 +200,8 @@ FormatSpec parse_format(std::string_view spec) {
                                                : nullptr;
     if (slot == nullptr) {
       return {std::nullopt,
-              fmt::format("format '{}': unknown key '{}' (expected p, emin, emax)", spec, key)};
+              fmt::format("format '{}': unknown key '{}' (expected p, emin, emax, specials)", spec,
+                          key)};
     }
     if (slot->has_value()) {
       return {std::nullopt, fmt::format("format '{}': {} is given twice", spec, key)};
@@ -156,13 +211,18 @@ FormatSpec parse_format(std::string_view spec) {
   if (!p || !emin || !emax) {
     return {std::nullopt, fmt::format("format '{}': p, emin and emax are all required", spec)};
   }
-  return {user_format(*p, *emin, *emax), {}};
+  // Without infinity or NaN there is nothing to overflow to: such a format saturates.
+  const SpecialEncoding encoding = specials.value_or(SpecialEncoding::ieee);
+  return {user_format(*p, *emin, *emax, true,
+                      encoding == SpecialEncoding::none ? Overflow::saturate : Overflow::infinity,
+                      encoding),
+          {}};
 }
 
 std::optional<Rounding> rounding_from_name(std::string_view name) {
   const std::string key = lower(name);
   for (const auto& n : kModeNames) {
-    if (n.name == key) return n.mode;
+    if (n.name == key) return n.value;
   }
   return std::nullopt;
 }
@@ -197,6 +257,14 @@ std::string_view event_name(RoundingEvent event) {
 std::string format_names() {
   std::string out;
   for (const auto& f : formats::builtin) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+std::string scale_format_names() {
+  std::string out;
+  for (const auto& f : formats::scale_builtin) {
+    out += (out.empty() ? "" : ", ") + std::string(f.name);
+  }
   return out;
 }
 

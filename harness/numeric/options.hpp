@@ -32,12 +32,18 @@ struct Validation {
 
 Validation validate(const RoundingOptions& options);
 
-// Command-line names. Formats: fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 and aliases (double, float,
-// half, bfloat16, fp8-e4m3, ...). Modes: rne rna rz ru rd rto sr srp sre.
+// Command-line names. Formats: fp64 fp32 tf32 bf16 fp16 e4m3 e5m2 e3m2 e2m3 e2m1 and aliases
+// (double, float, half, bfloat16, fp8-e4m3, fp4, float6_e3m2fn, ...). Scale formats: ue8m0 ue4m3
+// (e8m0, float8_e8m0fnu). Modes: rne rna rz ru rd rto sr srp sre.
 std::optional<Format> format_from_name(std::string_view name);
+std::optional<ScaleFormat> scale_format_from_name(std::string_view name);
+std::string_view specials_name(SpecialEncoding specials);  // "ieee", "single_nan", "none"
 
-// A built-in name, or a user format "user:p=P,emin=E,emax=E" (subnormals on, overflow to
-// infinity; change them on the returned value). On failure `format` is empty and `error` says why.
+// A built-in name, or a user format "user:p=P,emin=E,emax=E[,specials=S]" (subnormals on; S is
+// ieee (the default: infinities, overflow to infinity), single_nan (OCP e4m3's encoding: no
+// infinity, one NaN per sign, overflow to NaN) or none (every pattern finite; overflow
+// saturates); change subnormals and overflow on the returned value). On failure `format` is empty
+// and `error` says why.
 struct FormatSpec {
   std::optional<Format> format;
   std::string error;
@@ -46,8 +52,9 @@ FormatSpec parse_format(std::string_view spec);
 std::optional<Rounding> rounding_from_name(std::string_view name);
 std::string_view rounding_name(Rounding mode);  // the short command-line name, e.g. "rne"
 std::string_view event_name(RoundingEvent event);
-std::string format_names();    // "fp64, fp32, ..." for messages
-std::string rounding_names();  // "rne, rna, ..." for messages
+std::string format_names();        // "fp64, fp32, ..." for messages
+std::string rounding_names();      // "rne, rna, ..." for messages
+std::string scale_format_names();  // "ue8m0, ue4m3" for messages
 
 // Counts of rounding events, indexed by RoundingEvent.
 struct EventCounts {

@@ -93,9 +93,14 @@ AMPBENCH_HD constexpr std::uint64_t fraction_mask(const Format& f) {
 
 AMPBENCH_HD constexpr std::uint64_t max_finite_bits(const Format& f) {
   const int t = f.fraction_bits();
-  return f.specials == SpecialEncoding::ieee
-             ? (static_cast<std::uint64_t>(f.special_field() - 1) << t) | fraction_mask(f)
-             : (static_cast<std::uint64_t>(f.special_field()) << t) | (fraction_mask(f) - 1);
+  switch (f.specials) {
+    case SpecialEncoding::ieee:
+      return (static_cast<std::uint64_t>(f.special_field() - 1) << t) | fraction_mask(f);
+    case SpecialEncoding::single_nan:
+      return (static_cast<std::uint64_t>(f.special_field()) << t) | (fraction_mask(f) - 1);
+    case SpecialEncoding::none: break;
+  }
+  return (static_cast<std::uint64_t>(f.special_field()) << t) | fraction_mask(f);
 }
 
 AMPBENCH_HD constexpr std::uint64_t infinity_bits(const Format& f) {
@@ -103,10 +108,12 @@ AMPBENCH_HD constexpr std::uint64_t infinity_bits(const Format& f) {
 }
 
 // A quiet NaN keeping the top fraction bits of a binary64 NaN's payload (as IEEE 754 recommends
-// and x86 F16C does); the single NaN pattern where the format has only one.
+// and x86 F16C does); the single NaN pattern where the format has only one; +max finite where it
+// has none (NVIDIA's cvt .satfinite to e2m1, e2m3 and e3m2; the caller must not add a sign).
 AMPBENCH_HD constexpr std::uint64_t nan_bits(const Format& f, std::uint64_t f64_fraction) {
   const int t = f.fraction_bits();
   const std::uint64_t field = static_cast<std::uint64_t>(f.special_field()) << t;
+  if (f.specials == SpecialEncoding::none) return max_finite_bits(f);
   if (f.specials == SpecialEncoding::single_nan) return field | fraction_mask(f);
   return field | (std::uint64_t{1} << (t - 1)) | (f64_fraction >> (52 - t));
 }
@@ -126,7 +133,8 @@ AMPBENCH_HD inline double decode(const Format& f, std::uint64_t bits) {
   const bool is_nan =
       f.specials == SpecialEncoding::ieee
           ? field > f.special_field() || (field == f.special_field() && fraction != 0)
-          : field == f.special_field() && fraction == detail::fraction_mask(f);
+          : f.specials == SpecialEncoding::single_nan && field == f.special_field() &&
+                fraction == detail::fraction_mask(f);
   if (is_nan) {
     return detail::double_of(sign | detail::kF64Infinity | detail::kF64QuietBit |
                              (fraction << (52 - t)));
@@ -194,7 +202,7 @@ AMPBENCH_HD inline Rounded finish(const Format& f, Rounding mode, bool negative,
         mode == Rounding::nearest_even || mode == Rounding::nearest_away ||
         (mode == Rounding::upward && !negative) || (mode == Rounding::downward && negative) ||
         ((mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal) && away);
-    if (!to_infinity || f.overflow == Overflow::saturate) {
+    if (!to_infinity || f.overflow == Overflow::saturate || !f.has_nan()) {
       return result(sign | max_finite_bits(f), RoundingEvent::saturation);
     }
     return result(sign | (f.has_infinity() ? infinity_bits(f) : nan_bits(f, 0)),
@@ -233,11 +241,11 @@ AMPBENCH_HD inline Rounded round_to(const Format& f, Rounding mode, double x,
   };
 
   if (magnitude > detail::kF64Infinity) {
-    return result(sign | detail::nan_bits(f, magnitude & detail::kF64FractionMask),
-                  RoundingEvent::nan);
+    const std::uint64_t nan = detail::nan_bits(f, magnitude & detail::kF64FractionMask);
+    return result(f.has_nan() ? sign | nan : nan, RoundingEvent::nan);
   }
   if (magnitude == detail::kF64Infinity) {
-    if (f.overflow == Overflow::saturate) {
+    if (f.overflow == Overflow::saturate || !f.has_nan()) {
       return result(sign | detail::max_finite_bits(f), RoundingEvent::saturation);
     }
     if (f.has_infinity()) return result(sign | detail::infinity_bits(f), RoundingEvent::exact);
@@ -337,6 +345,75 @@ AMPBENCH_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uin
 
 AMPBENCH_HD constexpr bool is_stochastic(Rounding mode) {
   return mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal;
+}
+
+// ---- scale formats ------------------------------------------------------------------------------
+
+// The value of a scale pattern (bits above the format's 8 are ignored): e8m0 0xFF and ue4m3 0x7F
+// are NaN; a ue4m3 pattern with its top bit set is no ue4m3 value and decodes as NaN.
+AMPBENCH_HD inline double decode_scale(const ScaleFormat& s, std::uint64_t bits) {
+  bits &= 0xFF;
+  if (s.kind == ScaleKind::e8m0) {
+    if (bits == 0xFF) return detail::double_of(detail::kF64Infinity | detail::kF64QuietBit);
+    return detail::compose(false, 1, static_cast<int>(bits) - 127);
+  }
+  if (bits > 0x7F) return detail::double_of(detail::kF64Infinity | detail::kF64QuietBit);
+  return decode(formats::ocp_e4m3(Overflow::infinity), bits);
+}
+
+// Rounds x to a scale format. Scales are positive: a negative x (or -inf) gives NaN with event
+// nan, as does NaN; +inf and values beyond the largest saturate (2^127, 448), as NVIDIA's
+// cvt .satfinite does. ue4m3 rounds as e4m3 (with zero and subnormals). e8m0 has no zero: every
+// value below 2^-127, zero included, gives 2^-127 (event underflow); above it x lies between two
+// powers of two 2^e < x < 2^(e+1) and the modes choose as for any format of precision 1, ties
+// (x = 1.5 * 2^e) to the even exponent field under rne, to odd means the odd exponent field, and
+// the stochastic draw reads x's position between the two.
+AMPBENCH_HD inline Rounded round_scale(const ScaleFormat& s, Rounding mode, double x,
+                                       std::uint32_t random = 0) {
+  const std::uint64_t xb = detail::bits_of(x);
+  const std::uint64_t nan_pattern = s.kind == ScaleKind::e8m0 ? 0xFF : 0x7F;
+  const auto result = [&](std::uint64_t bits, RoundingEvent event) {
+    return Rounded{bits, decode_scale(s, bits), event};
+  };
+  const bool negative = (xb >> 63) != 0 && (xb << 1) != 0;  // -0 is zero, not negative
+  if ((xb & ~(std::uint64_t{1} << 63)) > detail::kF64Infinity || negative) {
+    return result(nan_pattern, RoundingEvent::nan);
+  }
+  if (s.kind == ScaleKind::e4m3_unsigned) {
+    return round_to(formats::ocp_e4m3(Overflow::saturate), mode, x == 0 ? 0.0 : x,
+                    random);  // +0 for -0: the scale has no sign
+  }
+  if (xb == detail::kF64Infinity) return result(0xFE, RoundingEvent::saturation);
+  constexpr int kMin = -127;
+  constexpr int kMax = 127;
+  const std::uint64_t magnitude = xb << 1 >> 1;
+  if (magnitude < (static_cast<std::uint64_t>(kMin + 1023) << 52)) {
+    return result(0, RoundingEvent::underflow);
+  }
+  // 2^e <= x < 2^(e+1), x = 2^e * (1 + fraction / 2^52): x is a normal binary64 here.
+  const int e = static_cast<int>(magnitude >> 52) - 1023;
+  const std::uint64_t fraction = magnitude & detail::kF64FractionMask;
+  bool up = false;
+  if (fraction != 0) {
+    const std::uint64_t half = std::uint64_t{1} << 51;
+    const bool lo_field_odd = ((e + 127) & 1) != 0;
+    switch (mode) {
+      case Rounding::nearest_even:
+        up = fraction > half || (fraction == half && lo_field_odd);
+        break;
+      case Rounding::nearest_away: up = fraction >= half; break;
+      case Rounding::toward_zero:
+      case Rounding::downward: up = false; break;
+      case Rounding::upward: up = true; break;
+      case Rounding::to_odd: up = !lo_field_odd; break;
+      case Rounding::stochastic_proportional: up = random < (fraction >> 20); break;
+      case Rounding::stochastic_equal: up = (random >> 31) != 0; break;
+    }
+  }
+  const int r = e + (up ? 1 : 0);
+  if (r > kMax) return result(0xFE, RoundingEvent::saturation);
+  return result(static_cast<std::uint64_t>(r + 127),
+                fraction == 0 ? RoundingEvent::exact : RoundingEvent::inexact);
 }
 
 }  // namespace ampbench::numeric

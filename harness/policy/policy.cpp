@@ -524,7 +524,8 @@ const OpPrecision& Policy::precision(Op op) const {
 
 bool contains(const Format& a, const Format& b) {
   return a.precision >= b.precision && a.emin <= b.emin && a.emax >= b.emax &&
-         (a.subnormals || !b.subnormals) && (a.has_infinity() || !b.has_infinity());
+         (a.subnormals || !b.subnormals) && (a.has_infinity() || !b.has_infinity()) &&
+         (a.has_nan() || !b.has_nan());
 }
 
 Format widest(std::span<const Format> inputs) {
@@ -580,7 +581,10 @@ std::string format_label(const Format& f) {
   for (const Format& b : formats::builtin) {
     if (numeric::same_format(b, f)) return b.name;
   }
-  return fmt::format("user:p={},emin={},emax={}", f.precision, f.emin, f.emax);
+  return fmt::format("user:p={},emin={},emax={}{}", f.precision, f.emin, f.emax,
+                     f.specials == numeric::SpecialEncoding::ieee
+                         ? ""
+                         : fmt::format(",specials={}", numeric::specials_name(f.specials)));
 }
 
 // ---- user policies -----------------------------------------------------------------------------

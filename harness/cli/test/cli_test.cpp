@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/cli/test/run_ampbench.hpp"
@@ -68,9 +69,11 @@ TEST(Cli, UsageErrorsExitWithStatus2AndNameTheProblem) {
 TEST(Cli, FormatsTableHasEveryFormatAndPublishedConstants) {
   const Outcome run = ampbench("formats");
   ASSERT_EQ(run.status, 0) << run.err;
-  for (const char* name : {"fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2"}) {
+  for (const char* name : {"fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e3m2", "e2m3",
+                           "e2m1", "ue8m0", "ue4m3"}) {
     EXPECT_NE(run.out.find(std::string("\n") + name), std::string::npos) << name;
   }
+  EXPECT_NE(run.out.find("none (all finite; saturates)"), std::string::npos);
   EXPECT_NE(run.out.find("65504"), std::string::npos);
   EXPECT_NE(run.out.find(">= 65520"), std::string::npos);
   EXPECT_NE(run.out.find("> 464"), std::string::npos);  // e4m3: 464 is a tie that goes to 448
@@ -80,7 +83,7 @@ TEST(Cli, FormatsJsonGivesExactValues) {
   const Outcome run = ampbench("formats --json");
   ASSERT_EQ(run.status, 0) << run.err;
   const auto list = nlohmann::json::parse(run.out);
-  ASSERT_EQ(list.size(), 7u);
+  ASSERT_EQ(list.size(), 12u);  // 10 element formats, 2 scale formats
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& f : list) by_name[f["name"]] = f;
   const auto& fp16 = by_name.at("fp16");
@@ -104,6 +107,50 @@ TEST(Cli, FormatsJsonGivesExactValues) {
   EXPECT_EQ(by_name.at("fp32")["max_finite"].get<double>(), 0x1.fffffep127);
   EXPECT_TRUE(by_name.at("fp64")["overflow_threshold"].is_null());
   EXPECT_EQ(by_name.at("fp64")["overflow_threshold_exact"], "2^1024 - 2^970");
+  // OCP MX v1.0: FP6 E3M2 max 28, E2M3 max 7.5, FP4 E2M1 max 6; none has infinity or NaN.
+  for (const auto& [name, max, bits] :
+       {std::tuple{"e3m2", 28.0, 6}, std::tuple{"e2m3", 7.5, 6}, std::tuple{"e2m1", 6.0, 4}}) {
+    const auto& f = by_name.at(name);
+    EXPECT_EQ(f["max_finite"].get<double>(), max) << name;
+    EXPECT_EQ(f["bits"], bits) << name;
+    EXPECT_EQ(f["infinity"], false) << name;
+    EXPECT_EQ(f["nan"], false) << name;
+    EXPECT_EQ(f["overflow"], "saturate") << name;
+  }
+  EXPECT_EQ(by_name.at("e2m1")["min_subnormal"].get<double>(), 0.5);
+  EXPECT_EQ(by_name.at("e3m2")["min_subnormal"].get<double>(), 0.0625);
+  const auto& ue8m0 = by_name.at("ue8m0");
+  EXPECT_EQ(ue8m0["kind"], "scale");
+  EXPECT_EQ(ue8m0["min_positive"].get<double>(), 0x1p-127);
+  EXPECT_EQ(ue8m0["max_finite"].get<double>(), 0x1p127);
+  EXPECT_EQ(ue8m0["nan_pattern"], "0xff");
+  EXPECT_EQ(ue8m0["zero"], false);
+  EXPECT_EQ(by_name.at("ue4m3")["max_finite"].get<double>(), 448.0);
+  EXPECT_EQ(by_name.at("ue4m3")["min_positive"].get<double>(), 0x1p-9);
+}
+
+// The MX element formats saturate in every mode and have no NaN: a NaN becomes +max (as NVIDIA's
+// cvt .satfinite gives), with the event saying so; asking them to overflow to infinity is bad
+// input, as is rounding to a scale format.
+TEST(Cli, RoundMxElementFormats) {
+  EXPECT_EQ(ampbench("round --to e2m1", "2.5\n2.6\n5\n7\n-100\ninf\nnan\n-nan\n0.25\n0.26\n").out,
+            "2.5\t0x1p+1\t0x4\tinexact\n2.6\t0x1.8p+1\t0x5\tinexact\n"
+            "5\t0x1p+2\t0x6\tinexact\n7\t0x1.8p+2\t0x7\tsaturation\n"
+            "-100\t-0x1.8p+2\t0xf\tsaturation\ninf\t0x1.8p+2\t0x7\tsaturation\n"
+            "nan\t0x1.8p+2\t0x7\tnan\n-nan\t0x1.8p+2\t0x7\tnan\n"
+            "0.25\t0x0p+0\t0x0\tflush_to_zero\n0.26\t0x1p-1\t0x1\tunderflow\n");
+  EXPECT_EQ(ampbench("round --to fp6-e3m2 --mode ru", "28.5\n0x1p-5\n").out,
+            "28.5\t0x1.cp+4\t0x1f\tsaturation\n0x1p-5\t0x1p-4\t0x01\tunderflow\n");
+  EXPECT_EQ(ampbench("round --to e2m3", "7.75\n0.0625\n").out,
+            "7.75\t0x1.ep+2\t0x1f\tsaturation\n0.0625\t0x0p+0\t0x00\tflush_to_zero\n");
+  const Outcome inf = ampbench("round --to e2m1 --overflow inf", "1\n");
+  EXPECT_EQ(inf.status, 2);
+  EXPECT_NE(inf.err.find("overflow must be saturate"), std::string::npos) << inf.err;
+  const Outcome scale = ampbench("round --to ue8m0", "1\n");
+  EXPECT_EQ(scale.status, 2);
+  EXPECT_NE(scale.err.find("ue8m0 is a scale format"), std::string::npos) << scale.err;
+  EXPECT_EQ(ampbench("round --to user:p=2,emin=0,emax=2,specials=none", "7\n").out,
+            "7\t0x1.8p+2\t0x7\tsaturation\n");
 }
 
 TEST(Cli, RoundFp16BoundariesAndEvents) {

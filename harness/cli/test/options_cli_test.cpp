@@ -117,6 +117,7 @@ policies = ["fp32"]
       {"profile", {"--steps 1 --warmup 0 --batch 4 --policy fp32", ""}},
       {"compare", {result + " " + result, ""}},
       {"history", {"--db " + path("absent.sqlite"), ""}},
+      {"quantize", {"--recipe fp8-delayed --shape 1x32", ""}},
   };
   const std::vector<std::string> hostile = {"-1", "0", "18446744073709551616", "1e30",
                                             "1234567890123456789012345678901234567890"};
@@ -158,6 +159,9 @@ policies = ["fp32"]
                                "scaler --collapse-backoffs",
                                "scaler --collapse-window",
                                "train --reference-bits",
+                               "quantize --seed",
+                               "quantize --margin",
+                               "quantize --amax-history-len",
                                "train --steps",
                                "train --batch",
                                "train --accumulate",
@@ -262,7 +266,7 @@ TEST_F(OptionsCli, UserFormatsTakeEachKeyOnceAsAPlainInteger) {
        "KEY=INTEGER\n"},
       {"'user: p=11,emin=-14,emax=15'",
        "ampbench round: --to: format 'user: p=11,emin=-14,emax=15': unknown key ' p' (expected p, "
-       "emin, emax)\n"},
+       "emin, emax, specials)\n"},
   };
   for (const auto& [format, message] : cases) {
     const Outcome run = ampbench("round --to " + format, "1\n");

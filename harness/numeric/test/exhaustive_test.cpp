@@ -1,7 +1,7 @@
-// Every bit pattern of the 16- and 8-bit formats: decoding against the published field layouts,
-// round trips in every mode, ordering, F16C agreement, and round_to against the MPFR oracle at
-// each value, the midpoints between values and their binary64 neighbours (the probe set of
-// CPFloat's tests: Fasi and Mikaitis, ACM TOMS 47(1), 2021).
+// Every bit pattern of the 16-, 8-, 6- and 4-bit formats: decoding against the published field
+// layouts, round trips in every mode, ordering, F16C agreement, and round_to against the MPFR
+// oracle at each value, the midpoints between values and their binary64 neighbours (the probe set
+// of CPFloat's tests: Fasi and Mikaitis, ACM TOMS 47(1), 2021).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,21 +25,28 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Field layouts as published: IEEE 754-2019 table 3.5 (binary16), Google's bfloat16, the OCP
-// 8-bit floating point specification rev 1.0 (E4M3, E5M2), NVIDIA's A100 whitepaper (TF32).
+// 8-bit floating point specification rev 1.0 (E4M3, E5M2), NVIDIA's A100 whitepaper (TF32), the
+// OCP Microscaling Formats (MX) specification v1.0 (FP6 E3M2 bias 3, FP6 E2M3 bias 1, FP4 E2M1
+// bias 1, none with infinity or NaN).
+enum class Specials { ieee, ocp_e4m3, finite };
+
 struct Published {
   const char* name;
   Format format;
   int exponent_bits;
   int fraction_bits;
   int bias;
-  bool ocp_e4m3;  // no infinities; only S.1111.111 is NaN
+  Specials specials;  // ocp_e4m3: no infinities, only S.1111.111 is NaN; finite: neither
 };
 
-constexpr Published kFp16{"fp16", formats::fp16, 5, 10, 15, false};
-constexpr Published kBf16{"bf16", formats::bf16, 8, 7, 127, false};
-constexpr Published kE4m3{"e4m3", formats::e4m3, 4, 3, 7, true};
-constexpr Published kE5m2{"e5m2", formats::e5m2, 5, 2, 15, false};
-constexpr Published kTf32{"tf32", formats::tf32, 8, 10, 127, false};
+constexpr Published kFp16{"fp16", formats::fp16, 5, 10, 15, Specials::ieee};
+constexpr Published kBf16{"bf16", formats::bf16, 8, 7, 127, Specials::ieee};
+constexpr Published kE4m3{"e4m3", formats::e4m3, 4, 3, 7, Specials::ocp_e4m3};
+constexpr Published kE5m2{"e5m2", formats::e5m2, 5, 2, 15, Specials::ieee};
+constexpr Published kTf32{"tf32", formats::tf32, 8, 10, 127, Specials::ieee};
+constexpr Published kE3m2{"e3m2", formats::e3m2, 3, 2, 3, Specials::finite};
+constexpr Published kE2m3{"e2m3", formats::e2m3, 2, 3, 1, Specials::finite};
+constexpr Published kE2m1{"e2m1", formats::e2m1, 2, 1, 1, Specials::finite};
 
 void PrintTo(const Published& l, std::ostream* os) {
   *os << l.name;
@@ -67,13 +74,18 @@ Fields fields(const Published& l, std::uint32_t bits) {
 bool is_nan_pattern(const Published& l, std::uint32_t bits) {
   const Fields x = fields(l, bits);
   const std::uint32_t top = (1u << l.exponent_bits) - 1;
-  if (l.ocp_e4m3) return x.exponent == top && x.fraction == (1u << l.fraction_bits) - 1;
+  switch (l.specials) {
+    case Specials::ocp_e4m3: return x.exponent == top && x.fraction == (1u << l.fraction_bits) - 1;
+    case Specials::finite: return false;
+    case Specials::ieee: break;
+  }
   return x.exponent == top && x.fraction != 0;
 }
 
 bool is_inf_pattern(const Published& l, std::uint32_t bits) {
   const Fields x = fields(l, bits);
-  return !l.ocp_e4m3 && x.exponent == (1u << l.exponent_bits) - 1 && x.fraction == 0;
+  return l.specials == Specials::ieee && x.exponent == (1u << l.exponent_bits) - 1 &&
+         x.fraction == 0;
 }
 
 // The value of a pattern from its fields alone, with ldexp. NaNs: a quiet binary64 NaN with the
@@ -127,7 +139,7 @@ TEST_P(ExhaustivePatterns, DecodeMatchesTheFields) {
 TEST_P(ExhaustivePatterns, RoundTripsInEveryMode) {
   const Published& l = GetParam();
   FailureLog log(std::string("round trip of ") + l.name);
-  const std::uint32_t quiet = l.ocp_e4m3 ? 0 : 1u << (l.fraction_bits - 1);
+  const std::uint32_t quiet = l.specials == Specials::ieee ? 1u << (l.fraction_bits - 1) : 0;
   for (const Format& f : {l.format, variant(l.format, true, Overflow::saturate)}) {
     const bool saturate = f.overflow == Overflow::saturate;
     for (std::uint32_t bits = 0; bits < pattern_count(l); ++bits) {
@@ -168,39 +180,59 @@ TEST_P(ExhaustivePatterns, PositiveValuesIncreaseAndNegativesMirrorThem) {
     previous = v;
     if (std::isfinite(v)) ++finite;
   }
-  // IEEE-style: all patterns below the all-ones exponent; e4m3: all but S.1111.111.
-  EXPECT_EQ(finite, l.ocp_e4m3 ? sign - 1 : ((1u << l.exponent_bits) - 1) << l.fraction_bits);
+  // IEEE-style: all patterns below the all-ones exponent; e4m3: all but S.1111.111; the MX
+  // FP6/FP4 formats: all of them.
+  switch (l.specials) {
+    case Specials::ieee: EXPECT_EQ(finite, ((1u << l.exponent_bits) - 1) << l.fraction_bits); break;
+    case Specials::ocp_e4m3: EXPECT_EQ(finite, sign - 1); break;
+    case Specials::finite: EXPECT_EQ(finite, sign); break;
+  }
 }
 
 std::string PublishedName(const ::testing::TestParamInfo<Published>& info) {
   return info.param.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, ExhaustivePatterns, ::testing::Values(kFp16, kBf16, kE4m3, kE5m2),
+INSTANTIATE_TEST_SUITE_P(Formats, ExhaustivePatterns,
+                         ::testing::Values(kFp16, kBf16, kE4m3, kE5m2, kE3m2, kE2m3, kE2m1),
                          PublishedName);
 
+// The values the MX formats' publications list: every positive FP4 E2M1 value (OCP MX v1.0), and
+// the extremes of the FP6 formats as LLVM's APFloat/MLIR types f6E3M2FN, f6E2M3FN and f4E2M1FN
+// document them (llvm-project PRs 94735, 95392, 105573, 107999, 108877).
+TEST(MxPublishedValues, E2m1PositiveValuesAreTheSpecsEight) {
+  const double want[] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  for (std::uint32_t bits = 0; bits < 8; ++bits) {
+    EXPECT_EQ(decode(formats::e2m1, bits), want[bits]) << fmt_bits(bits);
+    EXPECT_TRUE(same(decode(formats::e2m1, bits | 8u), -want[bits])) << fmt_bits(bits | 8u);
+  }
+}
+
+TEST(MxPublishedValues, Fp6AndFp4Extremes) {
+  struct Extremes {
+    Format f;
+    double max_normal, min_normal, max_subnormal, min_subnormal;
+  };
+  for (const Extremes& e : {Extremes{formats::e3m2, 28, 0.25, 0.1875, 0.0625},
+                            Extremes{formats::e2m3, 7.5, 1.0, 0.875, 0.125},
+                            Extremes{formats::e2m1, 6, 1.0, 0.5, 0.5}}) {
+    const int t = e.f.fraction_bits();
+    EXPECT_EQ(decode(e.f, (std::uint64_t{1} << (e.f.total_bits() - 1)) - 1), e.max_normal);
+    EXPECT_EQ(decode(e.f, std::uint64_t{1} << t), e.min_normal);
+    EXPECT_EQ(decode(e.f, (std::uint64_t{1} << t) - 1), e.max_subnormal);
+    EXPECT_EQ(decode(e.f, 1), e.min_subnormal);
+    // Beyond the largest value every mode saturates; a NaN becomes +max.
+    for (const Rounding mode : kAllModes) {
+      EXPECT_EQ(round_to(e.f, mode, 1e6, 0xFFFFFFFFu).value, e.max_normal) << describe(e.f);
+      EXPECT_EQ(round_to(e.f, mode, -1e6, 0xFFFFFFFFu).value, -e.max_normal) << describe(e.f);
+      const Rounded nan = round_to(e.f, mode, -std::numeric_limits<double>::quiet_NaN());
+      EXPECT_EQ(nan.value, e.max_normal) << describe(e.f);
+      EXPECT_EQ(nan.event, RoundingEvent::nan) << describe(e.f);
+    }
+  }
+}
+
 // ---- round_to against the oracle at every value, midpoint, and their neighbours ---------------
-
-struct Draw {
-  Rounding mode;
-  std::uint32_t random;
-};
-
-// The deterministic modes, and the stochastic ones with draws at the ends and around the middle.
-constexpr Draw kDraws[] = {
-    {Rounding::nearest_even, 0},
-    {Rounding::nearest_away, 0},
-    {Rounding::toward_zero, 0},
-    {Rounding::upward, 0},
-    {Rounding::downward, 0},
-    {Rounding::to_odd, 0},
-    {Rounding::stochastic_proportional, 0},
-    {Rounding::stochastic_proportional, 0x7FFFFFFFu},
-    {Rounding::stochastic_proportional, 0x80000000u},
-    {Rounding::stochastic_proportional, 0xFFFFFFFFu},
-    {Rounding::stochastic_equal, 0x7FFFFFFFu},
-    {Rounding::stochastic_equal, 0x80000000u},
-};
 
 // v, its binary64 neighbour away from zero, the midpoint to the next value in magnitude and the
 // midpoint's two binary64 neighbours.
@@ -240,11 +272,27 @@ TEST(ExhaustiveOracle, Bf16EveryValueMidpointAndNeighbour) {
   check_probes(kBf16, formats::bf16, all_patterns(kBf16), log);
 }
 
-// The 8-bit formats are small enough for every variant too.
+// The 8-, 6- and 4-bit formats are small enough for every variant too.
 TEST(ExhaustiveOracle, Fp8EveryValueMidpointAndNeighbourInEveryVariant) {
   for (const Published& l : {kE4m3, kE5m2}) {
     FailureLog log(std::string(l.name) + " probes");
     for (const Format& f : variants(l.format)) check_probes(l, f, all_patterns(l), log);
+  }
+}
+
+TEST(ExhaustiveOracle, Fp6AndFp4EveryValueMidpointAndNeighbourInEveryVariant) {
+  for (const Published& l : {kE3m2, kE2m3, kE2m1}) {
+    EXPECT_EQ(variants(l.format).size(), 2u);  // subnormals on and off; saturating only
+    FailureLog log(std::string(l.name) + " probes");
+    for (const Format& f : variants(l.format)) {
+      check_probes(l, f, all_patterns(l), log);
+      for (const double x : {kInf, -kInf, std::numeric_limits<double>::quiet_NaN(),
+                             -std::numeric_limits<double>::quiet_NaN(), 1e300, -1e-300}) {
+        for (const Draw& d : kDraws) {
+          if (const auto mismatch = check_round_to(f, d.mode, x, d.random)) log.add(*mismatch);
+        }
+      }
+    }
   }
 }
 

@@ -204,8 +204,9 @@ Spec spec_of(const Format& f) {
               f.emin,
               f.emax,
               f.subnormals,
-              f.overflow == Overflow::saturate,
-              !ocp,
+              f.overflow == Overflow::saturate || f.specials == SpecialEncoding::none,
+              f.specials == SpecialEncoding::ieee,
+              f.specials != SpecialEncoding::none,
               std::ldexp(max_significand, f.emax)};
 }
 
@@ -213,7 +214,7 @@ Result round(const Spec& s, Rounding mode, mpfr_srcptr x, std::uint32_t random) 
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   const double sign = mpfr_signbit(x) ? -1.0 : 1.0;
-  if (mpfr_nan_p(x)) return {kNaN, RoundingEvent::nan, false};
+  if (mpfr_nan_p(x)) return {s.has_nan ? kNaN : s.max_finite, RoundingEvent::nan, false};
   if (mpfr_inf_p(x)) {
     if (s.saturate) return {sign * s.max_finite, RoundingEvent::saturation, false};
     if (s.has_infinity) return {sign * kInf, RoundingEvent::exact, false};

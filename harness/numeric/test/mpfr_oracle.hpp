@@ -24,12 +24,15 @@ struct Spec {
   int emax;
   bool subnormals;
   bool saturate;      // Overflow::saturate
-  bool has_infinity;  // false: infinities become NaN (OCP e4m3)
+  bool has_infinity;  // false: infinities become NaN (OCP e4m3), or saturate (no NaN either)
+  bool has_nan;       // false (OCP MX FP6/FP4): every pattern is finite; overflow saturates, and a
+                      // NaN input gives +max_finite, as NVIDIA's cvt .satfinite does
   double max_finite;  // the largest finite value
 };
 
 // The Spec of a Format. The largest finite value is (2 - 2^(1-p)) * 2^emax for IEEE-style
-// encodings, and (2 - 2^(2-p)) * 2^emax for OCP e4m3, whose top significand is NaN.
+// encodings and for the formats without infinity or NaN, and (2 - 2^(2-p)) * 2^emax for OCP
+// e4m3, whose top significand is NaN.
 Spec spec_of(const Format& f);
 
 struct Result {

@@ -58,8 +58,8 @@ TEST(Validate, BuiltInFormatsAreValidAndWithoutWarningsWhereDoubleRoundingIsHarm
   }
   // In binary32, 24 >= 2p + 2 for bf16 (p=8), fp16 and tf32 (p=11), and the fp8 formats; fp32
   // itself needs no second rounding.
-  for (const Format& f :
-       {formats::fp32, formats::tf32, formats::bf16, formats::fp16, formats::e4m3, formats::e5m2}) {
+  for (const Format& f : {formats::fp32, formats::tf32, formats::bf16, formats::fp16, formats::e4m3,
+                          formats::e5m2, formats::e3m2, formats::e2m3, formats::e2m1}) {
     const Validation v = check(f, Container::binary32);
     EXPECT_TRUE(v.ok()) << f.name;
     EXPECT_TRUE(v.warnings.empty()) << f.name;
@@ -98,7 +98,10 @@ TEST(Names, FormatsAndAliases) {
       {"binary16", formats::fp16}, {"e4m3", formats::e4m3},          {"fp8-e4m3", formats::e4m3},
       {"fp8e4m3", formats::e4m3},  {"float8_e4m3fn", formats::e4m3}, {"e5m2", formats::e5m2},
       {"fp8-e5m2", formats::e5m2}, {"fp8e5m2", formats::e5m2},       {"float8_e5m2", formats::e5m2},
-      {"HALF", formats::fp16},     {"BFloat16", formats::bf16},
+      {"HALF", formats::fp16},     {"BFloat16", formats::bf16},      {"e3m2", formats::e3m2},
+      {"fp6-e3m2", formats::e3m2}, {"float6_e3m2fn", formats::e3m2}, {"e2m3", formats::e2m3},
+      {"fp6-e2m3", formats::e2m3}, {"float6_e2m3fn", formats::e2m3}, {"e2m1", formats::e2m1},
+      {"fp4", formats::e2m1},      {"float4_e2m1fn", formats::e2m1},
   };
   for (const auto& [name, f] : cases) {
     const std::optional<Format> got = format_from_name(name);
@@ -111,6 +114,33 @@ TEST(Names, FormatsAndAliases) {
   }
   const std::string all = format_names();
   for (const Format& f : formats::builtin) EXPECT_NE(all.find(f.name), std::string::npos);
+}
+
+// A user format without infinity or NaN reads as the MX formats do, saturating; one that would
+// overflow to infinity is refused, naming the reason.
+TEST(Names, UserFormatsWithoutSpecials) {
+  const FormatSpec fp4 = parse_format("user:p=2,emin=0,emax=2,specials=none");
+  ASSERT_TRUE(fp4.format.has_value()) << fp4.error;
+  EXPECT_TRUE(same_format(*fp4.format, formats::e2m1));
+  EXPECT_TRUE(check(*fp4.format).ok());
+  const FormatSpec ocp = parse_format("user:p=4,emin=-6,emax=8,specials=single_nan");
+  ASSERT_TRUE(ocp.format.has_value()) << ocp.error;
+  EXPECT_TRUE(same_format(*ocp.format, formats::e4m3));
+  Format overflowing = *fp4.format;
+  overflowing.overflow = Overflow::infinity;
+  EXPECT_TRUE(mentions(check(overflowing).errors, "overflow must be saturate"));
+  EXPECT_EQ(specials_name(SpecialEncoding::none), "none");
+}
+
+TEST(Names, ScaleFormats) {
+  for (const std::string_view name : {"ue8m0", "E8M0", "float8_e8m0fnu"}) {
+    ASSERT_TRUE(scale_format_from_name(name).has_value()) << name;
+    EXPECT_EQ(scale_format_from_name(name)->kind, ScaleKind::e8m0) << name;
+  }
+  ASSERT_TRUE(scale_format_from_name("ue4m3").has_value());
+  EXPECT_EQ(scale_format_from_name("ue4m3")->kind, ScaleKind::e4m3_unsigned);
+  EXPECT_FALSE(scale_format_from_name("e4m3").has_value());  // the signed element format
+  EXPECT_EQ(scale_format_names(), "ue8m0, ue4m3");
 }
 
 TEST(Names, UserFormatsTakeEachKeyOnceAsAPlainInteger) {
@@ -128,8 +158,13 @@ TEST(Names, UserFormatsTakeEachKeyOnceAsAPlainInteger) {
       {"user:p=11 ,emin=-14,emax=15", "'p=11 ' is not KEY=INTEGER"},
       {"user:p=0x0b,emin=-14,emax=15", "'p=0x0b' is not KEY=INTEGER"},
       {"user:p=99999999999,emin=-14,emax=15", "'p=99999999999' is not KEY=INTEGER"},
-      {"user: p=11,emin=-14,emax=15", "unknown key ' p' (expected p, emin, emax)"},
-      {"user:+p=11,emin=-14,emax=15", "unknown key '+p' (expected p, emin, emax)"},
+      {"user: p=11,emin=-14,emax=15", "unknown key ' p' (expected p, emin, emax, specials)"},
+      {"user:+p=11,emin=-14,emax=15", "unknown key '+p' (expected p, emin, emax, specials)"},
+      {"user:p=2,emin=0,emax=2,specials=finite",
+       "format 'user:p=2,emin=0,emax=2,specials=finite': specials 'finite' is not ieee, "
+       "single_nan or none"},
+      {"user:p=2,emin=0,emax=2,specials=none,specials=none", "specials is given twice"},
+      {"user:p=2,emin=0,emax=2,specials=", "specials '' is not"},
   };
   for (const auto& [spec, message] : bad) {
     const FormatSpec parsed = parse_format(spec);

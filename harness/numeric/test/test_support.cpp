@@ -54,6 +54,7 @@ std::vector<Format> variants(const Format& f) {
   std::vector<Format> out;
   for (const bool subnormals : {true, false}) {
     for (const Overflow overflow : {Overflow::infinity, Overflow::saturate}) {
+      if (!f.has_nan() && overflow == Overflow::infinity) continue;
       out.push_back(variant(f, subnormals, overflow));
     }
   }
@@ -64,7 +65,7 @@ std::string describe(const Format& f) {
   return fmt::format("{}(p={}, emin={}, emax={}, subnormals={}, overflow={}, specials={})", f.name,
                      f.precision, f.emin, f.emax, f.subnormals ? "on" : "off",
                      f.overflow == Overflow::saturate ? "saturate" : "infinity",
-                     f.specials == SpecialEncoding::ieee ? "ieee" : "single_nan");
+                     specials_name(f.specials));
 }
 
 std::string describe(double x) {
@@ -81,7 +82,8 @@ std::string fmt_bits(std::uint64_t bits) {
 
 int special_field(const Format& f) {
   // Field 0 holds zeros and subnormals, fields 1 .. emax - emin + 1 the binades; IEEE-style
-  // encodings put infinities and NaNs in the next one, e4m3 its NaN in the top binade's field.
+  // encodings put infinities and NaNs in the next one, e4m3 its NaN in the top binade's field;
+  // the MX FP6/FP4 formats have no special field, and their top binade's is the widest.
   return f.specials == SpecialEncoding::ieee ? f.emax - f.emin + 2 : f.emax - f.emin + 1;
 }
 
@@ -96,6 +98,8 @@ std::uint64_t expected_nan_bits(const Format& f, double x) {
   const int w = exponent_field_bits(f);
   const std::uint64_t sign = std::signbit(x) ? std::uint64_t{1} << (t + w) : 0;
   const std::uint64_t field = static_cast<std::uint64_t>(special_field(f)) << t;
+  // No NaN at all: +max finite, whatever x's sign (NVIDIA's cvt .satfinite).
+  if (f.specials == SpecialEncoding::none) return field | ((std::uint64_t{1} << t) - 1);
   if (f.specials == SpecialEncoding::single_nan)
     return sign | field | ((std::uint64_t{1} << t) - 1);
   const std::uint64_t payload =
@@ -139,6 +143,7 @@ bool event_possible(const oracle::Spec& s, double x, double v, RoundingEvent eve
     case RoundingEvent::saturation:
       return !std::isnan(x) && std::fabs(x) > s.max_finite && std::fabs(v) == s.max_finite;
     case RoundingEvent::nan:
+      if (!s.has_nan) return std::isnan(x) && v == s.max_finite;
       return std::isnan(v) && (std::isnan(x) || (std::isinf(x) && !s.has_infinity));
   }
   return false;
@@ -166,8 +171,12 @@ std::optional<std::string> check_round_to(const Format& f, Rounding mode, double
   if (total < 64 && (got.bits >> total) != 0) return fail("bits above the format's width");
   if (!same(decode(f, got.bits), got.value)) return fail("decode(bits) differs from value");
   const std::uint64_t sign_bit = std::uint64_t{1} << (total - 1);
-  if (((got.bits & sign_bit) != 0) != std::signbit(x)) return fail("sign bit differs from x's");
-  if (std::isnan(want.value) && got.bits != expected_nan_bits(f, x)) {
+  const bool sign_kept = f.has_nan() || !std::isnan(x);  // NaN to +max where there is no NaN
+  if (sign_kept && ((got.bits & sign_bit) != 0) != std::signbit(x)) {
+    return fail("sign bit differs from x's");
+  }
+  if ((std::isnan(want.value) || want.event == RoundingEvent::nan) &&
+      got.bits != expected_nan_bits(f, x)) {
     return fail(fmt::format("NaN encoding: expected 0x{:x}", expected_nan_bits(f, x)));
   }
   const std::uint64_t magnitude = got.bits & ~sign_bit;

@@ -31,6 +31,28 @@ inline constexpr Rounding kAllModes[] = {
     Rounding::stochastic_equal,
 };
 
+// A mode with the stochastic draw it is called with.
+struct Draw {
+  Rounding mode;
+  std::uint32_t random;
+};
+
+// The deterministic modes, and the stochastic ones with draws at the ends and around the middle.
+inline constexpr Draw kDraws[] = {
+    {Rounding::nearest_even, 0},
+    {Rounding::nearest_away, 0},
+    {Rounding::toward_zero, 0},
+    {Rounding::upward, 0},
+    {Rounding::downward, 0},
+    {Rounding::to_odd, 0},
+    {Rounding::stochastic_proportional, 0},
+    {Rounding::stochastic_proportional, 0x7FFFFFFFu},
+    {Rounding::stochastic_proportional, 0x80000000u},
+    {Rounding::stochastic_proportional, 0xFFFFFFFFu},
+    {Rounding::stochastic_equal, 0x7FFFFFFFu},
+    {Rounding::stochastic_equal, 0x80000000u},
+};
+
 std::uint64_t bits_of(double x);
 double double_of(std::uint64_t bits);
 std::uint32_t bits_of(float x);
@@ -41,7 +63,8 @@ bool same(double a, double b);
 
 // The format with subnormals and overflow policy replaced.
 Format variant(const Format& f, bool subnormals, Overflow overflow);
-// The four variants (subnormals on/off x infinity/saturate) of f.
+// The four variants (subnormals on/off x infinity/saturate) of f; two (saturate only) for a
+// format without infinity or NaN, which cannot overflow to either.
 std::vector<Format> variants(const Format& f);
 
 // Human-readable descriptions for failure messages.
@@ -59,7 +82,7 @@ int exponent_field_bits(const Format& f);
 
 // The encoding a NaN result must have: for IEEE-style formats a quiet NaN with x's sign and the
 // top fraction bits of x's payload (x NaN) or the default quiet NaN (x not NaN); for e4m3 the one
-// NaN pattern S.1111.111.
+// NaN pattern S.1111.111; for a format without NaN (e2m1, ...) the pattern of +max finite.
 std::uint64_t expected_nan_bits(const Format& f, double x);
 
 // n binary32 numbers with random signs and fractions, their exponents uniform over the format's

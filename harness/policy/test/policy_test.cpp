@@ -397,7 +397,7 @@ TEST(UserPolicy, EveryErrorNamesTheFileLineColumnKeyAndProblem) {
        "key 'matmul': expected a table ([matmul]), got a string"},
       {"name = \"x\"\n[matmul]\ninput = \"fp17\"\n", 3, 9,
        "key 'matmul.input': unknown format 'fp17' (known: fp64, fp32, tf32, bf16, fp16, e4m3, "
-       "e5m2, or user:p=P,emin=E,emax=E)"},
+       "e5m2, e3m2, e2m3, e2m1, or user:p=P,emin=E,emax=E[,specials=S])"},
       {"name = \"x\"\n[matmul]\naccumulate = 32\n", 3, 14,
        "key 'matmul.accumulate': expected a string, got an integer"},
       {"name = \"x\"\n[softmax]\ncompute = \"user:p=60,emin=-3,emax=4\"\n", 3, 11,

@@ -49,7 +49,9 @@ inline void add_product(Mp& sum, double a, double b) {
 
 // The exact dot product of a and b in sum (finite inputs).
 inline void exact_dot(Mp& sum, std::span<const double> a, std::span<const double> b) {
-  mpfr_set_zero(sum.get(), 1);
+  // IEEE 754 section 6.3, as the library documents (exact_value.hpp): an empty sum is +0, a sum
+  // of -0 terms -0; starting a non-empty sum from -0 gives both, since -0 + +0 is +0.
+  mpfr_set_zero(sum.get(), a.empty() ? 1 : -1);
   for (std::size_t i = 0; i < a.size(); ++i) add_product(sum, a[i], b[i]);
 }
 

@@ -1,0 +1,145 @@
+// End-to-end tests of `ampbench quantize`: the real binary on small tensors whose scales and
+// elements are worked out by hand from the recipes' definitions (OCP MX v1.0 (its conversion of a
+// block), Transformer Engine's DelayedScaling), and every kind of bad input, each with status 2 and
+// a message naming it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+
+// A tensor file of this process.
+std::string write_tensor(const std::string& name, const std::string& json) {
+  const std::string path =
+      ::testing::TempDir() + "quantize_" + std::to_string(::getpid()) + "_" + name + ".json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+// A row of 32: the given values, then zeros.
+std::string row32(const std::string& head, int count) {
+  std::string text = "[" + head;
+  for (int i = count; i < 32; ++i) text += ",0";
+  return text + "]";
+}
+
+nlohmann::json run_json(const std::string& args) {
+  const Outcome run = ampbench("quantize " + args + " --json");
+  EXPECT_EQ(run.status, 0) << args << ": " << run.err;
+  return run.status == 0 ? nlohmann::json::parse(run.out) : nlohmann::json::object();
+}
+
+TEST(QuantizeCli, Mxfp4ScaleAndElementsByHand) {
+  // amax 6: X = 2^(floor(log2 6) - 2) = 1 (E8M0 0x7f); 2.5 is a tie (to 2), 0.25 one to 0.
+  const std::string file = write_tensor("mxfp4", "[" + row32("6,-0.5,2.5,0.25", 4) + "]");
+  const nlohmann::json q = run_json("--recipe mxfp4 --inputs " + file);
+  ASSERT_EQ(q["tiles"].size(), 1u);
+  EXPECT_EQ(q["tiles"][0]["scale_bits"], "0x7f");
+  EXPECT_EQ(q["tiles"][0]["decode_scale"], "0x1p+0");
+  EXPECT_EQ(q["element"], "e2m1");
+  EXPECT_EQ(q["scale_format"], "ue8m0");
+  EXPECT_EQ(q["elements"][0]["bits"], "0x7");
+  EXPECT_EQ(q["elements"][1]["bits"], "0x9");
+  EXPECT_EQ(q["elements"][2]["value"], "0x1p+1");
+  EXPECT_EQ(q["elements"][2]["error"], "-0x1p-1");
+  EXPECT_EQ(q["elements"][3]["event"], "flush_to_zero");
+  EXPECT_EQ(q["events"]["flushed"], 1);
+  EXPECT_EQ(q["events"]["saturated"], 0);
+}
+
+TEST(QuantizeCli, Mxfp8SaturatesWhatTheFloorScaleLeavesAbove448) {
+  // amax 1000: X = 2^(9 - 8) = 2; 1000 / 2 = 500 > 448.
+  const std::string file = write_tensor("mxfp8", "[" + row32("1000,1", 2) + "]");
+  const nlohmann::json q = run_json("--recipe mxfp8 --inputs " + file);
+  EXPECT_EQ(q["tiles"][0]["scale_bits"], "0x80");
+  EXPECT_EQ(q["elements"][0]["dequantized"], "0x1.cp+9");  // 896
+  EXPECT_EQ(q["elements"][0]["event"], "saturation");
+  EXPECT_EQ(q["events"]["saturated"], 1);
+  const nlohmann::json e5m2 = run_json("--recipe mxfp8 --element e5m2 --inputs " + file);
+  EXPECT_EQ(e5m2["element"], "e5m2");
+  EXPECT_EQ(e5m2["tiles"][0]["scale_bits"], "0x79");  // 2^(9 - 15) = 2^-6: 127 - 6 = 0x79
+}
+
+TEST(QuantizeCli, DelayedScalingFromAHistoryAndTheNextScale) {
+  const std::string file = write_tensor("delayed", "[[7, -3.5, 1, 0]]");
+  // Scale 128 given: 7 * 128 = 896 saturates; the next scale is 448 / 7 = 64.
+  const nlohmann::json given = run_json("--recipe fp8-delayed --scale 128 --inputs " + file);
+  EXPECT_EQ(given["tiles"][0]["scale"], "0x1p+7");
+  EXPECT_EQ(given["tiles"][0]["scale_bits"], "0x43000000");
+  EXPECT_EQ(given["elements"][0]["dequantized"], "0x1.cp+1");  // 448 / 128 = 3.5
+  EXPECT_EQ(given["events"]["saturated"], 1);
+  EXPECT_EQ(given["next_scale"], "0x1p+6");
+  // A window of 2 over amaxes 2, 4: scale 448 / 4 = 112; then 4 and this tensor's 7: 64.
+  const nlohmann::json history =
+      run_json("--recipe fp8-delayed --amax-history 2,4 --amax-history-len 2 --inputs " + file);
+  EXPECT_EQ(history["tiles"][0]["scale"], "0x1.cp+6");
+  EXPECT_EQ(history["next_scale"], "0x1p+6");
+  // Without a history the first step is current scaling, and the output says so.
+  const Outcome first = ampbench("quantize --recipe fp8-delayed --inputs " + file);
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find("this first step uses current scaling"), std::string::npos);
+  EXPECT_NE(first.out.find("0x1p+6"), std::string::npos);
+  // HYBRID: gradients in e5m2.
+  EXPECT_EQ(run_json("--recipe fp8-current --role dy --inputs " + file)["element"], "e5m2");
+  EXPECT_EQ(
+      run_json("--recipe fp8-current --role dy --fp8-format e4m3 --inputs " + file)["element"],
+      "e4m3");
+}
+
+TEST(QuantizeCli, BlockShapesFollowTheRole) {
+  const nlohmann::json w = run_json("--recipe fp8-block --role w --shape 128x256");
+  EXPECT_EQ(w["block"], nlohmann::json::array({128, 128}));
+  EXPECT_EQ(w["tiles"].size(), 2u);
+  const nlohmann::json x = run_json("--recipe fp8-block --shape 2x128");
+  EXPECT_EQ(x["block"], nlohmann::json::array({1, 128}));
+  EXPECT_EQ(x["tiles"].size(), 2u);
+  const nlohmann::json nv = run_json("--recipe nvfp4 --role w --shape 16x32");
+  EXPECT_EQ(nv["block"], nlohmann::json::array({16, 16}));
+  EXPECT_EQ(nv["scale_format"], "ue4m3 blocks, fp32 tensor");
+  EXPECT_EQ(run_json("--recipe nvfp4 --role dy --shape 1x16")["mode"], "srp");
+}
+
+TEST(QuantizeCli, BadInputIsStatus2NamingIt) {
+  const std::string three = write_tensor("three", "[[[1]]]");
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"", "--recipe is required"},
+      {"--recipe fp9", "--recipe: unknown recipe 'fp9' (known: fp8-delayed"},
+      {"--recipe mxfp8 --role z", "--role: unknown role 'z'"},
+      {"--recipe mxfp8 --shape 4x48",
+       "--shape 4x48: a block of 32 columns does not divide the tensor's 48 columns"},
+      {"--recipe fp8-block --role w --shape 64x128",
+       "a block of 128 rows does not divide the tensor's 64 rows"},
+      {"--recipe fp8-delayed --scale 0.1", "--scale 0.1: fp32 cannot hold this scale exactly"},
+      {"--recipe fp8-delayed --scale 1e39", "--scale 1e39: fp32 cannot hold this scale"},
+      {"--recipe fp8-delayed --amax-history 1,-2", "--amax-history: '-2' is not a non-negative"},
+      {"--recipe mxfp8 --amax-history 1", "go with --recipe fp8-delayed"},
+      {"--recipe mxfp6 --element e5m2", "--element e5m2: mxfp6 takes e3m2 or e2m3"},
+      {"--recipe nvfp4 --element e2m1", "--element goes with the MX recipes"},
+      {"--recipe mxfp4 --mode nearest", "--mode: unknown rounding mode 'nearest'"},
+      {"--recipe mxfp4 --shape 0x32", "--shape 0x32: expected COLS or ROWSxCOLS"},
+      {"--recipe mxfp4 --dist bogus", "--dist:"},
+      {"--recipe mxfp4 --inputs /nonexistent/t.json", "--inputs"},
+      {"--recipe mxfp4 --inputs " + three, "has more than 2 dimensions"},
+      {"--recipe mxfp4 --inputs " + three + " --shape 1x32", "leave out --dist and --shape"},
+      {"--recipe fp8-delayed --margin 200", "--margin"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("quantize " + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << ": " << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+}
+
+}  // namespace

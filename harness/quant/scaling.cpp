@@ -1,0 +1,296 @@
+#include "harness/quant/scaling.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ampbench::quant {
+namespace {
+
+namespace formats = numeric::formats;
+using numeric::Overflow;
+using numeric::Rounded;
+using numeric::RoundingEvent;
+
+constexpr double kFloatMax = std::numeric_limits<float>::max();
+
+// x rounded to binary32 (nearest even), as a binary64: one fp32 operation's result when x is its
+// exact value, or (for a quotient computed in binary64) its correct rounding, since 53 >= 2*24+2
+// makes the double rounding innocuous (Figueroa 1995).
+double f32(double x) {
+  return numeric::round_to(formats::fp32, Rounding::nearest_even, x).value;
+}
+
+// fmaxf: the larger, NaN ignored unless both are NaN.
+double fmax_ignoring_nan(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return std::max(a, b);
+}
+
+Format saturating(Format f) {
+  f.overflow = Overflow::saturate;
+  return f;
+}
+
+void check_layout(std::span<const float> x, const Layout& l) {
+  if (l.rows == 0 || l.cols == 0) throw std::invalid_argument("the tensor is empty");
+  if (x.size() != l.rows * l.cols) {
+    throw std::invalid_argument(fmt::format("the tensor has {} values, its shape {}x{} needs {}",
+                                            x.size(), l.rows, l.cols, l.rows * l.cols));
+  }
+  if (l.block_rows == 0 || l.rows % l.block_rows != 0) {
+    throw std::invalid_argument(fmt::format(
+        "a block of {} rows does not divide the tensor's {} rows", l.block_rows, l.rows));
+  }
+  if (l.block_cols == 0 || l.cols % l.block_cols != 0) {
+    throw std::invalid_argument(fmt::format(
+        "a block of {} columns does not divide the tensor's {} columns", l.block_cols, l.cols));
+  }
+}
+
+// The tiles of a layout, row-major, with their amax.
+std::vector<Tile> tiles_of(std::span<const float> x, const Layout& l) {
+  std::vector<Tile> tiles;
+  for (std::size_t r = 0; r < l.rows; r += l.block_rows) {
+    for (std::size_t c = 0; c < l.cols; c += l.block_cols) {
+      Tile t;
+      t.row = r;
+      t.col = c;
+      t.rows = l.block_rows;
+      t.cols = l.block_cols;
+      for (std::size_t i = r; i < r + l.block_rows; ++i) {
+        t.amax = fmax_ignoring_nan(t.amax, amax(x.subspan(i * l.cols + c, l.block_cols)));
+      }
+      tiles.push_back(t);
+    }
+  }
+  return tiles;
+}
+
+bool has_nan(std::span<const float> x, const Layout& l, const Tile& t) {
+  for (std::size_t i = t.row; i < t.row + t.rows; ++i) {
+    for (std::size_t j = t.col; j < t.col + t.cols; ++j) {
+      if (std::isnan(x[i * l.cols + j])) return true;
+    }
+  }
+  return false;
+}
+
+std::uint64_t f32_bits(double v) {
+  return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+}
+
+// Rounds every element of every tile: x * tile.scale (rounded to binary32 when product_in_f32, as
+// TE's kernels multiply; exact otherwise), then to the element format; the events and the
+// dequantized values. A tile whose decode scale is NaN makes its elements NaN.
+Quantized finish(std::span<const float> x, const Layout& l, const Format& element,
+                 std::vector<Tile> tiles, ScaleRule rule, bool product_in_f32) {
+  Quantized q;
+  q.element = saturating(element);
+  q.mode = l.mode;
+  q.rule = rule;
+  q.rows = l.rows;
+  q.cols = l.cols;
+  q.block_rows = l.block_rows;
+  q.block_cols = l.block_cols;
+  const std::size_t n = x.size();
+  q.bits.resize(n);
+  q.values.resize(n);
+  q.dequantized.resize(n);
+  q.element_events.resize(n);
+  q.events.elements = n;
+  q.events.blocks = tiles.size();
+  const double min_normal = std::ldexp(1.0, q.element.emin);
+  const bool stochastic = numeric::is_stochastic(l.mode);
+  for (Tile& t : tiles) {
+    bool any_nonzero = false;
+    bool all_zero = true;
+    for (std::size_t i = t.row; i < t.row + t.rows; ++i) {
+      for (std::size_t j = t.col; j < t.col + t.cols; ++j) {
+        const std::size_t k = i * l.cols + j;
+        const double v = x[k];
+        const std::uint32_t random = stochastic ? numeric::stochastic_draw(l.seed, k) : 0u;
+        const double scaled = product_in_f32 ? f32(v * t.scale) : v * t.scale;
+        const Rounded r = numeric::round_to(q.element, l.mode, scaled, random);
+        q.bits[k] = r.bits;
+        q.values[k] = r.value;
+        q.element_events[k] = r.event;
+        const bool nan_scale = std::isnan(t.decode_scale);
+        q.dequantized[k] =
+            nan_scale ? std::numeric_limits<double>::quiet_NaN() : r.value * t.decode_scale;
+        if (std::isnan(v) || nan_scale) {
+          ++q.events.nan;
+        } else if (r.event == RoundingEvent::saturation) {
+          ++q.events.saturated;
+        }
+        if (std::isfinite(v) && v != 0) {
+          any_nonzero = true;
+          if (q.dequantized[k] == 0) ++q.events.flushed;
+        }
+        if (r.value != 0 && std::fabs(r.value) < min_normal) ++q.events.subnormal;
+        if (q.dequantized[k] != 0) all_zero = false;
+      }
+    }
+    t.lost = any_nonzero && all_zero;
+    if (t.lost) ++q.events.blocks_lost;
+  }
+  q.tiles = std::move(tiles);
+  return q;
+}
+
+}  // namespace
+
+double max_finite(const Format& f) {
+  return numeric::decode(f, numeric::detail::max_finite_bits(f));
+}
+
+double amax(std::span<const float> values) {
+  double m = 0;
+  for (const float v : values) m = fmax_ignoring_nan(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
+
+float current_scale(double amax_value, double fmt_max, bool pow2) {
+  if (!std::isfinite(amax_value) || amax_value == 0) return 1.0f;
+  double scale = f32(fmt_max / amax_value);
+  if (std::isinf(scale)) scale = kFloatMax;
+  auto s = static_cast<float>(scale);
+  if (pow2) s = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s) & 0xFF800000u);
+  return s;
+}
+
+// ---- DelayedScaling -----------------------------------------------------------------------------
+
+DelayedScaling::DelayedScaling(const DelayedScalingConfig& config, float initial_scale)
+    : config_(config), scale_(initial_scale) {
+  if (config.amax_history_len == 0) {
+    throw std::invalid_argument("amax_history_len must be at least 1");
+  }
+  if (config.margin < -126 || config.margin > 126) {
+    throw std::invalid_argument(fmt::format(
+        "margin {} is outside [-126, 126]: 2^-margin is no binary32 number", config.margin));
+  }
+  history_.assign(config.amax_history_len, 0.0f);
+}
+
+void DelayedScaling::record(float amax_value) {
+  history_[0] = static_cast<float>(fmax_ignoring_nan(history_[0], amax_value));
+}
+
+void DelayedScaling::update() {
+  // delayed_scaling.cu, amax_and_scale_update_impl::kernel: a = history[i + 1] (the last slot
+  // takes slot 0's amax), amax = fmaxf over all of them, updated[i] = i > 0 ? a : 0.
+  const std::size_t n = history_.size();
+  const float last = history_[0];
+  double window = 0;
+  std::vector<float> rolled(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = i + 1 < n ? history_[i + 1] : last;
+    window = fmax_ignoring_nan(window, a);
+    rolled[i] = i > 0 ? a : 0.0f;
+  }
+  history_ = std::move(rolled);
+  const double chosen = config_.amax_compute_algo == AmaxAlgo::max ? window : last;
+  const double scaled_max = f32(config_.fmt_max * std::ldexp(1.0, -config_.margin));
+  if (std::isfinite(chosen) && chosen > 0) {
+    const double s = f32(scaled_max / chosen);
+    scale_ = std::isinf(s) ? std::numeric_limits<float>::max() : static_cast<float>(s);
+  }
+}
+
+// ---- quantizers ---------------------------------------------------------------------------------
+
+Quantized quantize_with_scale(std::span<const float> x, const Layout& layout, const Format& element,
+                              float scale) {
+  check_layout(x, layout);
+  if (layout.block_rows != layout.rows || layout.block_cols != layout.cols) {
+    throw std::invalid_argument("a given per-tensor scale needs one block: the whole tensor");
+  }
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    throw std::invalid_argument(
+        fmt::format("the scale {} is not a positive finite binary32", scale));
+  }
+  std::vector<Tile> tiles = tiles_of(x, layout);
+  for (Tile& t : tiles) {
+    t.scale = scale;
+    t.scale_bits = f32_bits(scale);
+    t.decode_scale = f32(1.0 / scale);  // TE's scale_inv
+  }
+  Quantized q = finish(x, layout, element, std::move(tiles), ScaleRule::fp32_given, true);
+  q.tensor_amax = amax(x);
+  return q;
+}
+
+Quantized quantize_current(std::span<const float> x, const Layout& layout, const Format& element,
+                           bool pow2) {
+  check_layout(x, layout);
+  std::vector<Tile> tiles = tiles_of(x, layout);
+  const double fmt_max = max_finite(saturating(element));
+  for (Tile& t : tiles) {
+    const float s = current_scale(t.amax, fmt_max, pow2);
+    t.scale = s;
+    t.scale_bits = f32_bits(s);
+    t.decode_scale = f32(1.0 / s);
+  }
+  Quantized q = finish(x, layout, element, std::move(tiles), ScaleRule::fp32_amax, true);
+  q.tensor_amax = amax(x);
+  return q;
+}
+
+Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element) {
+  check_layout(x, layout);
+  const Format elem = saturating(element);
+  std::vector<Tile> tiles = tiles_of(x, layout);
+  for (Tile& t : tiles) {
+    if (has_nan(x, layout, t) || std::isinf(t.amax)) {
+      t.scale = std::numeric_limits<double>::quiet_NaN();
+      t.scale_bits = 0xFF;
+      t.decode_scale = t.scale;
+      continue;
+    }
+    // floor(log2(amax)): the binary exponent of the largest magnitude (binary32 subnormals
+    // included, as a binary64 they are normal); an all-zero block takes the smallest scale.
+    int shared = t.amax == 0 ? -127 : std::ilogb(t.amax) - elem.emax;
+    shared = std::clamp(shared, -127, 127);
+    t.scale = std::ldexp(1.0, -shared);
+    t.scale_bits = static_cast<std::uint64_t>(shared + 127);
+    t.decode_scale = std::ldexp(1.0, shared);
+  }
+  Quantized q = finish(x, layout, element, std::move(tiles), ScaleRule::mx_e8m0, false);
+  q.tensor_amax = amax(x);
+  return q;
+}
+
+Quantized quantize_nvfp4(std::span<const float> x, const Layout& layout) {
+  check_layout(x, layout);
+  const double tensor_amax = amax(x);
+  // core_nvfp4.cuh, compute_global_encode_scaling_factor_FP4.
+  double s_enc = std::min(f32(448.0 * 6.0 / tensor_amax), kFloatMax);
+  if (tensor_amax == 0 || s_enc == 0) s_enc = 1;
+  const double s_dec = f32(1.0 / s_enc);  // quantize_transpose_nvfp4.cuh: 1.0 / S_enc
+  const double sixth = f32(1.0 / 6.0);
+  std::vector<Tile> tiles = tiles_of(x, layout);
+  for (Tile& t : tiles) {
+    // compute_decoding_scaling_factor: block_amax * (S_enc * (1/6)), converted to e4m3 satfinite.
+    const double decode_wanted = f32(t.amax * f32(s_enc * sixth));
+    const Rounded sb = numeric::round_scale(formats::ue4m3, Rounding::nearest_even,
+                                            std::isnan(decode_wanted) ? 0.0 : decode_wanted);
+    t.scale_bits = sb.bits;
+    // block_scale_inverse = fminf(1.0f / (float(S_dec_b) * S_dec), float max).
+    const double product = f32(sb.value * s_dec);
+    t.scale = product == 0 ? kFloatMax : std::min(f32(1.0 / product), kFloatMax);
+    t.decode_scale = sb.value * s_dec;  // exact: 4 and 24 significant bits
+  }
+  Quantized q = finish(x, layout, formats::e2m1, std::move(tiles), ScaleRule::nvfp4, true);
+  q.global_scale = s_enc;
+  q.global_decode = s_dec;
+  q.tensor_amax = tensor_amax;
+  return q;
+}
+
+}  // namespace ampbench::quant

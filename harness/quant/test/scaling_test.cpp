@@ -1,0 +1,220 @@
+// The quantizers and the delayed-scaling state on cases worked out by hand from the definitions
+// (OCP MX v1.0 (its conversion of a block); Transformer Engine's DelayedScaling,
+// Float8CurrentScaling and NVFP4BlockScaling): exact scales and elements, saturation, flushed and
+// lost blocks, NaN.
+#include "harness/quant/scaling.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ampbench::quant {
+namespace {
+
+namespace formats = numeric::formats;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+TEST(Amax, IgnoresNanAsFmaxfDoes) {
+  EXPECT_EQ(amax(std::vector<float>{1, -3, kNaN, 2}), 3.0);
+  EXPECT_EQ(amax(std::vector<float>{}), 0.0);
+  EXPECT_EQ(amax(std::vector<float>{kNaN}), 0.0);
+  EXPECT_EQ(amax(std::vector<float>{-kInf, 1}), kInf);
+}
+
+TEST(CurrentScale, Fp8MaxOverAmax) {
+  EXPECT_EQ(current_scale(448, 448, false), 1.0f);
+  EXPECT_EQ(current_scale(0.5, 448, false), 896.0f);
+  EXPECT_EQ(current_scale(3.5, 448, false), 128.0f);
+  EXPECT_EQ(current_scale(57344, 57344, false), 1.0f);
+  // 448/3 = 149.33..: not a power of two; with pow2 its fraction is cleared, 128.
+  EXPECT_NE(current_scale(3, 448, false), 128.0f);
+  EXPECT_EQ(current_scale(3, 448, true), 128.0f);
+  // Zero, infinite and NaN amaxes give 1; a quotient past binary32 gives its largest value.
+  for (const double bad : {0.0, double{kInf}, double{kNaN}}) {
+    EXPECT_EQ(current_scale(bad, 448, false), 1.0f);
+  }
+  EXPECT_EQ(current_scale(0x1p-149, 448, false), std::numeric_limits<float>::max());
+  EXPECT_EQ(current_scale(0x1p-149, 448, true), 0x1p127f);
+}
+
+DelayedScalingConfig config(std::size_t len, AmaxAlgo algo = AmaxAlgo::max, int margin = 0) {
+  DelayedScalingConfig c;
+  c.amax_history_len = len;
+  c.amax_compute_algo = algo;
+  c.margin = margin;
+  c.fmt_max = 448;
+  return c;
+}
+
+TEST(DelayedScaling, ASpikeLeavesTheWindowAfterLenSteps) {
+  DelayedScaling d(config(3));
+  EXPECT_EQ(d.scale(), 1.0f);  // TE's initial scale
+  d.record(2);
+  EXPECT_EQ(d.history(), (std::vector<float>{2, 0, 0}));
+  d.update();
+  EXPECT_EQ(d.scale(), 224.0f);
+  EXPECT_EQ(d.history(), (std::vector<float>{0, 0, 2}));
+  d.record(4);
+  d.update();
+  EXPECT_EQ(d.scale(), 112.0f);
+  EXPECT_EQ(d.history(), (std::vector<float>{0, 2, 4}));
+  d.record(1);
+  d.update();  // window 2, 4, 1
+  EXPECT_EQ(d.scale(), 112.0f);
+  d.record(1);
+  d.update();  // window 4, 1, 1
+  EXPECT_EQ(d.scale(), 112.0f);
+  d.record(1);
+  d.update();  // window 1, 1, 1: the spike is gone
+  EXPECT_EQ(d.scale(), 448.0f);
+}
+
+TEST(DelayedScaling, MostRecentMarginAndAmaxesThatKeepTheScale) {
+  DelayedScaling d(config(4, AmaxAlgo::most_recent, 2));
+  d.record(8);
+  d.update();
+  EXPECT_EQ(d.scale(), 14.0f);  // 448 / 8 / 2^2
+  d.record(1);
+  d.update();
+  EXPECT_EQ(d.scale(), 112.0f);  // the most recent, not the window's max
+  d.update();                    // nothing recorded: amax 0 keeps the scale
+  EXPECT_EQ(d.scale(), 112.0f);
+  d.record(kInf);
+  d.update();
+  EXPECT_EQ(d.scale(), 112.0f);
+  d.record(kNaN);  // ignored, as fmaxf does: slot 0 stays 0
+  EXPECT_EQ(d.history()[0], 0.0f);
+  d.update();
+  EXPECT_EQ(d.scale(), 112.0f);
+  d.record(3);
+  d.record(5);  // two quantizations in one step: the larger
+  d.update();
+  EXPECT_EQ(d.scale(), 22.4f);
+  EXPECT_THROW(DelayedScaling(config(0)), std::invalid_argument);
+  EXPECT_THROW(DelayedScaling(config(4, AmaxAlgo::max, 127)), std::invalid_argument);
+}
+
+Layout layout(std::size_t rows, std::size_t cols, std::size_t br, std::size_t bc) {
+  Layout l;
+  l.rows = rows;
+  l.cols = cols;
+  l.block_rows = br;
+  l.block_cols = bc;
+  return l;
+}
+
+// OCP MX v1.0 (its conversion of a block) by hand: X = 2^(floor(log2 amax) - emax_elem).
+TEST(Mx, ScaleIsThePowerOfTwoBelowAmaxOverTheElementsTopBinade) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 6;
+  x[1] = -0.5f;
+  x[2] = 2.5f;  // a tie between 2 and 3: 2
+  const Quantized q = quantize_mx(x, layout(1, 32, 1, 32), formats::e2m1);
+  ASSERT_EQ(q.tiles.size(), 1u);
+  EXPECT_EQ(q.tiles[0].scale_bits, 127u);  // floor(log2 6) - 2 = 0: X = 1
+  EXPECT_EQ(q.tiles[0].decode_scale, 1.0);
+  EXPECT_EQ(q.bits[0], 0x7u);
+  EXPECT_EQ(q.bits[1], 0x9u);
+  EXPECT_EQ(q.values[2], 2.0);
+  EXPECT_EQ(q.events.saturated, 0u);
+
+  // amax 1000 in e4m3 (emax 8): X = 2^(9 - 8) = 2, and 1000 / 2 = 500 saturates to 448: the MX
+  // scale leaves the block's largest value in [2^emax, 2^(emax+1)), above e4m3's 448.
+  x[0] = 1000;
+  const Quantized e = quantize_mx(x, layout(1, 32, 1, 32), formats::e4m3);
+  EXPECT_EQ(e.tiles[0].scale_bits, 128u);
+  EXPECT_EQ(e.values[0], 448.0);
+  EXPECT_EQ(e.dequantized[0], 896.0);
+  EXPECT_EQ(e.events.saturated, 1u);
+  EXPECT_EQ(e.element_events[0], numeric::RoundingEvent::saturation);
+}
+
+TEST(Mx, TinyBlocksAreLostZeroBlocksAndNanBlocksAreMarked) {
+  std::vector<float> x(64, 0.0f);
+  x[0] = 0x1p-140f;  // block 0: X would be 2^-148, clamped to E8M0's 2^-127
+  x[40] = kNaN;      // block 1: the NaN scale
+  const Quantized q = quantize_mx(x, layout(1, 64, 1, 32), formats::e4m3);
+  ASSERT_EQ(q.tiles.size(), 2u);
+  EXPECT_EQ(q.tiles[0].scale_bits, 0u);
+  EXPECT_EQ(q.dequantized[0], 0.0);  // 2^-13 is below e4m3's 2^-9
+  EXPECT_TRUE(q.tiles[0].lost);
+  EXPECT_EQ(q.events.blocks_lost, 1u);
+  EXPECT_EQ(q.events.flushed, 1u);
+  EXPECT_EQ(q.tiles[1].scale_bits, 0xFFu);
+  EXPECT_TRUE(std::isnan(q.dequantized[33]));
+  EXPECT_EQ(q.events.nan, 32u);
+  const Quantized zero =
+      quantize_mx(std::vector<float>(32, 0.0f), layout(1, 32, 1, 32), formats::e2m1);
+  EXPECT_EQ(zero.tiles[0].scale_bits, 0u);  // 2^-127
+  EXPECT_FALSE(zero.tiles[0].lost);
+}
+
+TEST(Layouts, BlocksMustDivideTheTensor) {
+  const std::vector<float> x(48, 1.0f);
+  try {
+    quantize_mx(x, layout(1, 48, 1, 32), formats::e4m3);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "a block of 32 columns does not divide the tensor's 48 columns");
+  }
+  EXPECT_THROW(quantize_current(x, layout(2, 24, 3, 24), formats::e4m3, false),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_current(x, layout(2, 25, 1, 25), formats::e4m3, false),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_with_scale(x, layout(1, 48, 1, 16), formats::e4m3, 1.0f),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_with_scale(x, layout(1, 48, 1, 48), formats::e4m3, 0.0f),
+               std::invalid_argument);
+}
+
+TEST(Fp8, CurrentAndBlockScalesPerTile) {
+  // Two 1x4 tiles: amax 7 (scale 64) and amax 0.875 (scale 512), values exact after scaling.
+  const std::vector<float> x = {7, -3.5f, 1, 0, 0.875f, 0.5f, -0.25f, 0x1p-30f};
+  const Quantized q = quantize_current(x, layout(1, 8, 1, 4), formats::e4m3, false);
+  ASSERT_EQ(q.tiles.size(), 2u);
+  EXPECT_EQ(q.tiles[0].scale, 64.0);
+  EXPECT_EQ(q.tiles[0].scale_bits, 0x42800000u);
+  EXPECT_EQ(q.tiles[1].scale, 512.0);
+  EXPECT_EQ(q.values[0], 448.0);
+  EXPECT_EQ(q.dequantized[1], -3.5);
+  EXPECT_EQ(q.dequantized[4], 0.875);
+  // 2^-30 * 512 = 2^-21 is below e4m3's smallest subnormal 2^-9: flushed.
+  EXPECT_EQ(q.dequantized[7], 0.0);
+  EXPECT_EQ(q.events.flushed, 1u);
+  EXPECT_FALSE(q.tiles[1].lost);
+  // The per-tensor scale of a delayed recipe that the tensor has outgrown: saturation.
+  const Quantized d = quantize_with_scale(x, layout(1, 8, 1, 8), formats::e4m3, 128.0f);
+  EXPECT_EQ(d.values[0], 448.0);  // 7 * 128 = 896
+  EXPECT_EQ(d.dequantized[0], 3.5);
+  EXPECT_EQ(d.events.saturated, 1u);
+}
+
+TEST(Nvfp4, ExactValuesSurviveAndTinyBlocksNextToLargeOnesAreLost) {
+  std::vector<float> x = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -6, -4, -3, -2, -1.5f, -1, -0.5f, 0};
+  const Quantized q = quantize_nvfp4(x, layout(1, 16, 1, 16));
+  EXPECT_EQ(q.global_scale, 448.0);         // 448 * 6 / 6
+  EXPECT_EQ(q.tiles[0].scale_bits, 0x7Eu);  // block scale 448 (e4m3 0x7e)
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(q.values[i], x[i]) << i;
+    EXPECT_NEAR(q.dequantized[i], x[i], 0x1p-20 * 6) << i;
+  }
+  // A block of amax 1e-30 beside one of amax 1e6: its e4m3 decode scale 1e-30 * 2688e-6 / 6
+  // flushes to zero, and with it the whole block.
+  std::vector<float> y(32, 1e-30f);
+  y[20] = 1e6f;
+  const Quantized lost = quantize_nvfp4(y, layout(1, 32, 1, 16));
+  EXPECT_EQ(lost.tiles[0].scale_bits, 0u);
+  EXPECT_TRUE(lost.tiles[0].lost);
+  EXPECT_EQ(lost.events.blocks_lost, 1u);
+  EXPECT_EQ(lost.events.flushed, 16u + 15u);  // the small block, and 1e-30 beside 1e6
+  EXPECT_FALSE(lost.tiles[1].lost);
+}
+
+}  // namespace
+}  // namespace ampbench::quant
