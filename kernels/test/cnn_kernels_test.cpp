@@ -17,9 +17,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "harness/numeric/batch_norm_math.hpp"
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
-#include "harness/numeric/batch_norm_math.hpp"
 #include "harness/train/ops.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/train/clip.hpp"
 #include "harness/numeric/scaler_math.hpp"
+#include "harness/train/clip.hpp"
 #include "harness/train/test/expect_error.hpp"
 
 namespace ampbench::train {
