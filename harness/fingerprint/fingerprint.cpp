@@ -516,7 +516,8 @@ Fingerprint take_fingerprint(Executor& executor) {
       {"output_bits", output_bits},           {"output_rounding", output_rounding},
       {"normalise_once", normalisation},      {"fused_k", fused_k}};
   for (const auto& [parameter, test] : tests) {
-    fp.evidence.push_back(guarded(parameter, [&] { return test(executor, f, p); }));
+    const Test run = test;  // a lambda may not capture a structured binding before C++20's clang 16
+    fp.evidence.push_back(guarded(parameter, [&] { return run(executor, f, p); }));
   }
   fp.evidence.push_back(guarded("monotonic", [&] {
     return monotonicity(executor, f, p.fraction_bits, p.fused_k, p.monotonic);
