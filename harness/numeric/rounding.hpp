@@ -343,6 +343,17 @@ AMPBENCH_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uin
   return static_cast<std::uint32_t>(splitmix64(seed, index) >> 32);
 }
 
+// The same draw from splitmix64's first step, the state z = seed + (index + 1) * kSplitmixGamma:
+// loops over consecutive indices advance z by one addition per element instead of a 64-bit
+// multiplication.
+inline constexpr std::uint64_t kSplitmixGamma = 0x9E3779B97F4A7C15ull;
+AMPBENCH_HD constexpr std::uint32_t stochastic_draw_from_state(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<std::uint32_t>(z >> 32);
+}
+
 AMPBENCH_HD constexpr bool is_stochastic(Rounding mode) {
   return mode == Rounding::stochastic_proportional || mode == Rounding::stochastic_equal;
 }

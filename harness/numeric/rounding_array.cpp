@@ -143,15 +143,12 @@ template <const Format& F, bool Stochastic, bool Saturate>
   return sign | magnitude;
 }
 
-// stochastic_draw(seed, index) from its first step, seed + (index + 1) * kGolden: the loops below
-// advance that state by one addition per element instead of a 64-bit multiplication.
-constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+// stochastic_draw(seed, index) from its first step (rounding.hpp): the loops below advance the
+// state by one addition per element instead of a 64-bit multiplication.
+constexpr std::uint64_t kGolden = kSplitmixGamma;
 
 [[gnu::always_inline]] constexpr std::uint32_t draw_from_state(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<std::uint32_t>(z >> 32);
+  return stochastic_draw_from_state(z);
 }
 
 constexpr bool draws_agree(std::uint64_t seed, std::uint64_t index) {

@@ -37,22 +37,6 @@ Format saturating(Format f) {
   return f;
 }
 
-void check_layout(std::span<const float> x, const Layout& l) {
-  if (l.rows == 0 || l.cols == 0) throw std::invalid_argument("the tensor is empty");
-  if (x.size() != l.rows * l.cols) {
-    throw std::invalid_argument(fmt::format("the tensor has {} values, its shape {}x{} needs {}",
-                                            x.size(), l.rows, l.cols, l.rows * l.cols));
-  }
-  if (l.block_rows == 0 || l.rows % l.block_rows != 0) {
-    throw std::invalid_argument(fmt::format(
-        "a block of {} rows does not divide the tensor's {} rows", l.block_rows, l.rows));
-  }
-  if (l.block_cols == 0 || l.cols % l.block_cols != 0) {
-    throw std::invalid_argument(fmt::format(
-        "a block of {} columns does not divide the tensor's {} columns", l.block_cols, l.cols));
-  }
-}
-
 // The tiles of a layout, row-major, with their amax.
 std::vector<Tile> tiles_of(std::span<const float> x, const Layout& l) {
   std::vector<Tile> tiles;
@@ -115,7 +99,12 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
         const std::size_t k = i * l.cols + j;
         const double v = x[k];
         const std::uint32_t random = stochastic ? numeric::stochastic_draw(l.seed, k) : 0u;
-        const double scaled = product_in_f32 ? f32(v * t.scale) : v * t.scale;
+        // A NaN scale (an MX block holding a NaN or an infinity) rounds as the scale itself, the
+        // default quiet NaN, whatever the element: not left to which operand's NaN the product
+        // carries, which IEEE 754 leaves open.
+        const double scaled = std::isnan(t.scale) ? t.scale
+                              : product_in_f32    ? f32(v * t.scale)
+                                                  : v * t.scale;
         const Rounded r = numeric::round_to(q.element, l.mode, scaled, random);
         q.bits[k] = r.bits;
         q.values[k] = r.value;
@@ -144,6 +133,26 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
 }
 
 }  // namespace
+
+namespace detail {
+
+void check_layout(std::span<const float> x, const Layout& l) {
+  if (l.rows == 0 || l.cols == 0) throw std::invalid_argument("the tensor is empty");
+  if (x.size() != l.rows * l.cols) {
+    throw std::invalid_argument(fmt::format("the tensor has {} values, its shape {}x{} needs {}",
+                                            x.size(), l.rows, l.cols, l.rows * l.cols));
+  }
+  if (l.block_rows == 0 || l.rows % l.block_rows != 0) {
+    throw std::invalid_argument(fmt::format(
+        "a block of {} rows does not divide the tensor's {} rows", l.block_rows, l.rows));
+  }
+  if (l.block_cols == 0 || l.cols % l.block_cols != 0) {
+    throw std::invalid_argument(fmt::format(
+        "a block of {} columns does not divide the tensor's {} columns", l.block_cols, l.cols));
+  }
+}
+
+}  // namespace detail
 
 double max_finite(const Format& f) {
   return numeric::decode(f, numeric::detail::max_finite_bits(f));
@@ -207,7 +216,7 @@ void DelayedScaling::update() {
 
 Quantized quantize_with_scale(std::span<const float> x, const Layout& layout, const Format& element,
                               float scale) {
-  check_layout(x, layout);
+  detail::check_layout(x, layout);
   if (layout.block_rows != layout.rows || layout.block_cols != layout.cols) {
     throw std::invalid_argument("a given per-tensor scale needs one block: the whole tensor");
   }
@@ -228,7 +237,7 @@ Quantized quantize_with_scale(std::span<const float> x, const Layout& layout, co
 
 Quantized quantize_current(std::span<const float> x, const Layout& layout, const Format& element,
                            bool pow2) {
-  check_layout(x, layout);
+  detail::check_layout(x, layout);
   std::vector<Tile> tiles = tiles_of(x, layout);
   const double fmt_max = max_finite(saturating(element));
   for (Tile& t : tiles) {
@@ -243,7 +252,7 @@ Quantized quantize_current(std::span<const float> x, const Layout& layout, const
 }
 
 Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element) {
-  check_layout(x, layout);
+  detail::check_layout(x, layout);
   const Format elem = saturating(element);
   std::vector<Tile> tiles = tiles_of(x, layout);
   for (Tile& t : tiles) {
@@ -267,7 +276,7 @@ Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Form
 }
 
 Quantized quantize_nvfp4(std::span<const float> x, const Layout& layout) {
-  check_layout(x, layout);
+  detail::check_layout(x, layout);
   const double tensor_amax = amax(x);
   // core_nvfp4.cuh, compute_global_encode_scaling_factor_FP4.
   double s_enc = std::min(f32(448.0 * 6.0 / tensor_amax), kFloatMax);

@@ -156,6 +156,42 @@ Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Form
 // Dequantized = q * s_b * fl32(1 / S_enc).
 Quantized quantize_nvfp4(std::span<const float> x, const Layout& layout);
 
+// ---- the fast path: element codes and block scales only
+// ------------------------------------------
+
+// A block-scaled tensor as a block-scaled GEMM reads it: one element code per byte (e4m3/e5m2 in 8
+// bits, e3m2/e2m3 in the low 6, e2m1 in the low 4; not packed), row-major, and one scale pattern
+// per tile, row-major over the tiles (E8M0 for MX, UE4M3 for NVFP4). No values, dequantized values
+// or events: `bits` and `scale_bits` are, bit for bit, Quantized::bits and the tiles' scale_bits of
+// the reference quantizer given the same arguments (quant_scaling_fast_test checks it).
+struct BlockScaled {
+  Format element;
+  ScaleRule rule = ScaleRule::mx_e8m0;
+  std::size_t rows = 0, cols = 0;
+  std::size_t block_rows = 0, block_cols = 0;
+  std::vector<std::uint8_t> bits;
+  std::vector<std::uint8_t> scale_bits;
+  // NVFP4: S_enc and S_dec, as Quantized::global_scale and global_decode; 1 for MX.
+  float global_scale = 1, global_decode = 1;
+};
+
+// quantize_mx and quantize_nvfp4 without the per-element record: the same layout checks and errors,
+// and the same codes and scales. The fast path covers the MX elements e4m3, e5m2, e3m2, e2m3 and
+// e2m1 with nearest-even or stochastic_proportional rounding (vectorised, x86-64-v3/v4 clones); a
+// block holding a NaN or an infinity (NaN scale) has its elements rounded by the reference
+// round_to; any other element format or mode runs the reference quantizer and keeps its codes.
+// `out` is resized and overwritten (its storage is reused when the sizes already match).
+void quantize_mx_fast(std::span<const float> x, const Layout& layout, const Format& element,
+                      BlockScaled& out);
+void quantize_nvfp4_fast(std::span<const float> x, const Layout& layout, BlockScaled& out);
+BlockScaled quantize_mx_fast(std::span<const float> x, const Layout& layout, const Format& element);
+BlockScaled quantize_nvfp4_fast(std::span<const float> x, const Layout& layout);
+
+namespace detail {
+// Throws std::invalid_argument unless x has rows x cols values and the blocks divide the shape.
+void check_layout(std::span<const float> x, const Layout& layout);
+}  // namespace detail
+
 // The largest finite value of a format.
 double max_finite(const Format& f);
 

@@ -7,8 +7,11 @@
 // where it has one:
 //   fp16 RNE encode >= 0.9x (it uses F16C itself where the CPU has it), bf16 RNE encode >= 0.8x,
 //   fp16 stochastic encode >= 0.25x; e4m3 and e5m2 encodes (nearest and stochastic) >= 0.6x and
-//   MX/NVFP4 quantization (quant/scaling.hpp, the whole quantized tensor) >= 0.25x (issue 19);
-//   the others are reported without a target.
+//   MX/NVFP4 quantization >= 0.25x (issue 19), both for the reference quantizers
+//   (quant/scaling.hpp, the whole quantized tensor with events, 1M values) and for the fast path
+//   (quantize_mx_fast, quantize_nvfp4_fast: codes and scales only, 16M values, ratios to the peer
+//   on the same 16M values, the inputs named normal_16M and wide_16M); the others are reported
+//   without a target.
 // The ratios use the median of the repetitions where there are several. On a shared machine run
 //   ampbench_bench_rounding --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //       --benchmark_report_aggregates_only=true
@@ -45,13 +48,24 @@ using namespace ampbench::numeric;
 namespace bench = ampbench::bench;
 
 constexpr std::size_t kElements = std::size_t{1} << 20;
+constexpr std::size_t kLargeElements = std::size_t{1} << 24;  // issue 19's 16M values
 
-enum class Input { normal, wide };
+// The two inputs, at 1M elements and (the _16M ones, for the MX/NVFP4 fast path) at 16M; the 16M
+// ones begin with the 1M ones (the same seeds).
+enum class Input { normal, wide, normal_16M, wide_16M };
+
+bool is_normal(Input kind) {
+  return kind == Input::normal || kind == Input::normal_16M;
+}
+
+std::size_t size_of(Input kind) {
+  return kind == Input::normal || kind == Input::wide ? kElements : kLargeElements;
+}
 
 std::vector<float> make_input(Input kind) {
-  std::vector<float> v(kElements);
-  std::mt19937_64 rng(kind == Input::normal ? 20240601 : 20240602);
-  if (kind == Input::normal) {
+  std::vector<float> v(size_of(kind));
+  std::mt19937_64 rng(is_normal(kind) ? 20240601 : 20240602);
+  if (is_normal(kind)) {
     std::normal_distribution<float> dist(0.0f, 1.0f);
     for (float& x : v) x = dist(rng);
     return v;
@@ -73,12 +87,22 @@ std::vector<float> make_input(Input kind) {
 const std::vector<float>& input(Input kind) {
   static const std::vector<float> normal = make_input(Input::normal);
   static const std::vector<float> wide = make_input(Input::wide);
-  return kind == Input::normal ? normal : wide;
+  switch (kind) {
+    case Input::normal: return normal;
+    case Input::wide: return wide;
+    case Input::normal_16M: {
+      static const std::vector<float> large = make_input(Input::normal_16M);
+      return large;
+    }
+    case Input::wide_16M: break;
+  }
+  static const std::vector<float> large = make_input(Input::wide_16M);
+  return large;
 }
 
-void finish(benchmark::State& state) {
+void finish(benchmark::State& state, std::size_t elements = kElements) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(kElements));
+                          static_cast<std::int64_t>(elements));
 }
 
 // ---- the physical peer: raw F16C, no dispatch, no checks --------------------------------------
@@ -123,25 +147,25 @@ bool cpu_has_avx512f() {
 void BM_F16C_peer_zmm(benchmark::State& state, Input kind) {
   if (!cpu_has_f16c() || !cpu_has_avx512f()) return state.SkipWithError("no AVX-512 F16C");
   const std::vector<float>& in = input(kind);
-  std::vector<std::uint16_t> out(kElements);
+  std::vector<std::uint16_t> out(in.size());
   for (auto _ : state) {
     f16c_zmm(in.data(), out.data(), in.size());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  finish(state);
+  finish(state, in.size());
 }
 
 void BM_F16C_peer_ymm(benchmark::State& state, Input kind) {
   if (!cpu_has_f16c()) return state.SkipWithError("this CPU has no F16C");
   const std::vector<float>& in = input(kind);
-  std::vector<std::uint16_t> out(kElements);
+  std::vector<std::uint16_t> out(in.size());
   for (auto _ : state) {
     f16c_ymm(in.data(), out.data(), in.size());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  finish(state);
+  finish(state, in.size());
 }
 
 // ---- the library paths -------------------------------------------------------------------------
@@ -243,6 +267,63 @@ void BM_nvfp4_quantize(benchmark::State& state, Input kind) {
   });
 }
 
+// The fast path (quantize_mx_fast, quantize_nvfp4_fast): element codes and block scales only, what
+// a block-scaled GEMM reads, into storage reused across iterations, as the peer's is. The input as
+// rows of 1024 (1024 x 1024 or 16384 x 1024), blocks 1 x 32 (MX) and 1 x 16 (NVFP4) along them.
+template <typename Quantize>
+void quantize_fast(benchmark::State& state, Input kind, Quantize&& q) {
+  const std::vector<float>& in = input(kind);
+  ampbench::quant::BlockScaled out;
+  for (auto _ : state) {
+    q(in, out);
+    benchmark::DoNotOptimize(out.bits.data());
+    benchmark::DoNotOptimize(out.scale_bits.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel("fast");
+  finish(state, in.size());
+}
+
+ampbench::quant::Layout rows_of_1024(std::size_t elements, std::size_t block_cols,
+                                     Rounding mode = Rounding::nearest_even) {
+  ampbench::quant::Layout l;
+  l.rows = elements / 1024;
+  l.cols = 1024;
+  l.block_rows = 1;
+  l.block_cols = block_cols;
+  l.mode = mode;
+  l.seed = 0x5EEDu;
+  return l;
+}
+
+void mx_fast(benchmark::State& state, Input kind, const Format& element) {
+  quantize_fast(state, kind, [&](const std::vector<float>& x, ampbench::quant::BlockScaled& out) {
+    ampbench::quant::quantize_mx_fast(x, rows_of_1024(x.size(), 32), element, out);
+  });
+}
+
+void BM_mxfp8_quantize_fast(benchmark::State& state, Input kind) {
+  mx_fast(state, kind, formats::e4m3);
+}
+void BM_mxfp6_quantize_fast(benchmark::State& state, Input kind) {
+  mx_fast(state, kind, formats::e3m2);
+}
+void BM_mxfp4_quantize_fast(benchmark::State& state, Input kind) {
+  mx_fast(state, kind, formats::e2m1);
+}
+void BM_nvfp4_quantize_fast(benchmark::State& state, Input kind) {
+  quantize_fast(state, kind, [](const std::vector<float>& x, ampbench::quant::BlockScaled& out) {
+    ampbench::quant::quantize_nvfp4_fast(x, rows_of_1024(x.size(), 16), out);
+  });
+}
+// NVFP4 as the recipe quantizes gradients: stochastic rounding.
+void BM_nvfp4_sr_quantize_fast(benchmark::State& state, Input kind) {
+  quantize_fast(state, kind, [](const std::vector<float>& x, ampbench::quant::BlockScaled& out) {
+    ampbench::quant::quantize_nvfp4_fast(
+        x, rows_of_1024(x.size(), 16, Rounding::stochastic_proportional), out);
+  });
+}
+
 void BM_fp16_rne_round_array(benchmark::State& state, Input kind) {
   round(state, formats::fp16, Rounding::nearest_even, kind);
 }
@@ -254,8 +335,14 @@ void BM_bf16_rne_round_array(benchmark::State& state, Input kind) {
   BENCHMARK_CAPTURE(fn, normal, Input::normal); \
   BENCHMARK_CAPTURE(fn, wide, Input::wide)
 
+#define AMPBENCH_16M_INPUTS(fn)                         \
+  BENCHMARK_CAPTURE(fn, normal_16M, Input::normal_16M); \
+  BENCHMARK_CAPTURE(fn, wide_16M, Input::wide_16M)
+
 AMPBENCH_BOTH_INPUTS(BM_F16C_peer_zmm);
 AMPBENCH_BOTH_INPUTS(BM_F16C_peer_ymm);
+AMPBENCH_16M_INPUTS(BM_F16C_peer_zmm);
+AMPBENCH_16M_INPUTS(BM_F16C_peer_ymm);
 AMPBENCH_BOTH_INPUTS(BM_fp16_rne_encode);
 AMPBENCH_BOTH_INPUTS(BM_bf16_rne_encode);
 AMPBENCH_BOTH_INPUTS(BM_e4m3_rne_encode);
@@ -266,6 +353,11 @@ AMPBENCH_BOTH_INPUTS(BM_e5m2_sr_encode);
 AMPBENCH_BOTH_INPUTS(BM_mxfp8_quantize);
 AMPBENCH_BOTH_INPUTS(BM_mxfp4_quantize);
 AMPBENCH_BOTH_INPUTS(BM_nvfp4_quantize);
+AMPBENCH_16M_INPUTS(BM_mxfp8_quantize_fast);
+AMPBENCH_16M_INPUTS(BM_mxfp6_quantize_fast);
+AMPBENCH_16M_INPUTS(BM_mxfp4_quantize_fast);
+AMPBENCH_16M_INPUTS(BM_nvfp4_quantize_fast);
+AMPBENCH_16M_INPUTS(BM_nvfp4_sr_quantize_fast);
 AMPBENCH_BOTH_INPUTS(BM_fp16_rne_round_array);
 AMPBENCH_BOTH_INPUTS(BM_bf16_rne_round_array);
 
@@ -281,7 +373,9 @@ double target_for(std::string_view family) {
     return 0.6;
   }
   if (family == "BM_mxfp8_quantize" || family == "BM_mxfp4_quantize" ||
-      family == "BM_nvfp4_quantize") {
+      family == "BM_nvfp4_quantize" || family == "BM_mxfp8_quantize_fast" ||
+      family == "BM_mxfp6_quantize_fast" || family == "BM_mxfp4_quantize_fast" ||
+      family == "BM_nvfp4_quantize_fast" || family == "BM_nvfp4_sr_quantize_fast") {
     return 0.25;
   }
   return 0;

@@ -1,0 +1,353 @@
+// The fast path of the MX and NVFP4 quantizers (scaling.hpp, BlockScaled): element codes and block
+// scales only, computed in binary32 and 32-bit integer lanes so that the loops vectorise, bit for
+// bit the reference quantizers' (scaling.cpp).
+//
+// Why binary32 gives the reference's results:
+// - amax: the largest |x| of binary32 values is the largest of their magnitudes' bit patterns
+//   read as unsigned integers (NaN patterns lie above infinity's and are masked where ignored).
+// - MX: X = 2^shared with shared in [-127, 125] for binary32 inputs (ilogb(amax) <= 127 and
+//   emax_elem >= 2), so 1/X is a binary32 normal and x * (1/X) is exact in binary32 unless it
+//   falls below 2^-126; there it rounds, in binary32, to something still below 2^-126, which every
+//   MX element format rounds to a signed zero (nearest) or keeps at zero (a stochastic threshold
+//   floor(2^32 * |v| / quantum) is 0 for |v| < 2^-126 and quanta >= 2^-17), as the reference's
+//   exact binary64 product does.
+// - NVFP4: every step of the reference is one binary32 operation rounded once (f32 of an exact
+//   binary64 product, or of a binary64 quotient, whose double rounding is innocuous as
+//   53 >= 2 * 24 + 2), which binary32 arithmetic computes directly.
+// - The element rounding is encode_one of rounding_array.cpp restricted to saturating formats:
+//   the magnitude rounded as an integer shifted right, a carry moving up a binade, clamped to the
+//   largest finite pattern; stochastic draws from the splitmix64 state advanced per element.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "harness/numeric/clones.hpp"
+#include "harness/quant/scaling.hpp"
+
+namespace ampbench::quant {
+namespace {
+
+namespace formats = numeric::formats;
+
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+constexpr std::uint64_t kGolden = numeric::kSplitmixGamma;
+
+// A binary32 value (bits) to the saturating encoding of F (round_to with Overflow::saturate):
+// infinities give the largest finite magnitude; a NaN gives F's NaN rule only for formats without
+// NaN (+max finite); callers never pass NaN for the others.
+template <const Format& F, bool Stochastic>
+[[gnu::always_inline]] inline std::uint32_t encode_sat(std::uint32_t u, std::uint32_t random) {
+  constexpr int kT = F.fraction_bits();
+  constexpr int kDrop = 23 - kT;
+  constexpr auto kMax = static_cast<std::uint32_t>(numeric::detail::max_finite_bits(F));
+  constexpr auto kMinNormal = static_cast<std::uint32_t>(F.emin + 127) << 23;
+  constexpr auto kRebias = static_cast<std::uint32_t>(F.emin + 126) << 23;
+  static_assert(kT >= 1 && kT <= 22 && F.emin > -126 && F.subnormals);
+  // A binary32 subnormal, read as 2^-127 * 1.f, lies more than 2^32 quanta below F's quantum.
+  static_assert(23 - kT + F.emin + 127 >= 24 + 32);
+
+  const std::uint32_t sign = (u >> 31) << (F.total_bits() - 1);
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const bool normal = a >= kMinNormal;
+  const std::uint32_t v = normal ? a - kRebias : (a & 0x7FFFFFu) | 0x800000u;
+  const int s = normal ? kDrop : kDrop + F.emin + 127 - static_cast<int>(a >> 23);
+  const int sc = s < 31 ? s : 31;
+  std::uint32_t magnitude;
+  if constexpr (!Stochastic) {
+    const std::uint32_t half_minus_one = (1u << (sc - 1)) - 1u;
+    magnitude = (v + half_minus_one + ((v >> sc) & 1u)) >> sc;
+  } else {
+    const int sd = s - 32 < 31 ? s - 32 : 31;
+    const std::uint32_t threshold = s < 32 ? v << (32 - sc) : v >> sd;
+    magnitude = (v >> sc) + (random < threshold ? 1u : 0u);
+  }
+  magnitude = magnitude < kMax ? magnitude : kMax;  // infinities included
+  if constexpr (!F.has_nan()) {
+    if (a > kInfBits) return static_cast<std::uint32_t>(numeric::detail::nan_bits(F, 0));
+  }
+  return sign | magnitude;
+}
+
+// out[j] = the code of x[j] * scale[j], element j using the draw of state + j * kGolden.
+template <const Format& F, bool Stochastic>
+[[gnu::always_inline]] inline void encode_loop(const float* x, const float* scale,
+                                               std::uint8_t* out, std::size_t n,
+                                               std::uint64_t state) {
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::uint32_t random = Stochastic ? numeric::stochastic_draw_from_state(state) : 0u;
+    state += kGolden;
+    out[j] = static_cast<std::uint8_t>(
+        encode_sat<F, Stochastic>(std::bit_cast<std::uint32_t>(x[j] * scale[j]), random));
+  }
+}
+
+enum class Elem : std::uint8_t { none, e4m3, e5m2, e3m2, e2m3, e2m1 };
+
+Elem elem_of(const Format& f) {
+  if (numeric::same_values(f, formats::e4m3)) return Elem::e4m3;
+  if (numeric::same_values(f, formats::e5m2)) return Elem::e5m2;
+  if (numeric::same_values(f, formats::e3m2)) return Elem::e3m2;
+  if (numeric::same_values(f, formats::e2m3)) return Elem::e2m3;
+  if (numeric::same_values(f, formats::e2m1)) return Elem::e2m1;
+  return Elem::none;
+}
+
+template <const Format& F>
+[[gnu::always_inline]] inline void encode_modes(bool stochastic, const float* x, const float* scale,
+                                                std::uint8_t* out, std::size_t n,
+                                                std::uint64_t state) {
+  stochastic ? encode_loop<F, true>(x, scale, out, n, state)
+             : encode_loop<F, false>(x, scale, out, n, state);
+}
+
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void encode_row(Elem id, bool stochastic, const float* x, const float* scale, std::uint8_t* out,
+                std::size_t n, std::uint64_t state) {
+  switch (id) {
+    case Elem::e4m3: encode_modes<formats::e4m3>(stochastic, x, scale, out, n, state); break;
+    case Elem::e5m2: encode_modes<formats::e5m2>(stochastic, x, scale, out, n, state); break;
+    case Elem::e3m2: encode_modes<formats::e3m2>(stochastic, x, scale, out, n, state); break;
+    case Elem::e2m3: encode_modes<formats::e2m3>(stochastic, x, scale, out, n, state); break;
+    case Elem::e2m1: encode_modes<formats::e2m1>(stochastic, x, scale, out, n, state); break;
+    case Elem::none: break;
+  }
+}
+
+// |x|'s bit pattern, 0 for a NaN; a mask rather than a select, which GCC 12 would turn into a
+// conditional reduction that it does not vectorise.
+[[gnu::always_inline]] inline std::uint32_t magnitude_or_zero(float x) {
+  const std::uint32_t a = std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFu;
+  return a & (0u - static_cast<std::uint32_t>(a <= kInfBits));
+}
+
+// tile_max[t] = max(tile_max[t], the largest magnitude pattern of x[t * bc .. t * bc + bc)), NaN
+// patterns included (MX: above infinity's, they mark the block) or counted as 0 (NVFP4's amax).
+template <std::size_t BC, bool IgnoreNan>
+[[gnu::always_inline]] inline void tile_max_loop(const float* x, std::uint32_t* tile_max,
+                                                 std::size_t tiles, std::size_t bc) {
+  const std::size_t width = BC == 0 ? bc : BC;  // the common block widths known at compile time
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const float* b = x + t * width;
+    std::uint32_t m = tile_max[t];
+    for (std::size_t j = 0; j < width; ++j) {
+      m = std::max(m, IgnoreNan ? magnitude_or_zero(b[j])
+                                : std::bit_cast<std::uint32_t>(b[j]) & 0x7FFFFFFFu);
+    }
+    tile_max[t] = m;
+  }
+}
+
+template <bool IgnoreNan>
+[[gnu::always_inline]] inline void tile_max_widths(const float* x, std::uint32_t* tile_max,
+                                                   std::size_t tiles, std::size_t bc) {
+  switch (bc) {
+    case 16: return tile_max_loop<16, IgnoreNan>(x, tile_max, tiles, bc);
+    case 32: return tile_max_loop<32, IgnoreNan>(x, tile_max, tiles, bc);
+    default: return tile_max_loop<0, IgnoreNan>(x, tile_max, tiles, bc);
+  }
+}
+
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void tile_max_row(const float* x, std::uint32_t* tile_max, std::size_t tiles, std::size_t bc,
+                  bool ignore_nan) {
+  ignore_nan ? tile_max_widths<true>(x, tile_max, tiles, bc)
+             : tile_max_widths<false>(x, tile_max, tiles, bc);
+}
+
+// scale_row[t * bc + j] = scale[t].
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void spread_row(const float* scale, float* scale_row, std::size_t tiles, std::size_t bc) {
+  for (std::size_t t = 0; t < tiles; ++t) {
+    for (std::size_t j = 0; j < bc; ++j) scale_row[t * bc + j] = scale[t];
+  }
+}
+
+// NVFP4 block scales: sb = e4m3_satfinite(amax_b * se6), encode = min(1 / (sb * s_dec), max).
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void nvfp4_scales(const std::uint32_t* tile_max, std::size_t tiles, float se6, float s_dec,
+                  const float* e4m3_values, std::uint8_t* scale_bits, float* encode) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const float wanted = std::bit_cast<float>(tile_max[t]) * se6;
+    // round_scale gives e4m3 of a non-negative value, 0 for NaN (never: amax ignores NaN).
+    const std::uint32_t sb = encode_sat<formats::e4m3, false>(
+        std::bit_cast<std::uint32_t>(wanted != wanted ? 0.0f : wanted), 0);
+    const float product = e4m3_values[sb] * s_dec;
+    const float inverse = 1.0f / product;
+    scale_bits[t] = static_cast<std::uint8_t>(sb);
+    encode[t] = product == 0 ? kMax : (inverse < kMax ? inverse : kMax);
+  }
+}
+
+// The largest magnitude pattern of x, NaN ignored.
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+std::uint32_t amax_bits(const float* x, std::size_t n) {
+  std::uint32_t m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    m = std::max(m, magnitude_or_zero(x[i]));
+  }
+  return m;
+}
+
+// floor(log2) of a nonzero finite binary32 magnitude pattern. (For a subnormal amax, at most -127,
+// shared_exp = that - emax_elem is always clamped to -127: the second line cannot change a scale.)
+int ilogb_bits(std::uint32_t a) {
+  if (a >= 0x800000u) return static_cast<int>(a >> 23) - 127;
+  return 31 - std::countl_zero(a) - 149;
+}
+
+void start(BlockScaled& out, const Layout& l, const Format& element, ScaleRule rule) {
+  Format saturating = element;
+  saturating.overflow = numeric::Overflow::saturate;
+  out.element = saturating;
+  out.rule = rule;
+  out.rows = l.rows;
+  out.cols = l.cols;
+  out.block_rows = l.block_rows;
+  out.block_cols = l.block_cols;
+  out.bits.resize(l.rows * l.cols);
+  out.scale_bits.resize((l.rows / l.block_rows) * (l.cols / l.block_cols));
+  out.global_scale = 1;
+  out.global_decode = 1;
+}
+
+void from_reference(const Quantized& q, BlockScaled& out) {
+  for (std::size_t k = 0; k < q.bits.size(); ++k)
+    out.bits[k] = static_cast<std::uint8_t>(q.bits[k]);
+  for (std::size_t t = 0; t < q.tiles.size(); ++t) {
+    out.scale_bits[t] = static_cast<std::uint8_t>(q.tiles[t].scale_bits);
+  }
+  out.global_scale = static_cast<float>(q.global_scale);
+  out.global_decode = static_cast<float>(q.global_decode);
+}
+
+// The element pass shared by MX and NVFP4: each band of block_rows rows, its tiles' encode scales
+// in `encode` (a NaN-scale tile flagged in `nan_tile`).
+struct Workspace {
+  std::vector<std::uint32_t> tile_max;
+  std::vector<float> encode;
+  std::vector<float> scale_row;
+  std::vector<std::uint8_t> nan_tile;
+};
+
+void encode_band(std::span<const float> x, const Layout& l, Elem id, const Format& element,
+                 std::size_t band, Workspace& w, BlockScaled& out) {
+  const std::size_t tiles = l.cols / l.block_cols;
+  const bool stochastic = l.mode == Rounding::stochastic_proportional;
+  spread_row(w.encode.data(), w.scale_row.data(), tiles, l.block_cols);
+  for (std::size_t r = band * l.block_rows; r < (band + 1) * l.block_rows; ++r) {
+    const std::size_t k0 = r * l.cols;
+    encode_row(id, stochastic, x.data() + k0, w.scale_row.data(), out.bits.data() + k0, l.cols,
+               l.seed + (k0 + 1) * kGolden);
+  }
+  for (std::size_t t = 0; t < tiles; ++t) {
+    if (w.nan_tile[t] == 0) continue;
+    // The reference's elements of a NaN-scale block: round_to of the default quiet NaN.
+    const auto nan_code = static_cast<std::uint8_t>(
+        numeric::round_to(element, l.mode, std::numeric_limits<double>::quiet_NaN()).bits);
+    for (std::size_t r = band * l.block_rows; r < (band + 1) * l.block_rows; ++r) {
+      std::fill_n(out.bits.data() + r * l.cols + t * l.block_cols, l.block_cols, nan_code);
+    }
+  }
+}
+
+bool fast_mode(Rounding mode) {
+  return mode == Rounding::nearest_even || mode == Rounding::stochastic_proportional;
+}
+
+}  // namespace
+
+void quantize_mx_fast(std::span<const float> x, const Layout& layout, const Format& element,
+                      BlockScaled& out) {
+  detail::check_layout(x, layout);
+  start(out, layout, element, ScaleRule::mx_e8m0);
+  const Elem id = elem_of(element);
+  if (id == Elem::none || !fast_mode(layout.mode)) {
+    return from_reference(quantize_mx(x, layout, element), out);
+  }
+  const std::size_t tiles = layout.cols / layout.block_cols;
+  Workspace w;
+  w.tile_max.resize(tiles);
+  w.encode.resize(tiles);
+  w.scale_row.resize(layout.cols);
+  w.nan_tile.resize(tiles);
+  for (std::size_t band = 0; band < layout.rows / layout.block_rows; ++band) {
+    std::fill(w.tile_max.begin(), w.tile_max.end(), 0u);
+    for (std::size_t r = band * layout.block_rows; r < (band + 1) * layout.block_rows; ++r) {
+      tile_max_row(x.data() + r * layout.cols, w.tile_max.data(), tiles, layout.block_cols, false);
+    }
+    std::uint8_t* scale_bits = out.scale_bits.data() + band * tiles;
+    for (std::size_t t = 0; t < tiles; ++t) {
+      const std::uint32_t m = w.tile_max[t];
+      w.nan_tile[t] = m >= kInfBits ? 1 : 0;
+      if (m >= kInfBits) {
+        scale_bits[t] = 0xFF;
+        w.encode[t] = 1;  // overwritten by the reference's NaN elements
+        continue;
+      }
+      int shared = m == 0 ? -127 : ilogb_bits(m) - out.element.emax;
+      shared = std::clamp(shared, -127, 127);
+      scale_bits[t] = static_cast<std::uint8_t>(shared + 127);
+      w.encode[t] = std::bit_cast<float>(static_cast<std::uint32_t>(127 - shared) << 23);
+    }
+    encode_band(x, layout, id, out.element, band, w, out);
+  }
+}
+
+void quantize_nvfp4_fast(std::span<const float> x, const Layout& layout, BlockScaled& out) {
+  detail::check_layout(x, layout);
+  start(out, layout, formats::e2m1, ScaleRule::nvfp4);
+  if (!fast_mode(layout.mode)) return from_reference(quantize_nvfp4(x, layout), out);
+  constexpr float kMax = std::numeric_limits<float>::max();
+  static const std::array<float, 128> e4m3_values = [] {
+    std::array<float, 128> v{};
+    for (std::size_t b = 0; b < v.size(); ++b) {
+      v[b] = static_cast<float>(numeric::decode(formats::e4m3, b));
+    }
+    return v;
+  }();
+  const float tensor_amax = std::bit_cast<float>(amax_bits(x.data(), x.size()));
+  const float quotient = 2688.0f / tensor_amax;
+  float s_enc = quotient < kMax ? quotient : kMax;
+  if (tensor_amax == 0 || s_enc == 0) s_enc = 1;
+  const float s_dec = 1.0f / s_enc;
+  const float se6 = s_enc * (1.0f / 6.0f);
+  out.global_scale = s_enc;
+  out.global_decode = s_dec;
+
+  const std::size_t tiles = layout.cols / layout.block_cols;
+  Workspace w;
+  w.tile_max.resize(tiles);
+  w.encode.resize(tiles);
+  w.scale_row.resize(layout.cols);
+  w.nan_tile.assign(tiles, 0);
+  for (std::size_t band = 0; band < layout.rows / layout.block_rows; ++band) {
+    std::fill(w.tile_max.begin(), w.tile_max.end(), 0u);
+    for (std::size_t r = band * layout.block_rows; r < (band + 1) * layout.block_rows; ++r) {
+      tile_max_row(x.data() + r * layout.cols, w.tile_max.data(), tiles, layout.block_cols, true);
+    }
+    nvfp4_scales(w.tile_max.data(), tiles, se6, s_dec, e4m3_values.data(),
+                 out.scale_bits.data() + band * tiles, w.encode.data());
+    encode_band(x, layout, Elem::e2m1, out.element, band, w, out);
+  }
+}
+
+BlockScaled quantize_mx_fast(std::span<const float> x, const Layout& layout,
+                             const Format& element) {
+  BlockScaled out;
+  quantize_mx_fast(x, layout, element, out);
+  return out;
+}
+
+BlockScaled quantize_nvfp4_fast(std::span<const float> x, const Layout& layout) {
+  BlockScaled out;
+  quantize_nvfp4_fast(x, layout, out);
+  return out;
+}
+
+}  // namespace ampbench::quant
