@@ -102,6 +102,9 @@ struct QuantizeArgs {
   std::string amax_history;  // comma-separated, oldest first
   std::optional<std::string> scale;
   bool json = false;
+  // The options given on the command line ("--margin"), so that a recipe's own option given with
+  // another recipe is refused rather than ignored.
+  std::vector<std::string> given;
 };
 int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err);
 

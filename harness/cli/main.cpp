@@ -478,7 +478,12 @@ int run_command_line(int argc, char** argv) {
   if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
-  if (*quantize) return ampbench::cli::run_quantize(quantize_args, std::cout, std::cerr);
+  if (*quantize) {
+    for (const CLI::Option* option : quantize->get_options()) {
+      if (option->count() > 0) quantize_args.given.push_back(option->get_name());
+    }
+    return ampbench::cli::run_quantize(quantize_args, std::cout, std::cerr);
+  }
   if (*run) return ampbench::cli::run_suite(run_args, std::cout, std::cerr);
   if (*compare) {
     if (*compare_tolerance_option) compare_args.tolerance = compare_tolerance;

@@ -183,6 +183,20 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
       (!args.amax_history.empty() || args.scale.has_value())) {
     return fail("--amax-history and --scale go with --recipe fp8-delayed");
   }
+  // A recipe's own options, refused with the others rather than ignored.
+  const std::pair<std::string_view, std::vector<std::string_view>> owners[] = {
+      {"--fp8-format", {"fp8-delayed", "fp8-current"}},
+      {"--scales", {"fp8-current", "fp8-block"}},
+      {"--margin", {"fp8-delayed"}},
+      {"--amax-history-len", {"fp8-delayed"}},
+      {"--amax-compute-algo", {"fp8-delayed"}}};
+  for (const auto& [option, recipes] : owners) {
+    const bool given = std::find(args.given.begin(), args.given.end(), option) != args.given.end();
+    if (given && std::find(recipes.begin(), recipes.end(), args.recipe) == recipes.end()) {
+      return fail(fmt::format("{} goes with --recipe {}; {} does not use it", option,
+                              fmt::join(recipes, " or "), args.recipe));
+    }
+  }
   if (!args.inputs.empty() && (!args.dist.empty() || !args.shape.empty())) {
     return fail("--inputs gives the tensor: leave out --dist and --shape");
   }

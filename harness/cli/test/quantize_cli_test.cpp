@@ -133,6 +133,17 @@ TEST(QuantizeCli, BadInputIsStatus2NamingIt) {
       {"--recipe mxfp4 --inputs " + three, "has more than 2 dimensions"},
       {"--recipe mxfp4 --inputs " + three + " --shape 1x32", "leave out --dist and --shape"},
       {"--recipe fp8-delayed --margin 200", "--margin"},
+      // A recipe's own option with another recipe is refused, not ignored (even at its default).
+      {"--recipe mxfp4 --margin 0",
+       "--margin goes with --recipe fp8-delayed; mxfp4 does not use it"},
+      {"--recipe fp8-current --amax-history-len 16",
+       "--amax-history-len goes with --recipe fp8-delayed; fp8-current does not use it"},
+      {"--recipe nvfp4 --amax-compute-algo most_recent",
+       "--amax-compute-algo goes with --recipe fp8-delayed; nvfp4 does not use it"},
+      {"--recipe mxfp8 --scales pow2",
+       "--scales goes with --recipe fp8-current or fp8-block; mxfp8 does not use it"},
+      {"--recipe fp8-block --fp8-format e4m3",
+       "--fp8-format goes with --recipe fp8-delayed or fp8-current; fp8-block does not use it"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench("quantize " + c.args);
