@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <numbers>
+#include <type_traits>
 
 #include "harness/metrics/metrics.hpp"
 #include "harness/ops/convolution.hpp"
@@ -289,69 +290,55 @@ std::span<const double> optional_values(const Inputs& in, std::size_t i) {
 }
 
 // Ziv's strategy per output element for a row-wise op: the row is evaluated once per working
-// precision (and MPFR's inexact flag restored for the cached evaluations, which the Ziv loop reads
-// to tell exact results), each element rounded when its error interval allows.
-class RowReference {
+// precision and kept at every precision evaluated (in a row where some outputs need a second
+// round, the others do not evaluate it again), each element rounded when its error interval
+// allows. Rows of Real restore MPFR's inexact flag for the kept evaluations, which the Ziv loop
+// reads to tell exact results; rows of Asymptotic (the softmax family: exponentials beyond MPFR's
+// range stay as terms of known sign, reference/mp/asymptotic.hpp) carry their own exactness.
+template <typename Value>
+class RowReferenceOf {
  public:
-  using Evaluate = std::function<std::vector<Real>()>;
-  explicit RowReference(Evaluate evaluate) : evaluate_(std::move(evaluate)) {}
+  using Evaluate = std::function<std::vector<Value>()>;
+  explicit RowReferenceOf(Evaluate evaluate) : evaluate_(std::move(evaluate)) {}
 
   reference::ReferenceValue element(std::size_t j, const numeric::Format& f, numeric::Rounding mode,
                                     std::uint64_t error_bound, std::uint32_t random) {
     reference::ZivPolicy policy;
     policy.error_bound = error_bound;
-    return reference::correctly_rounded(
-        f, mode,
-        [&] {
-          const int bits = reference::working_precision_bits();
-          if (bits != bits_) {
-            mpfr_clear_inexflag();
-            values_ = evaluate_();
-            inexact_ = mpfr_inexflag_p() != 0;
-            bits_ = bits;
-          } else if (inexact_) {
-            mpfr_set_inexflag();
-          }
-          return values_.at(j);
-        },
-        policy, random);
+    const auto value = [&] { return row(reference::working_precision_bits()).at(j); };
+    if constexpr (kAsymptotic) {
+      return reference::correctly_rounded_asymptotic(f, mode, value, policy, random);
+    } else {
+      return reference::correctly_rounded(f, mode, value, policy, random);
+    }
   }
 
  private:
-  Evaluate evaluate_;
-  int bits_ = 0;
-  std::vector<Real> values_;
-  bool inexact_ = true;
-};
+  static constexpr bool kAsymptotic = std::is_same_v<Value, reference::Asymptotic>;
+  struct Row {
+    std::vector<Value> values;
+    bool inexact = true;  // Real: MPFR's inexact flag after the evaluation
+  };
 
-// RowReference for the softmax family, whose rows evaluate in Asymptotic: exponentials beyond
-// MPFR's range stay as terms of known sign (reference/mp/asymptotic.hpp), and every value carries
-// its own exactness, so no flag needs restoring. The row is kept at every precision evaluated: in
-// a row where some outputs need a second round, the others do not evaluate it again.
-class AsymptoticRowReference {
- public:
-  using Evaluate = std::function<std::vector<reference::Asymptotic>()>;
-  explicit AsymptoticRowReference(Evaluate evaluate) : evaluate_(std::move(evaluate)) {}
-
-  reference::ReferenceValue element(std::size_t j, const numeric::Format& f, numeric::Rounding mode,
-                                    std::uint64_t error_bound, std::uint32_t random) {
-    reference::ZivPolicy policy;
-    policy.error_bound = error_bound;
-    return reference::correctly_rounded_asymptotic(
-        f, mode,
-        [&] {
-          const int bits = reference::working_precision_bits();
-          auto found = values_.find(bits);
-          if (found == values_.end()) found = values_.emplace(bits, evaluate_()).first;
-          return found->second.at(j);
-        },
-        policy, random);
+  const std::vector<Value>& row(int bits) {
+    auto found = rows_.find(bits);
+    if (found == rows_.end()) {
+      Row r;
+      if constexpr (!kAsymptotic) mpfr_clear_inexflag();
+      r.values = evaluate_();
+      if constexpr (!kAsymptotic) r.inexact = mpfr_inexflag_p() != 0;
+      found = rows_.emplace(bits, std::move(r)).first;
+    } else if constexpr (!kAsymptotic) {
+      if (found->second.inexact) mpfr_set_inexflag();
+    }
+    return found->second.values;
   }
 
- private:
   Evaluate evaluate_;
-  std::map<int, std::vector<reference::Asymptotic>> values_;  // by working precision
+  std::map<int, Row> rows_;  // by working precision
 };
+using RowReference = RowReferenceOf<Real>;
+using AsymptoticRowReference = RowReferenceOf<reference::Asymptotic>;
 
 std::vector<reference::Asymptotic> to_asymptotic(std::span<const double> x) {
   return std::vector<reference::Asymptotic>(x.begin(), x.end());

@@ -18,7 +18,6 @@ namespace {
 using ampbench::cli::test::ampbench;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
-using ampbench::cli::test::temp_path;
 
 constexpr const char* kTiny = R"(name = "tiny"
 seed = 3
@@ -33,22 +32,13 @@ steps = 2
 batch = 8
 )";
 
-class HistoryCli : public ::testing::Test {
+class HistoryCli : public ampbench::cli::test::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = temp_path(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    TempDirTest::SetUp();
     std::filesystem::create_directories(dir_ / "results");
     suite_ = write("tiny.toml", kTiny);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // A run of the tiny suite into results/NAME.
   Outcome run(const std::string& name, const std::string& options = "") const {
@@ -60,7 +50,6 @@ class HistoryCli : public ::testing::Test {
     return nlohmann::json::parse(outcome.out);
   }
 
-  std::filesystem::path dir_;
   std::string suite_;
 };
 

@@ -21,22 +21,8 @@ using ampbench::cli::test::Outcome;
 using ampbench::cli::test::shell;
 using ampbench::cli::test::slurp;
 
-class IoCli : public ::testing::Test {
+class IoCli : public ampbench::cli::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ampbench-io-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   nlohmann::json json(const std::string& name) const {
     return nlohmann::json::parse(slurp(path(name)));
   }
@@ -57,8 +43,6 @@ ops = ["add", "mul"]
 shapes = ["4x8"]
 policies = ["fp32"]
 )";
-
-  std::filesystem::path dir_;
 };
 
 // Bad input: status 2, the message on standard error, nothing on standard output.

@@ -24,23 +24,8 @@ using ampbench::cli::test::ampbench;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
 
-class OptionsCli : public ::testing::Test {
+class OptionsCli : public ampbench::cli::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ampbench-options-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = path(name);
-    std::ofstream(p) << text;
-    return p;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   // ampbench under `timeout`: a hang is status 124, a crash 128 + its signal.
   Outcome run_limited(const std::string& args, const std::string& input) const {
     std::ofstream(path("in")) << input;
@@ -49,8 +34,6 @@ class OptionsCli : public ::testing::Test {
     const int raw = std::system(command.c_str());
     return {slurp(path("out")), slurp(path("err")), WIFEXITED(raw) ? WEXITSTATUS(raw) : -1};
   }
-
-  std::filesystem::path dir_;
 };
 
 // The commands `ampbench help` lists.

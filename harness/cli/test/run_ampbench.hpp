@@ -2,10 +2,12 @@
 // arguments and standard input, and reading tab-separated output.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -79,5 +81,27 @@ inline std::vector<std::vector<std::string>> tsv_rows(const std::string& tsv,
   }
   return result;
 }
+
+// A test with a directory of its own (named for the process, suite and test, so that concurrent
+// runs never share one), removed after the test: write() puts a file there, path() names one.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() / ("ampbench-" + std::to_string(getpid()) + "-" +
+                                                     test->test_suite_name() + "-" + test->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = path(name);
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace ampbench::cli::test

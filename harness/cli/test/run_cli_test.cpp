@@ -17,25 +17,7 @@ using ampbench::cli::test::ampbench;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
 
-class RunCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ampbench-run-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::filesystem::path dir_;
-};
+class RunCli : public ampbench::cli::test::TempDirTest {};
 
 constexpr const char* kTiny = R"(name = "tiny"
 seed = 3

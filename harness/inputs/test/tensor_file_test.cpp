@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -14,6 +13,8 @@
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "harness/io/test/temp_file.hpp"
 
 namespace ampbench::inputs {
 namespace {
@@ -90,14 +91,7 @@ std::vector<std::uint64_t> f64_bits(const std::vector<double>& v) {
   return out;
 }
 
-// In the shared temporary directory, named for this process: concurrent runs of the test (two
-// builds' ctest at once) do not write each other's files.
-std::filesystem::path temp_file(const std::string& name, const std::string& contents) {
-  const auto path =
-      std::filesystem::path(testing::TempDir()) / fmt::format("ampbench-{}-{}", ::getpid(), name);
-  std::ofstream(path, std::ios::binary) << contents;
-  return path;
-}
+using ampbench::test::temp_file;
 
 // ---- .npy reading ---------------------------------------------------------------------------
 

@@ -69,14 +69,8 @@ std::string check_nvfp4(const std::vector<float>& x, const Layout& l) {
 
 Layout layout(std::size_t rows, std::size_t cols, std::size_t br, std::size_t bc,
               Rounding mode = Rounding::nearest_even, std::uint64_t seed = 0) {
-  Layout l;
-  l.rows = rows;
-  l.cols = cols;
-  l.block_rows = br;
-  l.block_cols = bc;
-  l.mode = mode;
-  l.seed = seed;
-  return l;
+  return {
+      .rows = rows, .cols = cols, .block_rows = br, .block_cols = bc, .mode = mode, .seed = seed};
 }
 
 // ---- (a) the distributions of harness/inputs --------------------------------------------------

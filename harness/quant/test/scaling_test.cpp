@@ -100,12 +100,7 @@ TEST(DelayedScaling, MostRecentMarginAndAmaxesThatKeepTheScale) {
 }
 
 Layout layout(std::size_t rows, std::size_t cols, std::size_t br, std::size_t bc) {
-  Layout l;
-  l.rows = rows;
-  l.cols = cols;
-  l.block_rows = br;
-  l.block_cols = bc;
-  return l;
+  return {.rows = rows, .cols = cols, .block_rows = br, .block_cols = bc};
 }
 
 // OCP MX v1.0 (its conversion of a block) by hand: X = 2^(floor(log2 amax) - emax_elem).

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -23,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/io/test/temp_file.hpp"
 #include "harness/train/test/expect_error.hpp"
 
 namespace ampbench::train {
@@ -83,14 +83,7 @@ double nearest_mean_accuracy(const Dataset& train, const Dataset& eval) {
   return static_cast<double>(right) / static_cast<double>(eval.samples());
 }
 
-// In the shared temporary directory, named for this process: concurrent runs of the test (two
-// builds' ctest at once) do not write each other's files.
-std::filesystem::path temp_file(const std::string& name, const std::string& contents) {
-  const auto path =
-      std::filesystem::path(testing::TempDir()) / fmt::format("ampbench-{}-{}", ::getpid(), name);
-  std::ofstream(path, std::ios::binary) << contents;
-  return path;
-}
+using ampbench::test::temp_file;
 
 // A .npy file: magic, version 1.0, the header padded to a multiple of 64, then the data.
 std::string npy(std::string_view descr, std::string_view shape, const std::string& data,
