@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 
 namespace ampbench::io {
 namespace {
@@ -41,12 +42,40 @@ numeric::Window window_of(mpfr_ptr v, bool truncated) {
   return numeric::Window{negative, words[1], words[0], truncated, static_cast<int>(e + 64)};
 }
 
+// MPFR 4.2 computes a text's binary exponent in a `long` and wraps when the written exponent is
+// near that type's range: "0.001e-9223372036854775807" reads as MPFR's largest number, with the
+// overflow flag. An exponent of 10^15 or more in magnitude is replaced by 10^15 with its sign:
+// for any text shorter than 10^14 characters both values lie as far beyond MPFR's range (and every
+// format's) on the same side, so the reading is unchanged, and no `long` arithmetic can wrap. The
+// exponent is the run of decimal digits ending the text, after an optional sign and the marker of
+// the text's base: e, E or @ in decimal, p, P or @ after a 0x or 0b prefix. A text MPFR would
+// refuse stays refused: digits are replaced by digits.
+constexpr std::string_view kExponentCap = "1000000000000000";
+
+void cap_exponent(std::string& text) {
+  std::size_t digits = text.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
+  if (digits == text.size() || digits == 0) return;
+  std::size_t marker = digits - 1;
+  if ((text[marker] == '+' || text[marker] == '-') && marker > 0) --marker;
+  const std::size_t body = text[0] == '+' || text[0] == '-' ? 1 : 0;
+  const bool prefixed = text.size() > body + 1 && text[body] == '0' &&
+                        std::string_view("xXbB").find(text[body + 1]) != std::string_view::npos;
+  const std::string_view markers = prefixed ? "pP@" : "eE@";
+  if (markers.find(text[marker]) == std::string_view::npos) return;
+  std::size_t first = digits;
+  while (first + 1 < text.size() && text[first] == '0') ++first;
+  if (text.size() - first <= kExponentCap.size() - 1) return;
+  text.replace(digits, std::string::npos, kExponentCap);
+}
+
 }  // namespace
 
 std::optional<ParsedNumber> parse_number(std::string_view text, const numeric::Format& f,
                                          numeric::Rounding mode, std::uint32_t random) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
-  const std::string copy(text);
+  std::string copy(text);
+  cap_exponent(copy);
   Number v;
   char* end = nullptr;
   mpfr_clear_flags();

@@ -123,7 +123,7 @@ const std::string& string_member(const nlohmann::json& object, const char* name,
 
 struct History::Connection {
   struct Closer {
-    void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+    void operator()(sqlite3* handle) const noexcept { sqlite3_close_v2(handle); }
   };
   std::unique_ptr<sqlite3, Closer> db;
   std::string path;
