@@ -10,14 +10,6 @@
 #include "reference/exact/uint128.hpp"
 
 namespace ampbench::audit {
-namespace {
-
-bool is_parameter(const std::string& name) {
-  return name == "gamma" || name == "beta" || name == "bias";
-}
-
-}  // namespace
-
 Generated generate_operands(const Case& c, const policy::OpPrecision& precision) {
   Generated g;
   const auto operands = ops::operands(*c.op, c.shape);
@@ -43,11 +35,15 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
       }
       record.source = fmt::format("uniform integers in [0, {})", operand.index_limit);
     } else {
-      const std::string spec = !is_parameter(operand.name) ? c.distribution
-                               : operand.name == "gamma"   ? std::string("normal:mu=1,sigma=0.25")
-                                                           : std::string("normal");
-      inputs::Generated generated = inputs::generate(std::string_view(spec), operand.shape,
-                                                     precision.input, seed, precision.input_mode);
+      const std::string spec = operand.role == ops::Role::data ? c.distribution
+                               : operand.name == "gamma" ? std::string("normal:mu=1,sigma=0.25")
+                                                         : std::string("normal");
+      const numeric::Format& held = operand.held_in == ops::HeldIn::output ? precision.output
+                                    : operand.held_in == ops::HeldIn::accumulation
+                                        ? precision.accumulate
+                                        : precision.input;
+      inputs::Generated generated =
+          inputs::generate(std::string_view(spec), operand.shape, held, seed, precision.input_mode);
       values = std::move(generated.tensor.data);
       record.source = generated.tensor.source;
       record.changed = generated.report.changed;

@@ -128,16 +128,24 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     const auto tensors = inputs::parse_json_tensors(
         text, inputs::Conversion(precision.input, precision.input_mode), args.inputs);
     const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
-    // gemm's C is held in the accumulation format: read again, rounded to that, when it differs.
-    const bool reread =
-        std::any_of(names.begin(), names.end(), [](const auto& o) { return o.optional; }) &&
-        !numeric::same_format(precision.accumulate, precision.input);
-    std::map<std::string, inputs::Loaded> reread_tensors;
-    if (reread) {
-      reread_tensors = inputs::parse_json_tensors(
-          text, inputs::Conversion(precision.accumulate, precision.input_mode), args.inputs);
-    }
-    const auto& accumulated = reread ? reread_tensors : tensors;
+    // An operand held in another format than the input's (gemm's C in the accumulation format,
+    // linear's bias in the output format) is read again, rounded to that.
+    std::map<ops::HeldIn, std::map<std::string, inputs::Loaded>> reread;
+    const auto held = [&](const ops::Operand& o) -> const std::map<std::string, inputs::Loaded>& {
+      const numeric::Format& f = o.held_in == ops::HeldIn::output         ? precision.output
+                                 : o.held_in == ops::HeldIn::accumulation ? precision.accumulate
+                                                                          : precision.input;
+      if (numeric::same_format(f, precision.input)) return tensors;
+      auto found = reread.find(o.held_in);
+      if (found == reread.end()) {
+        found = reread
+                    .emplace(o.held_in,
+                             inputs::parse_json_tensors(
+                                 text, inputs::Conversion(f, precision.input_mode), args.inputs))
+                    .first;
+      }
+      return found->second;
+    };
     for (const auto& [name, loaded] : tensors) {
       bool known = false;
       for (const auto& o : names) known = known || o.name == name;
@@ -149,9 +157,10 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     }
     std::vector<std::vector<std::size_t>> shapes;  // of the required operands
     for (const auto& o : names) {
+      const auto& source = held(o);
       if (o.optional) {
-        const auto it = accumulated.find(o.name);
-        if (it == accumulated.end()) {
+        const auto it = source.find(o.name);
+        if (it == source.end()) {
           in.values.emplace_back();
         } else {
           in.values.push_back(it->second.tensor.data);
@@ -160,8 +169,8 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
         in.indices.emplace_back();
         continue;
       }
-      const auto it = tensors.find(o.name);
-      if (it == tensors.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
+      const auto it = source.find(o.name);
+      if (it == source.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
       shapes.push_back(it->second.tensor.shape);
       std::vector<std::int64_t> indices;
       if (o.is_index) {
@@ -182,9 +191,9 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     shape = ops::shape_from_operands(*op, shapes);
     const auto expected = ops::operands(*op, shape);
     for (std::size_t k = 0; k < names.size(); ++k) {
-      const auto it = accumulated.find(names[k].name);
-      if (names[k].optional && it != accumulated.end() &&
-          it->second.tensor.shape != expected[k].shape) {
+      const auto& source = held(names[k]);
+      const auto it = source.find(names[k].name);
+      if (names[k].optional && it != source.end() && it->second.tensor.shape != expected[k].shape) {
         throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op->name,
                                        names[k].name, ops::to_string({it->second.tensor.shape}),
                                        ops::to_string({expected[k].shape})));

@@ -25,7 +25,14 @@ int run_ops(bool json, std::ostream& out) {
     for (const auto& o : ops::operands(op, shape)) {
       operands +=
           fmt::format("{}{}{}", operands.empty() ? "" : ", ", o.name, o.optional ? "?" : "");
-      operand_list.push_back({{"name", o.name}, {"index", o.is_index}, {"optional", o.optional}});
+      const char* held = o.held_in == ops::HeldIn::output         ? "output"
+                         : o.held_in == ops::HeldIn::accumulation ? "accumulation"
+                                                                  : "input";
+      operand_list.push_back({{"name", o.name},
+                              {"index", o.is_index},
+                              {"optional", o.optional},
+                              {"parameter", o.role == ops::Role::parameter},
+                              {"held_in", o.is_index ? "index" : held}});
     }
     list.push_back({{"op", op.name},
                     {"class", op.op_class},

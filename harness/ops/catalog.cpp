@@ -114,6 +114,28 @@ constexpr OpInfo kCatalog[] = {
      "attention"},
     {Op::attention_backward_v, "attention_backward_v", "attention", "LxSxD", "64x64x32",
      "dV = P^T dO, P = softmax(Q K^T / sqrt D), for the forward attention", "none", "attention"},
+    {Op::linear, "linear", "matmul", "MxNxK", "256x256x256",
+     "x W + bias (addmm; nn.Linear's x W^T with W stored transposed), x M x K, W K x N, bias N in "
+     "the output's type",
+     "recursive summation (gamma)", "linear"},
+    {Op::linear_backward_bias, "linear_backward_bias", "matmul", "RxC", "256x256",
+     "dbias = sum over the rows of dy (dy R x C in the output's type), for the forward linear",
+     "recursive summation (gamma)", "linear"},
+    {Op::mean_pool, "mean_pool", "reduction", "RxC", "64x1024",
+     "the mean of each row (global average pooling of N*C rows of H*W values)",
+     "recursive summation (gamma)", "mean"},
+    {Op::mean_pool_backward, "mean_pool_backward", "reduction", "RxC", "64x1024",
+     "dx = dy[row] / C over each row (dy R), for the forward mean_pool", "one rounding (u)",
+     "mean"},
+    {Op::batch_norm_backward, "batch_norm_backward", "normalization", "NxC", "256x256",
+     "dx = gamma rstd (dy - mean dy - xhat mean(dy xhat)), per channel, for the training-mode "
+     "batch_norm",
+     "none", "batch_norm"},
+    {Op::batch_norm_backward_gamma, "batch_norm_backward_gamma", "normalization", "NxC", "256x256",
+     "dgamma = sum over the batch of dy * xhat, xhat = (x - batch mean) rstd per channel", "none",
+     "batch_norm"},
+    {Op::batch_norm_backward_beta, "batch_norm_backward_beta", "normalization", "NxC", "256x256",
+     "dbeta = sum over the batch of dy, per channel", "recursive summation (gamma)", "batch_norm"},
 };
 
 std::size_t checked_product(const std::vector<std::size_t>& sizes, std::string_view what) {
@@ -172,8 +194,10 @@ reference::ops::Activation reference_activation(const OpInfo& op) {
   return A::silu;
 }
 
-bool is_gemm_backward(const OpInfo& op) {
-  return op.op == Op::gemm_backward_a || op.op == Op::gemm_backward_b;
+// The ops that are one gemm on rearranged operands (as_forward_gemm).
+bool is_lowered_to_gemm(const OpInfo& op) {
+  return op.op == Op::gemm_backward_a || op.op == Op::gemm_backward_b || op.op == Op::linear ||
+         op.op == Op::linear_backward_bias;
 }
 
 bool is_convolution(const OpInfo& op) {
@@ -268,12 +292,28 @@ std::vector<double> transposed(const std::vector<double>& x, std::size_t rows, s
   return t;
 }
 
-// A gemm backward as the product it is: dA = dY B^T is an M x K product summing over N, dB = A^T dY
-// a K x N product summing over M. Outputs are laid out as the backward op's.
+// An op as the gemm it is: dA = dY B^T is an M x K product summing over N, dB = A^T dY a K x N
+// product summing over M; linear is x W with its bias as every row of C (added last, in the
+// accumulation format, as cpu::gemm adds a bias); linear's bias gradient is the 1 x C product of
+// a row of ones with dy, as the trainer forms it. Outputs are laid out as the op's.
 GemmPart as_forward_gemm(const OpInfo& op, const Shape& shape, const Inputs& in) {
-  const auto& s = shape.sizes;  // M, N, K of the forward product
+  const auto& s = shape.sizes;  // M, N, K of the forward product (R, C for the bias gradient)
   GemmPart g;
-  if (op.op == Op::gemm_backward_a) {
+  if (op.op == Op::linear) {
+    g.shape = shape;
+    std::vector<double> c(s[0] * s[1]);
+    for (std::size_t i = 0; i < s[0]; ++i) {
+      std::copy(in.values.at(2).begin(), in.values.at(2).end(),
+                c.begin() + static_cast<std::ptrdiff_t>(i * s[1]));
+    }
+    g.inputs.values = {in.values.at(0), in.values.at(1), std::move(c)};
+    g.inputs.indices = {{}, {}, {}};
+    return g;
+  }
+  if (op.op == Op::linear_backward_bias) {
+    g.shape = Shape{{1, s[1], s[0]}};
+    g.inputs.values = {std::vector<double>(s[0], 1.0), in.values.at(0)};
+  } else if (op.op == Op::gemm_backward_a) {
     g.shape = Shape{{s[0], s[2], s[1]}};
     g.inputs.values = {in.values.at(0), transposed(in.values.at(1), s[2], s[1])};
   } else {
@@ -282,6 +322,17 @@ GemmPart as_forward_gemm(const OpInfo& op, const Shape& shape, const Inputs& in)
   }
   g.inputs.indices = {{}, {}};
   return g;
+}
+
+// One gradient of a pass that computes several (attention's, batch norm's backward): its values and
+// output roundings, and every intermediate rounding of the pass.
+CpuRun one_gradient(std::vector<double>& values, const numeric::EventCounts& output,
+                    const backends::cpu::Events& all) {
+  CpuRun run;
+  run.output = std::move(values);
+  run.events.intermediate = all.intermediate;
+  run.events.output = output;
+  return run;
 }
 
 // An optional operand: empty when absent (or not given at all).
@@ -529,6 +580,75 @@ Reference row_backward_reference(const OpInfo& op, const Shape& shape, const Inp
   return result;
 }
 
+// References of batch norm's dx and dgamma (reference/mp/ops.hpp), channel by channel: each output
+// depends on its channel's batch statistics and sums. Conditioning, estimated in binary64 from
+// the same formulas: dx_i = gamma rstd (dy_i - mean dy - xhat_i mean(dy xhat)) against
+// |dy_i| + |mean dy| + |xhat_i mean(dy xhat)|, dgamma = sum dy xhat against sum |dy xhat|; the
+// channel is evaluated wider by that ratio (extra_bits). The Ziv bound is that of the sums and
+// statistics, about N units of 2^-P, as for the forward batch_norm.
+Reference batch_norm_backward_reference(const OpInfo& op, const Shape& shape, const Inputs& in,
+                                        const numeric::Format& output, numeric::Rounding mode,
+                                        Reference result, std::uint64_t seed) {
+  const std::size_t rows = shape.sizes[0];
+  const std::size_t cols = shape.sizes[1];
+  const bool dx = op.op == Op::batch_norm_backward;
+  std::map<std::size_t, std::vector<std::size_t>> by_column;
+  for (std::size_t e = 0; e < result.positions.size(); ++e) {
+    by_column[dx ? result.positions[e] % cols : result.positions[e]].push_back(e);
+  }
+  std::vector<double> x(rows), dy(rows), xhat(rows);
+  for (const auto& [column, elements] : by_column) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      x[r] = values(in, 0)[r * cols + column];
+      dy[r] = values(in, 1)[r * cols + column];
+    }
+    const double n = static_cast<double>(rows);
+    double mu = 0, variance = 0;
+    for (const double v : x) mu += v / n;
+    for (const double v : x) variance += (v - mu) * (v - mu) / n;
+    const double rstd = 1.0 / std::sqrt(variance + kBatchNormEps);
+    double dy_mean = 0, dy_xhat_mean = 0, magnitude = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      xhat[r] = (x[r] - mu) * rstd;
+      dy_mean += dy[r] / n;
+      dy_xhat_mean += dy[r] * xhat[r] / n;
+      magnitude += std::fabs(dy[r] * xhat[r]);
+    }
+    double condition = 1;
+    if (dx) {
+      for (const std::size_t e : elements) {
+        const std::size_t r = result.positions[e] / cols;
+        condition = std::max(condition, ratio(std::fabs(dy[r]) + std::fabs(dy_mean) +
+                                                  std::fabs(xhat[r] * dy_xhat_mean),
+                                              dy[r] - dy_mean - xhat[r] * dy_xhat_mean));
+      }
+    } else {
+      condition = ratio(magnitude, dy_xhat_mean * n);
+    }
+    const int extra = extra_bits(condition);
+    const bool constant = std::all_of(x.begin(), x.end(), [&](double v) { return v == x.front(); });
+    RowReference evaluate([&, column = column, extra, constant] {
+      const reference::WorkingPrecision wider(reference::working_precision_bits() + extra);
+      const std::vector<Real> gamma =
+          dx ? std::vector<Real>{reference::to_real(values(in, 2)[column])} : std::vector<Real>{};
+      auto g = reference::ops::batch_norm_backward<Real>(to_reals(x), to_reals(dy), rows, 1, 1,
+                                                         reference::to_real(kBatchNormEps), gamma);
+      // A constant channel: every xhat is exactly 0, and so is dgamma, whatever the rounding of
+      // 1 / sqrt(eps) that the zeros multiply.
+      if (!dx && constant) mpfr_clear_inexflag();
+      return dx ? std::move(g.dx) : std::move(g.dgamma);
+    });
+    for (const std::size_t e : elements) {
+      const std::size_t p = result.positions[e];
+      const auto v =
+          evaluate.element(dx ? p / cols : 0, output, mode, 64 + 8 * rows, draw(mode, seed, p));
+      result.rounded[e] = v.rounded.value;
+      result.nearest[e] = v.value;
+    }
+  }
+  return result;
+}
+
 // References of the attention gradients (reference/mp/attention_backward.hpp), each output rounded
 // by Ziv's strategy. A row of dQ needs its query's rows of P and dS only and is evaluated row by
 // row; every element of dK and dV sums over all queries, so those are evaluated whole.
@@ -724,11 +844,25 @@ std::size_t element_count(const std::vector<std::size_t>& shape) {
   return n;
 }
 
+namespace {
+
+Operand parameter(std::string name, std::vector<std::size_t> shape,
+                  HeldIn held_in = HeldIn::input) {
+  Operand o{std::move(name), std::move(shape)};
+  o.role = Role::parameter;
+  o.held_in = held_in;
+  return o;
+}
+
+}  // namespace
+
 std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
   const auto& s = shape.sizes;
   switch (op.op) {
     case Op::gemm:
-      return {{"a", {s[0], s[2]}}, {"b", {s[2], s[1]}}, {"c", {s[0], s[1]}, false, 0, true}};
+      return {{"a", {s[0], s[2]}},
+              {"b", {s[2], s[1]}},
+              {"c", {s[0], s[1]}, false, 0, true, Role::data, HeldIn::accumulation}};
     case Op::bmm: return {{"a", {s[0], s[1], s[3]}}, {"b", {s[0], s[3], s[2]}}};
     case Op::dot: return {{"a", {s[0]}}, {"b", {s[0]}}};
     case Op::sum:
@@ -737,16 +871,17 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::softmax:
     case Op::log_softmax:
     case Op::logsumexp: return {{"x", {s[0], s[1]}}};
-    case Op::layer_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
-    case Op::rms_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}};
+    case Op::layer_norm:
+    case Op::batch_norm:
+      return {{"x", {s[0], s[1]}}, parameter("gamma", {s[1]}), parameter("beta", {s[1]})};
+    case Op::rms_norm: return {{"x", {s[0], s[1]}}, parameter("gamma", {s[1]})};
     case Op::relu:
     case Op::gelu:
     case Op::gelu_tanh:
-    case Op::silu: return {{"x", {s[0], s[1]}}, {"bias", {s[1]}}};
+    case Op::silu: return {{"x", {s[0], s[1]}}, parameter("bias", {s[1]})};
     case Op::cross_entropy: return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
     case Op::add:
     case Op::mul: return {{"x", {s[0], s[1]}}, {"y", {s[0], s[1]}}};
-    case Op::batch_norm: return {{"x", {s[0], s[1]}}, {"gamma", {s[1]}}, {"beta", {s[1]}}};
     case Op::attention: return {{"q", {s[0], s[2]}}, {"k", {s[1], s[2]}}, {"v", {s[1], s[2]}}};
     case Op::attention_backward_q:
     case Op::attention_backward_k:
@@ -762,9 +897,21 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
     case Op::gelu_tanh_backward:
     case Op::silu_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
     case Op::layer_norm_backward:
-      return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, {"gamma", {s[1]}}};
+    case Op::batch_norm_backward:
+      return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, parameter("gamma", {s[1]})};
     case Op::layer_norm_backward_gamma:
-    case Op::layer_norm_backward_beta: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
+    case Op::layer_norm_backward_beta:
+    case Op::batch_norm_backward_gamma:
+    case Op::batch_norm_backward_beta: return {{"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}};
+    case Op::linear:
+      return {{"x", {s[0], s[2]}}, {"w", {s[2], s[1]}}, parameter("bias", {s[1]}, HeldIn::output)};
+    case Op::linear_backward_bias: {
+      Operand dy{"dy", {s[0], s[1]}};
+      dy.held_in = HeldIn::output;
+      return {dy};
+    }
+    case Op::mean_pool: return {{"x", {s[0], s[1]}}};
+    case Op::mean_pool_backward: return {{"x", {s[0], s[1]}}, {"dy", {s[0]}}};
     case Op::cross_entropy_backward:
       return {{"logits", {s[0], s[1]}}, {"targets", {s[0]}, true, s[1]}};
     case Op::conv2d:
@@ -795,7 +942,11 @@ std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
     case Op::gemm_backward_a: return {s[0], s[2]};
     case Op::gemm_backward_b: return {s[2], s[1]};
     case Op::layer_norm_backward_gamma:
-    case Op::layer_norm_backward_beta: return {s[1]};
+    case Op::layer_norm_backward_beta:
+    case Op::batch_norm_backward_gamma:
+    case Op::batch_norm_backward_beta:
+    case Op::linear_backward_bias: return {s[1]};
+    case Op::mean_pool: return {s[0]};
     case Op::conv2d:
     case Op::conv2d_backward_data:
     case Op::conv2d_backward_filter:
@@ -808,7 +959,7 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   const std::size_t sizes = (op.shape_syntax.size() + 1) / 2;
   const auto first = shapes.empty() ? std::vector<std::size_t>{} : shapes.front();
   Shape shape;
-  if (op.op == Op::gemm) {
+  if (op.op == Op::gemm || op.op == Op::linear) {
     if (shapes.size() >= 2 && first.size() == 2 && shapes[1].size() == 2) {
       shape.sizes = {first[0], shapes[1][1], first[1]};
     }
@@ -906,10 +1057,14 @@ std::string_view reference_kind(const OpInfo& op) {
     case Op::bmm:
     case Op::gemm_backward_a:
     case Op::gemm_backward_b:
+    case Op::linear:
+    case Op::linear_backward_bias:
     case Op::dot:
     case Op::sum: return "exact";
     case Op::mean:
-    case Op::l2_norm: return "exact sum, one correctly rounded step";
+    case Op::l2_norm:
+    case Op::mean_pool:
+    case Op::mean_pool_backward: return "exact sum, one correctly rounded step";
     case Op::add:
     case Op::mul:
     case Op::fma:
@@ -917,7 +1072,8 @@ std::string_view reference_kind(const OpInfo& op) {
     case Op::conv2d:
     case Op::conv2d_backward_data:
     case Op::conv2d_backward_filter:
-    case Op::layer_norm_backward_beta: return "exact";
+    case Op::layer_norm_backward_beta:
+    case Op::batch_norm_backward_beta: return "exact";
     default: return "multiprecision (Ziv)";
   }
 }
@@ -928,7 +1084,7 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
   const auto& s = shape.sizes;
   CpuRun run;
   auto& e = run.events;
-  if (is_gemm_backward(op)) {
+  if (is_lowered_to_gemm(op)) {
     const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu(gemm_info(), g.shape, arithmetic, summation, g.inputs);
   }
@@ -993,23 +1149,12 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
     case Op::attention_backward_q:
     case Op::attention_backward_k:
     case Op::attention_backward_v: {
-      // The three gradients come from one pass; the events of this op are every intermediate
-      // rounding and the output roundings of its own gradient.
       cpu::Events all;
       auto g = cpu::attention_backward(arithmetic, values(in, 0), values(in, 1), values(in, 2),
                                        values(in, 3), s[0], s[1], s[2], all);
-      e.intermediate = all.intermediate;
-      if (op.op == Op::attention_backward_q) {
-        run.output = std::move(g.dq);
-        e.output = g.dq_output;
-      } else if (op.op == Op::attention_backward_k) {
-        run.output = std::move(g.dk);
-        e.output = g.dk_output;
-      } else {
-        run.output = std::move(g.dv);
-        e.output = g.dv_output;
-      }
-      break;
+      return op.op == Op::attention_backward_q   ? one_gradient(g.dq, g.dq_output, all)
+             : op.op == Op::attention_backward_k ? one_gradient(g.dk, g.dk_output, all)
+                                                 : one_gradient(g.dv, g.dv_output, all);
     }
     case Op::softmax_backward:
       run.output = cpu::softmax_backward(arithmetic, values(in, 0), values(in, 1), s[0], s[1], e);
@@ -1045,12 +1190,33 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
       run.output = cpu::fma(arithmetic, values(in, 0), values(in, 1), values(in, 2), e);
       break;
     case Op::cast: run.output = cpu::cast(arithmetic, values(in, 0), e); break;
+    case Op::mean_pool:
+      run.output = cpu::mean_rows(arithmetic, values(in, 0), s[0], s[1], e);
+      break;
+    case Op::mean_pool_backward:
+      run.output = cpu::mean_rows_backward(arithmetic, values(in, 1), s[1], e);
+      break;
+    case Op::batch_norm_backward:
+    case Op::batch_norm_backward_gamma:
+    case Op::batch_norm_backward_beta: {
+      cpu::Events all;
+      auto g = cpu::batch_norm_backward(
+          arithmetic, values(in, 0), values(in, 1), s[0], s[1], kBatchNormEps,
+          op.op == Op::batch_norm_backward ? std::span<const double>(values(in, 2))
+                                           : std::span<const double>(),
+          all);
+      return op.op == Op::batch_norm_backward         ? one_gradient(g.dx, g.dx_output, all)
+             : op.op == Op::batch_norm_backward_gamma ? one_gradient(g.dgamma, g.dgamma_output, all)
+                                                      : one_gradient(g.dbeta, g.dbeta_output, all);
+    }
     case Op::bmm:
     case Op::gemm_backward_a:
     case Op::gemm_backward_b:
     case Op::conv2d:
     case Op::conv2d_backward_data:
-    case Op::conv2d_backward_filter: break;  // as gemm, above
+    case Op::conv2d_backward_filter:
+    case Op::linear:
+    case Op::linear_backward_bias: break;  // as gemm, above
   }
   return run;
 }
@@ -1058,7 +1224,7 @@ CpuRun run_cpu(const OpInfo& op, const Shape& shape, const Arithmetic& arithmeti
 CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithmetic,
                   Summation summation, const Inputs& in, std::span<const std::size_t> positions) {
   const auto& s = shape.sizes;
-  if (is_gemm_backward(op)) {
+  if (is_lowered_to_gemm(op)) {
     const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu_at(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
   }
@@ -1082,7 +1248,9 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
   // over the rows): the full run.
   if ((out.size() == 1 && out[0] == 1) || op.op == Op::batch_norm ||
       op.op == Op::cross_entropy_backward || is_attention_backward(op) ||
-      op.op == Op::layer_norm_backward_gamma || op.op == Op::layer_norm_backward_beta) {
+      op.op == Op::layer_norm_backward_gamma || op.op == Op::layer_norm_backward_beta ||
+      op.op == Op::batch_norm_backward || op.op == Op::batch_norm_backward_gamma ||
+      op.op == Op::batch_norm_backward_beta || op.op == Op::mean_pool_backward) {
     CpuRun full = run_cpu(op, shape, arithmetic, summation, in);
     if (full.output.size() == 1) return full;
     CpuRun picked{{}, full.events};
@@ -1140,8 +1308,8 @@ CpuRun run_cpu_at(const OpInfo& op, const Shape& shape, const Arithmetic& arithm
 }
 
 bool runs_on_mma(const OpInfo& op) {
-  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot || is_gemm_backward(op) ||
-         is_convolution(op);
+  return op.op == Op::gemm || op.op == Op::bmm || op.op == Op::dot ||
+         (is_lowered_to_gemm(op) && op.op != Op::linear_backward_bias) || is_convolution(op);
 }
 
 std::optional<std::string> why_no_mma(const OpInfo& op) {
@@ -1158,7 +1326,7 @@ CpuRun run_cpu_mma(const OpInfo& op, const Shape& shape, const numeric::MmaModel
   if (const auto problem = why_no_mma(op)) throw OpError(*problem);
   const auto& s = shape.sizes;
   CpuRun run;
-  if (is_gemm_backward(op)) {
+  if (is_lowered_to_gemm(op)) {
     const GemmPart g = as_forward_gemm(op, shape, in);
     return run_cpu_mma(gemm_info(), g.shape, model, output, mode, g.inputs);
   }
@@ -1210,7 +1378,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     result.nearest[e] = nearest;
   };
 
-  if (is_gemm_backward(op)) {
+  if (is_lowered_to_gemm(op)) {
     const GemmPart g = as_forward_gemm(op, shape, in);
     return reference_at(gemm_info(), g.shape, g.inputs, output, mode, std::move(result.positions),
                         seed);
@@ -1275,6 +1443,33 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
       store(0, r.rounded, r.value);
       return result;
     }
+    case Op::mean_pool:
+    case Op::mean_pool_backward: {
+      // The mean of each row (an exact sum, divided once), or dy of a row divided once by the
+      // row's length: one correctly rounded operation on an exact value.
+      const std::size_t cols = s[1];
+      reference::ZivPolicy policy;
+      policy.error_bound = 2;
+      for (std::size_t e = 0; e < n; ++e) {
+        const std::size_t p = result.positions[e];
+        reference::ExactAccumulator acc;
+        if (op.op == Op::mean_pool) {
+          for (std::size_t c = 0; c < cols; ++c) acc.add(values(in, 0)[p * cols + c]);
+        } else {
+          acc.add(values(in, 1)[p / cols]);
+        }
+        const reference::ExactValue total = acc.value();
+        const auto r = reference::correctly_rounded(
+            output, mode,
+            [&] {
+              const Real t = to_real(total);  // at the working precision, as the quotient
+              return Real(t / static_cast<double>(cols));
+            },
+            policy, draw(mode, seed, p));
+        store(e, r.rounded, r.value);
+      }
+      return result;
+    }
     default: break;
   }
 
@@ -1297,7 +1492,7 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
     }
     return result;
   }
-  if (op.op == Op::layer_norm_backward_beta) {
+  if (op.op == Op::layer_norm_backward_beta || op.op == Op::batch_norm_backward_beta) {
     // Column sums of dy: exact.
     const std::size_t rows = s[0], cols = s[1];
     for (std::size_t e = 0; e < n; ++e) {
@@ -1347,6 +1542,9 @@ Reference reference_at(const OpInfo& op, const Shape& shape, const Inputs& in,
       store(e, v.rounded, v.value);
     }
     return result;
+  }
+  if (op.op == Op::batch_norm_backward || op.op == Op::batch_norm_backward_gamma) {
+    return batch_norm_backward_reference(op, shape, in, output, mode, std::move(result), seed);
   }
   if (op.op == Op::batch_norm) {
     // Column by column: each output depends on its channel's batch statistics. The formula
@@ -1573,7 +1771,7 @@ namespace {
 std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
                                      const Arithmetic& arithmetic, Summation summation,
                                      const Inputs& in, std::span<const std::size_t> positions) {
-  if (is_gemm_backward(op)) {
+  if (is_lowered_to_gemm(op)) {
     const GemmPart g = as_forward_gemm(op, shape, in);
     return error_bounds(gemm_info(), g.shape, arithmetic, summation, g.inputs, positions);
   }
@@ -1600,10 +1798,13 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
     const int spacing = f.subnormals ? f.emin - f.precision + 1 : f.emin;
     return std::ldexp(1.0, nearest ? spacing - 1 : spacing);
   };
-  if (op.op == Op::add || op.op == Op::mul || op.op == Op::fma || op.op == Op::cast) {
+  if (op.op == Op::add || op.op == Op::mul || op.op == Op::fma || op.op == Op::cast ||
+      op.op == Op::mean_pool_backward) {
     // One rounding to compute (none for a cast), then one to output: |r - v| <= (u_c |v| + e_c)
     // (1 + u_o) + u_o |v| + e_o, with v the exact result, known in binary64 to a relative 2^-52
-    // (exactly for mul and cast; add and fma round once).
+    // (exactly for mul and cast; add, fma and the quotient dy / C of mean_pool_backward round
+    // once; binary64's rounding of the quotient before the compute format's is innocuous, as
+    // 53 >= 2p + 2).
     const double coefficient =
         metrics::with_final_rounding(op.op == Op::cast ? 0.0 : u_compute, u_output);
     const double absolute =
@@ -1612,6 +1813,11 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
     std::vector<double> bounds;
     bounds.reserve(positions.size());
     for (const auto p : positions) {
+      if (op.op == Op::mean_pool_backward) {
+        const double v = values(in, 1)[p / shape.sizes[1]] / static_cast<double>(shape.sizes[1]);
+        bounds.push_back(coefficient * std::fabs(v) * (1 + 0x1p-52) + absolute);
+        continue;
+      }
       const double x = values(in, 0)[p];
       const double v = op.op == Op::cast  ? x
                        : op.op == Op::add ? x + values(in, 1)[p]
@@ -1621,7 +1827,7 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
     }
     return bounds;
   }
-  if (op.op == Op::layer_norm_backward_beta) {
+  if (op.op == Op::layer_norm_backward_beta || op.op == Op::batch_norm_backward_beta) {
     // Column sums of dy: R - 1 additions rounded to accumulate, one rounding to output.
     const std::size_t rows = shape.sizes[0], cols = shape.sizes[1];
     const double coefficient = metrics::with_final_rounding(
@@ -1638,15 +1844,19 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
     }
     return bounds;
   }
-  if (op.op != Op::gemm && op.op != Op::dot && op.op != Op::sum && op.op != Op::mean) return {};
+  if (op.op != Op::gemm && op.op != Op::dot && op.op != Op::sum && op.op != Op::mean &&
+      op.op != Op::mean_pool) {
+    return {};
+  }
   const auto& s = shape.sizes;
-  const std::size_t k = op.op == Op::gemm ? s[2] : s[0];
+  const bool pooled = op.op == Op::mean_pool;  // a mean per row, always summed in order
+  const std::size_t k = op.op == Op::gemm ? s[2] : pooled ? s[1] : s[0];
   // Each product rounded once (u_compute; sums have no products: 0); each term then passes through
   // at most k - 1 additions (sequential) or ceil(log2 k) (pairwise), each rounded (u_accumulate);
   // mean divides once more (u_compute). Higham, Accuracy and Stability, Lemma 3.1: the product of
   // (1 + d_i) over m roundings lies within (1 + u)^m - 1 <= gamma_m.
   std::size_t additions = k > 0 ? k - 1 : 0;
-  if (summation == Summation::pairwise && k > 1) {
+  if (summation == Summation::pairwise && k > 1 && !pooled) {
     additions = static_cast<std::size_t>(std::ceil(std::log2(static_cast<double>(k))));
   }
   const auto c_in = op.op == Op::gemm ? optional_values(in, 2) : std::span<const double>();
@@ -1654,7 +1864,7 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
   const bool products = op.op == Op::gemm || op.op == Op::dot;
   double coefficient = (products ? 1 + u_compute : 1.0) *
                            std::pow(1 + u_accumulate, static_cast<double>(additions)) *
-                           (op.op == Op::mean ? 1 + u_compute : 1.0) -
+                           (op.op == Op::mean || pooled ? 1 + u_compute : 1.0) -
                        1;
   coefficient = metrics::with_final_rounding(coefficient, u_output);
   // The bound multiplies sum |a_i b_i| (or sum |x_i|, / k for the mean), computed in binary64 and
@@ -1670,6 +1880,9 @@ std::vector<double> raw_error_bounds(const OpInfo& op, const Shape& shape,
       if (!c_in.empty()) total += std::fabs(c_in[position]);
     } else if (op.op == Op::dot) {
       for (std::size_t l = 0; l < k; ++l) total += std::fabs(values(in, 0)[l] * values(in, 1)[l]);
+    } else if (pooled) {
+      for (std::size_t l = 0; l < k; ++l) total += std::fabs(values(in, 0)[position * k + l]);
+      total /= static_cast<double>(k);
     } else {
       for (const double v : values(in, 0)) total += std::fabs(v);
       if (op.op == Op::mean) total /= static_cast<double>(k);

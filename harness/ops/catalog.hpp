@@ -64,6 +64,13 @@ enum class Op {
   attention_backward_q,
   attention_backward_k,
   attention_backward_v,
+  linear,
+  linear_backward_bias,
+  mean_pool,
+  mean_pool_backward,
+  batch_norm_backward,
+  batch_norm_backward_gamma,
+  batch_norm_backward_beta,
 };
 
 struct OpInfo {
@@ -101,6 +108,15 @@ inline constexpr std::size_t kMaxElements = std::size_t{1} << 27;
 Shape parse_shape(const OpInfo& op, std::string_view text);
 std::string to_string(const Shape& shape);
 
+// An operand's part in the op: data (x, dy, the matrices) or a parameter (gamma, beta, a bias),
+// which the audit draws from a distribution of its own (gamma near 1, the others normal).
+enum class Role : std::uint8_t { data, parameter };
+// The format a value operand is held in, as autocast and the kernels hold it: the op's input
+// format (the cast of its inputs); its output format (linear's bias and the dy of its bias
+// gradient: addmm's epilogue adds the bias in the output's type, autograd sums dy in it); or its
+// accumulation format (gemm's C, as a Tensor Core's accumulator holds it).
+enum class HeldIn : std::uint8_t { input, output, accumulation };
+
 // An operand to generate: its name, shape, and whether it is an index (cross-entropy targets:
 // integers in [0, classes), not values of a format).
 struct Operand {
@@ -111,6 +127,8 @@ struct Operand {
   // gemm's accumulator input C: optional (the audit leaves it out, eval takes it when given), and
   // held in the accumulation format, as a Tensor Core's accumulator is.
   bool optional = false;
+  Role role = Role::data;
+  HeldIn held_in = HeldIn::input;
 };
 std::vector<Operand> operands(const OpInfo& op, const Shape& shape);
 std::size_t element_count(const std::vector<std::size_t>& shape);

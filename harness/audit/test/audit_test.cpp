@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/inputs/distributions.hpp"
 
 namespace ampbench::audit {
@@ -58,6 +60,47 @@ TEST(AmpSemantics, OperandsAreConvertedWithThePolicysInputMode) {
                                numeric::Rounding::toward_zero)
                   .tensor.data);
     EXPECT_NE(truncated.inputs.values[k], nearest.inputs.values[k]);
+  }
+}
+
+// Under tf32 linear's x and W are rounded to tf32, its bias is not: addmm's epilogue adds it in
+// the output's type (fp32). The other operands of every op keep to the input format.
+TEST(AmpSemantics, LinearsBiasIsHeldInTheOutputFormat) {
+  const Case c = make("linear", "4x64x8", "tf32");
+  const policy::OpPrecision precision = precision_of(c.policy, *c.op);
+  ASSERT_TRUE(numeric::same_format(precision.input, numeric::formats::tf32));
+  const Generated g = generate_operands(c, precision);
+  const auto in_tf32 = [](const std::vector<double>& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) {
+      return numeric::round_to(numeric::formats::tf32, numeric::Rounding::nearest_even, v).event ==
+             numeric::RoundingEvent::exact;
+    });
+  };
+  EXPECT_TRUE(in_tf32(g.inputs.values[0]));
+  EXPECT_TRUE(in_tf32(g.inputs.values[1]));
+  EXPECT_FALSE(in_tf32(g.inputs.values[2]));
+  EXPECT_EQ(g.inputs.values[2],
+            inputs::generate("normal", std::vector<std::size_t>{64}, numeric::formats::fp32,
+                             inputs::operand_seed(c.seed, 2), numeric::Rounding::nearest_even)
+                .tensor.data);
+}
+
+// The training ops the catalog audits run under every built-in policy within their references'
+// verdict (no budget breached, every output compared).
+TEST(AmpSemantics, TrainingOpsPassUnderEveryBuiltinPolicy) {
+  for (const char* op :
+       {"linear", "linear_backward_bias", "mean_pool", "mean_pool_backward", "batch_norm_backward",
+        "batch_norm_backward_gamma", "batch_norm_backward_beta"}) {
+    for (const policy::Policy& p : policy::builtin_policies()) {
+      Case c = make(op, ops::find_op(op)->shape_syntax == "MxNxK" ? "16x12x40" : "24x10", "fp32");
+      c.policy = p;
+      const CaseResult r = run_case(c, {});
+      EXPECT_TRUE(r.pass()) << op << " " << p.name;
+      EXPECT_EQ(r.summary.compared, r.outputs) << op << " " << p.name;
+      if (r.summary.bound_ratio) {
+        EXPECT_LE(*r.summary.bound_ratio, 1.0) << op << " " << p.name;
+      }
+    }
   }
 }
 

@@ -126,10 +126,12 @@ std::vector<double> batch_norm(const Arithmetic& arithmetic, std::span<const dou
 // the statistics recomputed as the forward pass forms them, then ATen's formulation
 // (batch_norm_backward_reduce and _elemt): dbeta = sum dy, dgamma = sum dy (x - mean) * rstd,
 // dx = (dy - (x - mean) * (sum dy (x - mean) / n * rstd^2) - mean dy) * rstd * gamma.
+// `events` receives every rounding; the output events of each gradient are also counted apart.
 struct BatchNormGradients {
   std::vector<double> dx;
   std::vector<double> dgamma;
   std::vector<double> dbeta;
+  numeric::EventCounts dx_output, dgamma_output, dbeta_output;
 };
 BatchNormGradients batch_norm_backward(const Arithmetic& arithmetic, std::span<const double> x,
                                        std::span<const double> dy, std::size_t rows,

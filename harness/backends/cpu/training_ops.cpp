@@ -1,5 +1,7 @@
-// The CPU backend's ops that only the training models need beyond the audited catalog: batch norm's
-// backward and global average pooling.
+// The CPU backend's ops of the training models beyond the forward ops: batch norm's backward and
+// global average pooling (the catalog's batch_norm_backward* and mean_pool*).
+#include <array>
+
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/backends/cpu/rounders.hpp"
 
@@ -16,13 +18,26 @@ BatchNormGradients batch_norm_backward(const Arithmetic& arithmetic, std::span<c
   require(gamma.empty() || gamma.size() == cols,
           "batch_norm_backward: gamma must have one element per channel");
   require_exact(arithmetic);
-  BatchNormGradients g{std::vector<double>(x.size()), std::vector<double>(cols),
-                       std::vector<double>(cols)};
+  BatchNormGradients g;
+  g.dx.resize(x.size());
+  g.dgamma.resize(cols);
+  g.dbeta.resize(cols);
+  // Each channel's output events by gradient (a channel is one thread's: no two write one entry).
+  std::vector<std::array<numeric::EventCounts, 3>> output_events(cols);
   events += for_rows(cols, [&](std::size_t first, std::size_t end, Events& e) {
     std::vector<double> column(rows), deviation(rows), square(rows), product(rows), d(rows);
     for (std::size_t c = first; c < end; ++c) {
       Rounders round(arithmetic, e, c);
       auto& r = round.compute;
+      // round.output, its event also counted in the channel's entry for gradient `which`.
+      const auto output = [&](std::size_t which, double v) {
+        const numeric::EventCounts before = e.output;
+        const double rounded = round.output(v);
+        for (std::size_t k = 0; k < before.count.size(); ++k) {
+          output_events[c][which].count[k] += e.output.count[k] - before.count[k];
+        }
+        return rounded;
+      };
       // The statistics as the forward pass forms them.
       for (std::size_t i = 0; i < rows; ++i) column[i] = x[i * cols + c];
       const double n = static_cast<double>(rows);
@@ -46,17 +61,22 @@ BatchNormGradients batch_norm_backward(const Arithmetic& arithmetic, std::span<c
       const double sum_dy = accumulate_sum(round.accumulate, Summation::sequential, d.data(), rows);
       const double sum_dy_xmu =
           accumulate_sum(round.accumulate, Summation::sequential, product.data(), rows);
-      g.dbeta[c] = round.output(sum_dy);
-      g.dgamma[c] = round.output(r(sum_dy_xmu * rstd));
+      g.dbeta[c] = output(2, sum_dy);
+      g.dgamma[c] = output(1, r(sum_dy_xmu * rstd));
       const double mean_dy = r(sum_dy / n);
       const double proj_scale = r(r(r(sum_dy_xmu / n) * rstd) * rstd);
       const double grad_scale = gamma.empty() ? rstd : r(rstd * gamma[c]);
       for (std::size_t i = 0; i < rows; ++i) {
         const double centred = r.sum(r.sum(d[i], -r(deviation[i] * proj_scale)), -mean_dy);
-        g.dx[i * cols + c] = round.output(r(centred * grad_scale));
+        g.dx[i * cols + c] = output(0, r(centred * grad_scale));
       }
     }
   });
+  for (const auto& channel : output_events) {
+    g.dx_output += channel[0];
+    g.dgamma_output += channel[1];
+    g.dbeta_output += channel[2];
+  }
   return g;
 }
 

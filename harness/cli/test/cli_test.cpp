@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -616,10 +617,19 @@ TEST(CliOps, ListsTheCatalog) {
   const Outcome run = ampbench("ops --json");
   EXPECT_EQ(run.status, 0);
   const auto list = nlohmann::json::parse(run.out);
-  EXPECT_EQ(list.size(), 40u);
+  EXPECT_EQ(list.size(), 47u);
   EXPECT_EQ(list[0]["op"], "gemm");
   EXPECT_EQ(list[0]["shape"], "MxNxK");
   EXPECT_EQ(list[0]["reference"], "exact");
+  EXPECT_EQ(list[0]["operands"][2]["held_in"], "accumulation");  // C
+  // linear's bias: a parameter, held in the output format as addmm's epilogue adds it.
+  const auto linear = std::find_if(list.begin(), list.end(),
+                                   [](const auto& entry) { return entry["op"] == "linear"; });
+  ASSERT_NE(linear, list.end());
+  EXPECT_EQ((*linear)["operands"][2]["name"], "bias");
+  EXPECT_EQ((*linear)["operands"][2]["held_in"], "output");
+  EXPECT_EQ((*linear)["operands"][2]["parameter"], true);
+  EXPECT_EQ((*linear)["operands"][0]["held_in"], "input");
   // Every column starts where its heading does, after two blanks, whatever its longest entry
   // (layer_norm_backward_gamma once ran into its class).
   const Outcome text = ampbench("ops");
@@ -635,7 +645,7 @@ TEST(CliOps, ListsTheCatalog) {
       EXPECT_NE(line.at(column), ' ') << heading << " in\n" << line;
     }
   }
-  EXPECT_EQ(rows, 40u);
+  EXPECT_EQ(rows, 47u);
 }
 
 TEST(CliAudit, ColumnsAreAsWideAsTheirLongestEntry) {
@@ -684,6 +694,21 @@ input_mode = "ru"
   EXPECT_EQ(nlohmann::json::parse(nearest.out)["output"][0][0], "0x1p+1");
   EXPECT_EQ(nlohmann::json::parse(up.out)["output"][0][0], "0x1.004p+1");
   EXPECT_EQ(nlohmann::json::parse(up.out)["inputs_rounded"], 2);
+}
+
+TEST(CliEval, LinearsBiasIsReadInTheOutputFormat) {
+  // Under tf32 x and W are read as tf32 (1 + 2^-20 is 1), the bias as fp32 (1 + 2^-20 stays):
+  // 1 * 1 + (1 + 2^-20) = 2 + 2^-20, an fp32 value.
+  const std::string path =
+      write_temp("linear.json",
+                 R"({"x": [["0x1.00001p0"]], "w": [["0x1.00001p0"]], "bias": ["0x1.00001p0"]})");
+  const Outcome run = ampbench("eval --op linear --policy tf32 --json --inputs " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["output"][0][0], "0x1.000008p+1");
+  EXPECT_EQ(j["reference"][0][0], "0x1.000008p+1");
+  EXPECT_EQ(j["inputs_rounded"], 2);
 }
 
 TEST(CliEval, Fp16AccumulationIsOneUlpOffWhereTheAmpPolicyIsNot) {

@@ -61,7 +61,7 @@ TEST(Shapes, OnlyTheMatrixOpsHaveTensorCoreModels) {
   }
   EXPECT_EQ(why_no_mma(*find_op("softmax")),
             "softmax has no Tensor Core model (the ops with one: gemm, bmm, dot, gemm_backward_a, "
-            "gemm_backward_b, conv2d, conv2d_backward_data, conv2d_backward_filter)");
+            "gemm_backward_b, conv2d, conv2d_backward_data, conv2d_backward_filter, linear)");
   EXPECT_FALSE(why_no_mma(*find_op("bmm")).has_value());
 }
 
@@ -256,6 +256,14 @@ TEST(Catalog, LowPrecisionSumsStayWithinTheirBounds) {
       {"dot", "1000", all(formats::fp16), Summation::sequential},
       {"sum", "200", all(formats::bf16), Summation::sequential},
       {"mean", "100000", all(formats::fp32), Summation::sequential},
+      {"linear", "16x16x512", all(formats::fp16), Summation::sequential},
+      {"linear", "16x16x512", Arithmetic{formats::bf16, formats::fp32, formats::bf16},
+       Summation::sequential},
+      {"linear_backward_bias", "200x12", all(formats::bf16), Summation::sequential},
+      // mean_pool sums in order whatever the summation asked for: its bound is the sequential one.
+      {"mean_pool", "8x1000", all(formats::fp16), Summation::pairwise},
+      {"mean_pool_backward", "9x30", all(formats::bf16), Summation::sequential},
+      {"batch_norm_backward_beta", "200x6", all(formats::bf16), Summation::sequential},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.op) + " " + c.shape);
@@ -575,6 +583,28 @@ TEST(Catalog, AttentionBackwardInFp32IsItsDocumentedRoundingOrder) {
 // inputs are), so D_i = rowsum(dO_i * O_i) is the sum dP_i1 computes, rounded alike: dS, dQ and
 // dK are exactly 0 in every format, as the reference's are. dV is the column sums of dO, exact
 // when they accumulate in fp32, and then correctly rounded.
+// Batch norm's backward computes its three gradients in one pass; each catalog op reports the
+// output roundings of its own gradient only, every other rounding as intermediate (dx's one more
+// per channel: rstd * gamma, which the parameter gradients do not need).
+TEST(Catalog, BatchNormBackwardOpsCountTheirOwnOutputRoundings) {
+  const Arithmetic arithmetic{formats::fp32, formats::fp32, formats::bf16};
+  std::vector<std::uint64_t> intermediate;
+  for (const char* name :
+       {"batch_norm_backward", "batch_norm_backward_gamma", "batch_norm_backward_beta"}) {
+    SCOPED_TRACE(name);
+    const auto& op = *find_op(name);
+    const Shape shape = parse_shape(op, "16x6");
+    const CpuRun run =
+        run_cpu(op, shape, arithmetic, Summation::sequential,
+                make_inputs(*find_op("batch_norm_backward"), shape, formats::bf16, 4));
+    EXPECT_EQ(run.events.output.total(), run.output.size());
+    intermediate.push_back(run.events.intermediate.total());
+  }
+  EXPECT_GT(intermediate[1], 0u);
+  EXPECT_EQ(intermediate[0], intermediate[1] + 6);
+  EXPECT_EQ(intermediate[1], intermediate[2]);
+}
+
 TEST(Catalog, AttentionBackwardWithOneKeyIsExact) {
   const Shape shape = parse_shape(*find_op("attention_backward_q"), "6x1x8");
   const Arithmetic amp{formats::fp32, formats::fp32, formats::fp16};
