@@ -194,10 +194,13 @@ Device device_of(const nlohmann::json& document, std::string_view source) {
                ? environment[name].get<std::string>()
                : std::string();
   };
-  // "not probed: ..." and "no CUDA device: ..." say why there is no GPU: the CPU ran the cases.
+  // "not probed: ..." and "no CUDA device: ..." say why there is no GPU: the CPU ran the cases;
+  // so did it in a --backend cpu run, whose gpu line names the device it would have used.
   const std::string gpu = text("gpu");
   if (gpu == "mixed") return mixed();
-  const bool has_gpu = !gpu.empty() && !gpu.starts_with("not probed") && !gpu.starts_with("no ");
+  const bool on_cpu = document.contains("backend") && document["backend"] == "cpu";
+  const bool has_gpu =
+      !on_cpu && !gpu.empty() && !gpu.starts_with("not probed") && !gpu.starts_with("no ");
   Device d = has_gpu ? derived_gpu(gpu, text("cuda_libraries"))
                      : cpu_emulation(text("cpu"), mma_of_keys(record_keys(document)));
   d.derived = true;

@@ -87,6 +87,11 @@ TEST(Device, OldCpuRecordsTakeTheirModelsFromTheKeys) {
   const Device d = device_of(old, "old.json");
   EXPECT_EQ(d.kind, "cpu-emulation");
   EXPECT_EQ(d.mma, std::vector<std::string>{"hopper"});
+  // A --backend cpu run on a machine with a GPU: its gpu line names the device it did not use.
+  nlohmann::json cpu_run = document_with({{"gpu", "NVIDIA H200, compute capability 9.0"}}, {});
+  EXPECT_EQ(device_of(cpu_run, "cpu-run.json").kind, "gpu");
+  cpu_run["backend"] = "cpu";
+  EXPECT_EQ(device_of(cpu_run, "cpu-run.json").kind, "cpu-emulation");
   EXPECT_EQ(device_of(document_with({{"gpu", "mixed"}}, {}), "m.json").kind, "mixed");
   EXPECT_EQ(device_of(document_with({{"device", "mixed"}}, {}), "m.json").kind, "mixed");
   EXPECT_EQ(device_of(nlohmann::json{{"schema", "ampbench.result/1"}}, "x.json").kind, "unknown");
