@@ -362,11 +362,9 @@ std::string op_comparison_charts(const DeviceComparison& c) {
 std::string training_charts(const DeviceComparison& c, const CaseAcross& k) {
   std::string out;
   for (const auto& policy : policies_of(k, ".eval_loss_error")) {
-    svg::LineChart chart{
-        .title = fmt::format("{} {}: loss error against the reference, a line per device", k.key,
-                             policy),
-        .x = {"step", 0},
-        .y = {"relative loss error (log)", 10}};
+    svg::LineChart chart{.title = fmt::format("{}: loss error per step, a line per device", policy),
+                         .x = {"step", 0},
+                         .y = {"relative loss error (log)", 10}};
     for (std::size_t d = 0; d < c.devices.size(); ++d) {
       const auto& on = k.on[d];
       if (!on || on->detail == nullptr || !member(*on->detail, "runs").is_array()) {
@@ -400,9 +398,9 @@ std::string profile_charts(const DeviceComparison& c, const CaseAcross& k) {
       }
     }
   }
-  std::string out = html::phase_chart(
-      fmt::format("{}: median step time by phase, per policy and device", k.key), runs);
-  svg::BarChart ratio{.title = fmt::format("{}: step time over fp32's, a bar per device", k.key),
+  // The case is the section's heading: the titles stay short enough to read.
+  std::string out = html::phase_chart("Median step time by phase, per policy and device", runs);
+  svg::BarChart ratio{.title = "Step time over fp32's, a bar per device",
                       .x_label = "policy",
                       .categories = policies,
                       .y = {"median step / fp32's", 0}};

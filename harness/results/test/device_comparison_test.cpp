@@ -164,10 +164,9 @@ TEST(DeviceComparison, TrainingAndProfileRunsLineUpPerPolicy) {
             std::string::npos)
       << md;
   const std::string page = html_comparison(c);
-  for (const char* chart :
-       {"train/mlp/steps=2/seed=1 amp-fp16: loss error against the reference, a line per device",
-        "profile/mlp/steps=2/warmup=0/seed=1: median step time by phase, per policy and device",
-        "profile/mlp/steps=2/warmup=0/seed=1: step time over fp32&#39;s, a bar per device"}) {
+  for (const char* chart : {"amp-fp16: loss error per step, a line per device",
+                            "Median step time by phase, per policy and device",
+                            "Step time over fp32&#39;s, a bar per device"}) {
     EXPECT_NE(page.find(fmt::format("aria-label=\"{}\"", chart)), std::string::npos) << chart;
   }
 }
