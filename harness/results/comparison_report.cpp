@@ -137,7 +137,8 @@ TextTable device_table(const DeviceComparison& c) {
   row("started", [&](const DeviceColumn& d) { return env(d, "started"); });
   row("cases", [](const DeviceColumn& d) {
     const ResultDocument r{d.source, *d.document};
-    return fmt::format("{}, {} failed; {}", (*d.document)["records"].size(), failures_of(r),
+    return fmt::format("{} here; the record: {}, {} failed; {}", d.cases,
+                       (*d.document)["records"].size(), failures_of(r),
                        completeness_text(completeness_of(r)));
   });
   return table;
@@ -432,8 +433,8 @@ std::string html_comparison(const DeviceComparison& c) {
   std::string out = html::page_start(fmt::format("ampbench device comparison · {}", c.suite));
   out += fmt::format("<p class=\"summary\">{}.</p>\n", svg::escape(summary_text(c)));
   out +=
-      "<p class=\"explain\">Each device keeps its colour on every chart; ratios are against the "
-      "first device (the first file given). A value a record does not carry is said, not "
+      "<p class=\"explain\">Each device keeps its colour on every chart; a case's ratios are "
+      "against the first device that has it. A value a record does not carry is said, not "
       "drawn.</p>\n";
   out += "<h2>Devices</h2>\n" + html_of(device_table(c), "devices");
   if (c.disagreeing() > 0) {

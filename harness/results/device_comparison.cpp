@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "harness/results/compare.hpp"
 
@@ -16,6 +19,32 @@ std::string without_part(const std::string& key, std::string_view name) {
   if (at == std::string::npos) return key;
   const auto end = key.find('/', at + 1);
   return key.substr(0, at) + (end == std::string::npos ? std::string() : key.substr(end));
+}
+
+// The VALUE of a key's "/NAME=VALUE" part; empty when it has none.
+std::string part_of(const std::string& key, std::string_view name) {
+  const std::string part = fmt::format("/{}=", name);
+  const auto at = key.find(part);
+  if (at == std::string::npos) return "";
+  const auto start = at + part.size();
+  return key.substr(start, key.find('/', start) - start);
+}
+
+// The device of a record's cases with the given parts: a Tensor Core model's cases are the CPU's
+// emulation of that model; the cases without /backend=cuda of a record whose device is a GPU (a
+// --backend all run) are the CPU's emulation; the rest are the record's device.
+Device device_of_part(const Device& device, const std::string& cpu, const std::string& backend,
+                      const std::string& mma) {
+  if (!mma.empty()) return cpu_emulation(device.kind == "gpu" ? cpu : device.name, {mma});
+  if (backend.empty() && device.kind == "gpu") {
+    Device emulation = cpu_emulation(cpu, {});
+    emulation.derived = device.derived;
+    return emulation;
+  }
+  if (device.kind != "cpu-emulation") return device;
+  Device plain = device;
+  plain.mma.clear();
+  return plain;
 }
 
 std::vector<std::string> find_disagreements(const CaseAcross& c, double tolerance, double floor) {
@@ -51,13 +80,8 @@ std::size_t DeviceComparison::disagreeing() const {
       cases.begin(), cases.end(), [](const CaseAcross& c) { return !c.disagreements.empty(); }));
 }
 
-std::string case_key(const std::string& key, const std::set<std::string>& keys) {
-  std::string shorter = key;
-  for (const char* part : {"backend", "mma"}) {
-    const std::string candidate = without_part(shorter, part);
-    if (candidate != shorter && !keys.contains(candidate)) shorter = candidate;
-  }
-  return shorter;
+std::string case_key(const std::string& key) {
+  return without_part(without_part(key, "backend"), "mma");
 }
 
 bool from_several_devices(std::span<const ResultDocument> results) {
@@ -89,9 +113,49 @@ DeviceComparison compare_devices(std::span<const ResultDocument> results,
           "results side by side",
           results[i].source, files[i].suite, comparison.suite, results.front().source));
     }
-    DeviceColumn column{results[i].source, files[i].device, label_of(files[i].device),
-                        &results[i].document};
-    for (const auto& other : comparison.devices) {
+  }
+  // A column per record and kind of its cases (their "/backend=" and "/mma=" parts): a record of
+  // the CPU emulation with Tensor Core model cases gives a column for each model beside the plain
+  // emulation, so that each lines up with a GPU's cases.
+  std::vector<CaseAcross> cases;
+  std::map<std::string, std::size_t> index;
+  for (std::size_t d = 0; d < files.size(); ++d) {
+    std::string cpu =
+        text_of(results[d].document.value("environment", nlohmann::json::object()), "cpu");
+    if (cpu == "-") cpu.clear();
+    std::map<std::pair<std::string, std::string>, std::size_t> column_of;
+    const auto column_for = [&](const std::string& backend, const std::string& mma) {
+      const auto [it, added] =
+          column_of.emplace(std::pair{backend, mma}, comparison.devices.size());
+      if (added) {
+        const Device device = device_of_part(files[d].device, cpu, backend, mma);
+        comparison.devices.push_back(
+            {results[d].source, device, label_of(device), &results[d].document, 0});
+      }
+      return it->second;
+    };
+    const auto& records = results[d].document["records"];
+    for (std::size_t i = 0; i < files[d].records.size(); ++i) {
+      const ResultRecord& r = files[d].records[i];
+      const std::size_t column = column_for(part_of(r.key, "backend"), part_of(r.key, "mma"));
+      ++comparison.devices[column].cases;
+      const auto [it, added] = index.emplace(case_key(r.key), cases.size());
+      if (added) cases.push_back({case_key(r.key), text_of(records[i], "kind"), {}, {}});
+      CaseAcross& c = cases[it->second];
+      c.on.resize(std::max(c.on.size(), column + 1));
+      const auto& record = records[i];
+      const bool has_detail = record.contains("detail") && record["detail"].is_object();
+      c.on[column] =
+          CaseOnDevice{r.key, r.pass, r.metrics, has_detail ? &record["detail"] : nullptr};
+    }
+    // A record without cases still names its device.
+    if (column_of.empty()) column_for(files[d].device.kind == "gpu" ? "cuda" : "", "");
+  }
+  for (auto& c : cases) c.on.resize(comparison.devices.size());
+  for (std::size_t i = 0; i < comparison.devices.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const DeviceColumn& column = comparison.devices[i];
+      const DeviceColumn& other = comparison.devices[j];
       if (other.label == column.label && !same_device_allowed) {
         throw ResultError(fmt::format(
             "{}: the same device ({}) as {}: give each device once (merge a device's shards "
@@ -99,7 +163,6 @@ DeviceComparison compare_devices(std::span<const ResultDocument> results,
             column.source, column.label, other.source));
       }
     }
-    comparison.devices.push_back(std::move(column));
   }
   // Columns of one device (--side-by-side) are told apart by their place and file.
   std::map<std::string, std::size_t> columns_of;
@@ -108,27 +171,6 @@ DeviceComparison compare_devices(std::span<const ResultDocument> results,
     DeviceColumn& column = comparison.devices[i];
     if (columns_of[column.label] > 1) {
       column.label = fmt::format("{} · #{} {}", column.label, i + 1, column.source);
-    }
-  }
-  // The cases by their device-free key, in the order they are first seen.
-  std::vector<CaseAcross> cases;
-  std::map<std::string, std::size_t> index;
-  for (std::size_t d = 0; d < files.size(); ++d) {
-    std::set<std::string> keys;
-    for (const auto& r : files[d].records) keys.insert(r.key);
-    const auto& records = results[d].document["records"];
-    for (std::size_t i = 0; i < files[d].records.size(); ++i) {
-      const ResultRecord& r = files[d].records[i];
-      const std::string key = case_key(r.key, keys);
-      auto [it, added] = index.emplace(key, cases.size());
-      if (added) {
-        cases.push_back({key, text_of(records[i], "kind"), {}, {}});
-        cases.back().on.resize(files.size());
-      }
-      const auto& record = records[i];
-      const bool has_detail = record.contains("detail") && record["detail"].is_object();
-      cases[it->second].on[d] =
-          CaseOnDevice{r.key, r.pass, r.metrics, has_detail ? &record["detail"] : nullptr};
     }
   }
   for (auto& c : cases) {

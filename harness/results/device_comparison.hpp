@@ -8,7 +8,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,11 +17,14 @@
 
 namespace ampbench::results {
 
+// A device's column: a record, or the part of a record that ran on one device (a --backend all
+// run's GPU and CPU cases; the CPU emulation's cases of one Tensor Core model).
 struct DeviceColumn {
   std::string source;  // the record's file
   Device device;
   std::string label;  // label_of(device), with the file when two columns share a device
   const nlohmann::json* document = nullptr;
+  std::size_t cases = 0;  // the record's cases in this column
 };
 
 // One case on one device.
@@ -54,18 +56,18 @@ struct DeviceComparison {
   std::size_t disagreeing() const;
 };
 
-// A case's key without what names its device: "/backend=cuda" (a GPU case) and "/mma=MODEL" (a
-// Tensor Core model case of the emulation), unless the record (`keys`) holds that shorter key
-// too, when the parts tell two of its cases apart.
-std::string case_key(const std::string& key, const std::set<std::string>& keys);
+// A case's key without what names its device (its column): "/backend=cuda" (a GPU case) and
+// "/mma=MODEL" (the emulation of a Tensor Core model).
+std::string case_key(const std::string& key);
 
 // Whether the records come from more than one device (label_of), which makes the report a
 // comparison: never for shards (a shard is a part of one device's run: merge them first) nor for
 // records that do not say their device.
 bool from_several_devices(std::span<const ResultDocument> results);
 
+// A column per record and device its cases ran on (DeviceColumn), in the order of the files.
 // Throws ResultError naming the file for: fewer than two records, records of different suites,
-// and, unless `same_device_allowed` (--side-by-side), two records of the same device. The
+// and, unless `same_device_allowed` (--side-by-side), two columns of the same device. The
 // tolerance is the first record's suite's (0.1 when it carries none).
 DeviceComparison compare_devices(std::span<const ResultDocument> results, bool same_device_allowed);
 

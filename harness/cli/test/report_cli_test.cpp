@@ -77,11 +77,12 @@ TEST(ReportCli, HtmlPageInAFile) {
 // here are built for the test and named so.
 std::string on_device(const std::string& name, const std::string& device, double error,
                       const std::string& suite = "s") {
-  return write(name, R"({"schema": "ampbench.result/1", "suite": ")" + suite +
-                         R"(", "shard": "0/1", "environment": {"device": )" + device +
-                         R"(}, "records": [{"key": "audit/add/4x4/fp16/normal/seed=1", "kind":
+  return write(
+      name, R"({"schema": "ampbench.result/1", "suite": ")" + suite +
+                R"(", "shard": "0/1", "environment": {"device": )" + device +
+                R"(}, "records": [{"key": "audit/add/4x4/fp16/normal/seed=1/backend=cuda", "kind":
       "audit", "status": "pass", "breaches": [], "metrics": {"normwise_rel_error": )" +
-                         std::to_string(error) + "}}]}");
+                std::to_string(error) + "}}]}");
 }
 
 const char* const kFixtureA = R"({"kind": "gpu", "name": "TEST FIXTURE GPU A"})";

@@ -187,11 +187,12 @@ def check_dom(text: str, result: dict) -> str:
 
 
 def fixture_device(result: dict, name: str, sms: int, scale: float) -> dict:
-    """A record built for this test from the real one: a made-up GPU, its name saying so, its audit
-    cases' keys those of a GPU run and their errors scaled (gemm's by `scale`, so that the devices
+    """A record built for this test from the real one: a made-up GPU, its name saying so, its
+    cases' keys those of a GPU run, its audit cases' errors scaled (gemm's by `scale`, so that the devices
     disagree there), its training losses and step times scaled too."""
     fixture = copy.deepcopy(result)
     fixture["note"] = f"TEST FIXTURE built by browser_check.py from {result['suite']}'s real record"
+    # Every case of a GPU run's record names its backend (docs/results.md).
     fixture["environment"]["device"] = {
         "kind": "gpu", "name": name, "compute_capability": "9.0", "sms": sms,
         "memory_bytes": 80 * 2**30, "sm_clock_mhz": None, "memory_clock_mhz": None,
@@ -200,8 +201,8 @@ def fixture_device(result: dict, name: str, sms: int, scale: float) -> dict:
     fixture["backend"] = "cuda"
     keys = []
     for record in fixture["records"]:
+        record["key"] += "/backend=cuda"
         if record["kind"] == "audit":
-            record["key"] += "/backend=cuda"
             if "/gemm/" in record["key"]:
                 for metric in ("normwise_rel_error", "max_ulp"):
                     if metric in record["metrics"]:

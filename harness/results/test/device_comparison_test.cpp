@@ -51,16 +51,51 @@ std::vector<ResultDocument> three_devices() {
   };
 }
 
-TEST(DeviceComparison, KeysLoseTheirDevicesPartsUnlessTheyTellCasesApart) {
-  EXPECT_EQ(case_key("audit/gemm/8/fp16/normal/seed=1/backend=cuda", {}),
+TEST(DeviceComparison, KeysLoseTheirDevicesParts) {
+  EXPECT_EQ(case_key("audit/gemm/8/fp16/normal/seed=1/backend=cuda"),
             "audit/gemm/8/fp16/normal/seed=1");
-  EXPECT_EQ(case_key("audit/gemm/8/fp16/normal/seed=1/mma=hopper/samples=4", {}),
+  EXPECT_EQ(case_key("audit/gemm/8/fp16/normal/seed=1/mma=hopper/samples=4"),
             "audit/gemm/8/fp16/normal/seed=1/samples=4");
-  // A record that holds the case without the model too (or on the CPU and the GPU) keeps both.
-  EXPECT_EQ(
-      case_key("audit/gemm/8/fp16/normal/seed=1/mma=hopper", {"audit/gemm/8/fp16/normal/seed=1"}),
-      "audit/gemm/8/fp16/normal/seed=1/mma=hopper");
-  EXPECT_EQ(case_key("train/mlp/steps=20/seed=1", {}), "train/mlp/steps=20/seed=1");
+  EXPECT_EQ(case_key("train/mlp/steps=20/seed=1"), "train/mlp/steps=20/seed=1");
+}
+
+// "The emulator says X, the H200 does Y": a CPU record's Tensor Core model cases are a column of
+// their own beside the plain emulation, each lined up with the GPU's case; a --backend all
+// record is a GPU column and a CPU emulation column.
+TEST(DeviceComparison, EachEmulatedModelIsAColumnBesideTheGpu) {
+  const std::vector<ResultDocument> documents{
+      on_device("h200.json", kH200,
+                "[" + audit("audit/gemm/8/fp16/normal/seed=1/backend=cuda", "pass", 2e-4, 2) + "]"),
+      on_device("cpu.json", kEmulation,
+                "[" + audit("audit/gemm/8/fp16/normal/seed=1", "pass", 1e-4, 1) + "," +
+                    audit("audit/gemm/8/fp16/normal/seed=1/mma=hopper", "pass", 2e-4, 2) + "," +
+                    audit("audit/gemm/8/fp16/normal/seed=1/mma=volta", "pass", 4e-4, 3) + "]"),
+      on_device("all.json", kA100,
+                "[" + audit("audit/gemm/8/fp16/normal/seed=1", "pass", 1e-4, 1) + "," +
+                    audit("audit/gemm/8/fp16/normal/seed=1/backend=cuda", "pass", 1e-4, 1) + "]"),
+  };
+  EXPECT_THROW(compare_devices(documents, false), ResultError);  // two plain CPU emulations
+  const DeviceComparison c = compare_devices(documents, true);
+  std::vector<std::string> labels;
+  for (const auto& d : c.devices) labels.push_back(d.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{
+                        "TEST FIXTURE H200 (sm 9.0)",
+                        "CPU emulation on Test CPU · #2 cpu.json",
+                        "CPU emulation (mma=hopper) on Test CPU",
+                        "CPU emulation (mma=volta) on Test CPU",
+                        "CPU emulation on Test CPU · #5 all.json",
+                        "TEST FIXTURE A100 (sm 8.0)",
+                    }));
+  ASSERT_EQ(c.cases.size(), 1u);
+  const CaseAcross& gemm = c.cases[0];
+  EXPECT_EQ(gemm.key, "audit/gemm/8/fp16/normal/seed=1");
+  ASSERT_EQ(gemm.on.size(), 6u);
+  for (const auto& on : gemm.on) EXPECT_TRUE(on.has_value());
+  EXPECT_EQ(gemm.on[2]->key, "audit/gemm/8/fp16/normal/seed=1/mma=hopper");
+  EXPECT_EQ(gemm.on[3]->metrics.at("max_ulp"), 3);
+  EXPECT_EQ(c.devices[3].cases, 1u);
+  // Against the H200 the plain emulation and volta's differ; hopper's model agrees.
+  EXPECT_EQ(gemm.disagreements, (std::vector<std::string>{"max_ulp", "normwise_rel_error"}));
 }
 
 TEST(DeviceComparison, DisagreeingCasesComeFirstWithWhatDisagrees) {
@@ -109,7 +144,7 @@ TEST(DeviceComparison, TheTablesGiveEachDeviceARowWithItsRatio) {
 
 TEST(DeviceComparison, TrainingAndProfileRunsLineUpPerPolicy) {
   const auto run = [](const std::string& device, double error, double step_ms) {
-    nlohmann::json train{{"key", "train/mlp/steps=2/seed=1"},
+    nlohmann::json train{{"key", "train/mlp/steps=2/seed=1/backend=cuda"},
                          {"kind", "train"},
                          {"status", "pass"},
                          {"metrics", {{"amp-fp16.eval_loss_error", error}}},
@@ -120,7 +155,7 @@ TEST(DeviceComparison, TrainingAndProfileRunsLineUpPerPolicy) {
                                {{{"step", 1}, {"loss_rel_error", error / 2}},
                                 {{"step", 2}, {"loss_rel_error", error}}}}}}}}}};
     nlohmann::json profile{
-        {"key", "profile/mlp/steps=2/warmup=0/seed=1"},
+        {"key", "profile/mlp/steps=2/warmup=0/seed=1/backend=cuda"},
         {"kind", "profile"},
         {"status", "pass"},
         {"metrics",
