@@ -59,6 +59,13 @@ DeviceStatus probe_device() noexcept {
   s.compute_minor = prop.minor;
   s.multiprocessors = prop.multiProcessorCount;
   s.memory_bytes = prop.totalGlobalMem;
+  // Clocks are informative: a driver that does not give them leaves them 0 (unknown).
+  if (cudaDeviceGetAttribute(&s.clock_khz, cudaDevAttrClockRate, s.device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&s.memory_clock_khz, cudaDevAttrMemoryClockRate, s.device) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+    s.clock_khz = s.memory_clock_khz = 0;
+  }
   // A device can be listed yet unusable (exclusive mode and busy, too little memory for a context,
   // a kernel image missing): making its context is the test.
   if (const cudaError_t e = cudaSetDevice(s.device); e != cudaSuccess) {

@@ -18,6 +18,8 @@ struct DeviceStatus {
   int compute_minor = 0;
   int multiprocessors = 0;
   std::size_t memory_bytes = 0;  // global memory
+  int clock_khz = 0;             // the SM clock's peak (cudaDevAttrClockRate), 0 when not given
+  int memory_clock_khz = 0;      // the memory clock's peak (cudaDevAttrMemoryClockRate)
   int driver_version = 0;        // CUDA version the driver supports, 1000*major + 10*minor
   int runtime_version = 0;       // the loaded CUDA runtime's version, same encoding
 };

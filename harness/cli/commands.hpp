@@ -197,6 +197,9 @@ struct ReportArgs {
   std::string html;                  // --html FILE
   std::string markdown;              // --md FILE; with no output file, Markdown to stdout
   std::string junit;                 // --junit FILE
+  // The records set side by side as a comparison of devices even when some come from one device
+  // (a comparison is the default when they come from different devices).
+  bool side_by_side = false;
 };
 int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err);
 

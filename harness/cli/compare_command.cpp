@@ -65,12 +65,14 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   // Two devices: what each computed, case by case, whatever the gate says.
-  const bool two_devices =
-      !base.device.empty() && !current.device.empty() && base.device != current.device;
+  const std::string base_device = results::label_of(base.device);
+  const std::string new_device = results::label_of(current.device);
+  const bool two_devices = base.device.kind != "unknown" && current.device.kind != "unknown" &&
+                           base_device != new_device;
   if (args.side_by_side || two_devices) {
-    out << fmt::format(
-        "\n{}: base on {}, new on {}\n", two_devices ? "architecture comparison" : "side by side",
-        base.device.empty() ? "?" : base.device, current.device.empty() ? "?" : current.device);
+    out << fmt::format("\n{}: base on {}, new on {}\n",
+                       two_devices ? "architecture comparison" : "side by side", base_device,
+                       new_device);
     out << fmt::format("{:<28}{:>14}{:>14}{:>10}  {}\n", "metric", "base", "new", "new/base",
                        "case");
     for (const auto& row : results::side_by_side(base, current)) {

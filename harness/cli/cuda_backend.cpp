@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #if AMPBENCH_HAVE_CUDA
@@ -25,6 +26,29 @@ std::optional<CudaBackend> open_for_backend(std::string_view command, std::strin
 
 #if AMPBENCH_HAVE_CUDA
 
+namespace {
+
+results::Device structured(const kernels::DeviceStatus& status,
+                           const kernels::LibraryVersions& versions) {
+  results::Device d;
+  d.kind = "gpu";
+  d.name = status.name;
+  d.compute_capability = fmt::format("{}.{}", status.compute_major, status.compute_minor);
+  d.sms = status.multiprocessors;
+  d.memory_bytes = static_cast<std::int64_t>(status.memory_bytes);
+  if (status.clock_khz > 0) d.sm_clock_mhz = status.clock_khz / 1000;
+  if (status.memory_clock_khz > 0) d.memory_clock_mhz = status.memory_clock_khz / 1000;
+  d.driver = kernels::to_string(versions.cuda_driver);
+  d.cuda_runtime = kernels::to_string(versions.cuda_runtime);
+  d.cublas = kernels::to_string(versions.cublas);
+  d.cudnn = kernels::to_string(versions.cudnn);
+  const char* tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
+  d.tf32_override = tf32 == nullptr ? "unset" : tf32;
+  return d;
+}
+
+}  // namespace
+
 CudaBackend open_cuda_backend() {
   const kernels::DeviceStatus status = kernels::probe_device();
   CudaBackend backend;
@@ -36,6 +60,7 @@ CudaBackend open_cuda_backend() {
     return backend;
   }
   backend.device = backends::cuda::device_record(status, kernels::library_versions());
+  backend.gpu_device = structured(status, kernels::library_versions());
   return backend;
 }
 
@@ -63,7 +88,8 @@ CudaBackend open_cuda_backend() {
           "this build has no CUDA backend (configure with the CUDA toolkit)",
           {},
           "not probed: this build has no CUDA backend",
-          "none: this build has no CUDA backend"};
+          "none: this build has no CUDA backend",
+          {}};
 }
 
 audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,

@@ -13,6 +13,7 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/results/device.hpp"
 #include "harness/train/trainer.hpp"
 
 namespace ampbench::cli {
@@ -25,6 +26,7 @@ struct CudaBackend {
   // versions this process loaded.
   std::string gpu;
   std::string libraries;
+  results::Device gpu_device;  // the device, structured, when available
 };
 
 // Probes the device (making its context): never throws.

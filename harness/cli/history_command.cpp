@@ -129,23 +129,26 @@ void print_runs(const std::vector<results::HistoryRun>& runs, const HistoryArgs&
                       {"records", r.records},
                       {"failed", r.failed},
                       {"complete", !r.partial_of.has_value()},
-                      {"expected", r.partial_of ? nlohmann::json(*r.partial_of) : nullptr}});
+                      {"expected", r.partial_of ? nlohmann::json(*r.partial_of) : nullptr},
+                      {"device", r.device ? nlohmann::json(*r.device) : nullptr}});
     }
     out << nlohmann::json{{"db", args.db}, {"runs", list}}.dump(2) << "\n";
     return;
   }
   out << fmt::format("history {}: {} run(s)\n", args.db, runs.size());
   if (runs.empty()) return;
-  static constexpr char kRow[] = "{:>5}  {:<20}  {:<12}  {:<13}  {:<7}  {:>8}  {:>6}  {:<16}  {}\n";
+  static constexpr char kRow[] =
+      "{:>5}  {:<20}  {:<12}  {:<13}  {:<7}  {:>8}  {:>6}  {:<16}  {:<24}  {}\n";
   out << "\n"
       << fmt::format(kRow, "run", "started", "suite", "revision", "shard", "records", "failed",
-                     "host", "source");
+                     "host", "device", "source");
   for (const auto& r : runs) {
     const auto& i = r.info;
     out << fmt::format(
         kRow, r.id, i.started, i.suite, short_revision(i.git_revision), i.shard,
         r.partial_of ? fmt::format("{}/{}", r.records, *r.partial_of) : std::to_string(r.records),
-        r.failed, i.hostname, r.partial_of ? i.source + "  (PARTIAL: the run stopped)" : i.source);
+        r.failed, i.hostname, r.device.value_or("-"),
+        r.partial_of ? i.source + "  (PARTIAL: the run stopped)" : i.source);
   }
 }
 

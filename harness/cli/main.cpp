@@ -377,13 +377,16 @@ int run_command_line(int argc, char** argv) {
   auto* report = app.add_subcommand(
       "report",
       "Result records as an HTML page with charts, Markdown tables and JUnit XML (one test case "
-      "per record)");
+      "per record); records of one suite from different devices as a comparison of the devices");
   report->add_option("results", report_args.results, "Result files (results/SUITE/result.json)");
   report->add_option("--html", report_args.html,
                      "Write the HTML page here (self-contained: inline CSS and SVG, no script)");
   report->add_option("--md", report_args.markdown,
                      "Write the Markdown here (default, with no other output: standard output)");
   report->add_option("--junit", report_args.junit, "Write JUnit XML here");
+  report->add_flag("--side-by-side", report_args.side_by_side,
+                   "Compare the records as devices side by side even when some come from one "
+                   "device (two or more records of one suite)");
 
   ampbench::cli::HistoryArgs history_args;
   auto* history = app.add_subcommand(

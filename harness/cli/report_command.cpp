@@ -2,6 +2,7 @@
 // XML.
 #include <fmt/format.h>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/results/compare.hpp"
+#include "harness/results/device_comparison.hpp"
 #include "harness/results/report.hpp"
 
 namespace ampbench::cli {
@@ -42,11 +44,25 @@ int run_report(const ReportArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
   }
-  const std::string markdown = results::markdown_report(documents);
+  // Records of different devices (or --side-by-side): one comparison of the devices instead of
+  // one section per record.
+  std::optional<results::DeviceComparison> comparison;
+  try {
+    if (args.side_by_side || results::from_several_devices(documents)) {
+      comparison = results::compare_devices(documents, args.side_by_side);
+    }
+  } catch (const results::ResultError& e) {
+    err << fmt::format("{}: {}\n", kCommand, e.what());
+    return kExitUsage;
+  }
+  const std::string markdown =
+      comparison ? results::markdown_comparison(*comparison) : results::markdown_report(documents);
   if (args.html.empty() && args.markdown.empty() && args.junit.empty()) out << markdown;
+  const auto page = [&] {
+    return comparison ? results::html_comparison(*comparison) : results::html_report(documents);
+  };
   for (const auto& [flag, path, text] :
-       {std::tuple{"html", &args.html,
-                   args.html.empty() ? std::string() : results::html_report(documents)},
+       {std::tuple{"html", &args.html, args.html.empty() ? std::string() : page()},
         std::tuple{"md", &args.markdown, markdown},
         std::tuple{"junit", &args.junit,
                    args.junit.empty() ? std::string() : results::junit_report(documents)}}) {

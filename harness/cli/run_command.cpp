@@ -191,6 +191,13 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   environment.cuda = build_info::kCuda;
   environment.gpu = cuda.gpu;
   environment.cuda_libraries = cuda.libraries;
+  // The suite's models, not the shard's, so that every shard of a run names the same device.
+  std::vector<std::string> suite_keys;
+  for (const auto& c : on_backends.cases) suite_keys.push_back(c.key);
+  environment.device =
+      cuda.available && args.backend != "cpu"
+          ? cuda.gpu_device
+          : results::cpu_emulation(environment.cpu, results::mma_of_keys(suite_keys));
   environment.seed = suite.seed;
   environment.started = results::utc_now();
   out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",

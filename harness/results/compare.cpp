@@ -47,18 +47,7 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
     }
     file.tolerance = tolerance.get<double>();
   }
-  if (document.contains("environment") && document["environment"].is_object()) {
-    const auto& environment = document["environment"];
-    const auto text = [&](const char* name) {
-      return environment.contains(name) && environment[name].is_string()
-                 ? environment[name].get<std::string>()
-                 : std::string();
-    };
-    // "not probed: ..." and "no CUDA device: ..." say why there is no GPU: the CPU ran the cases.
-    const std::string gpu = text("gpu");
-    const bool has_gpu = !gpu.empty() && !gpu.starts_with("not probed") && !gpu.starts_with("no ");
-    file.device = has_gpu ? gpu : text("cpu");
-  }
+  file.device = device_of(document, source);
   const bool has_complete = document.contains("complete");
   if (has_complete != document.contains("expected")) {
     throw bad(has_complete ? "complete without expected" : "expected without complete");
@@ -239,7 +228,7 @@ Comparison compare(const ResultFile& base, const ResultFile& current,
   return result;
 }
 
-std::vector<SideBySide> side_by_side(const ResultFile& base, const ResultFile& current) {
+bool main_metric(std::string_view metric) {
   static constexpr std::string_view kMain[] = {"normwise_rel_error",
                                                "max_ulp",
                                                "fraction_correctly_rounded",
@@ -247,14 +236,16 @@ std::vector<SideBySide> side_by_side(const ResultFile& base, const ResultFile& c
                                                "eval_accuracy",
                                                "step_ms",
                                                "vs_fp32"};
+  return std::find(std::begin(kMain), std::end(kMain), last_part(metric)) != std::end(kMain);
+}
+
+std::vector<SideBySide> side_by_side(const ResultFile& base, const ResultFile& current) {
   std::vector<SideBySide> rows;
   for (const auto& b : base.records) {
     const ResultRecord* n = find(current, b.key);
     if (n == nullptr) continue;
     for (const auto& [metric, base_value] : b.metrics) {
-      if (std::find(std::begin(kMain), std::end(kMain), last_part(metric)) == std::end(kMain)) {
-        continue;
-      }
+      if (!main_metric(metric)) continue;
       const auto it = n->metrics.find(metric);
       if (it != n->metrics.end()) rows.push_back({b.key, metric, base_value, it->second});
     }

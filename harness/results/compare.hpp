@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/results/device.hpp"
+
 namespace ampbench::results {
 
 // A document that is not an ampbench.result/1 record; what() names the source and the member.
@@ -37,9 +39,9 @@ struct Completeness {
 };
 struct ResultFile {
   std::string suite;
-  // What ran the cases: the environment's gpu when it names a device, otherwise its cpu; empty
-  // when the record does not say (a hand-written one).
-  std::string device;
+  // What ran the cases: the environment's device, or for a record from before it one derived
+  // from its text (device.hpp); kind "unknown" when the record does not say (a hand-written one).
+  Device device;
   std::optional<double> tolerance;  // the suite's, when the record carries it
   // Nothing for a record written before ampbench recorded it: completeness unknown.
   std::optional<Completeness> completeness;
@@ -65,6 +67,9 @@ enum class Direction { lower_is_better, higher_is_better, unjudged };
 // skipped steps are better lower; fraction_correctly_rounded and eval_accuracy higher; the rest
 // (eval_loss) are reported but not judged.
 Direction direction_of(std::string_view metric);
+// The metrics a reader looks at first, by the name after the last '.': normwise_rel_error,
+// max_ulp, fraction_correctly_rounded, eval_loss_error, eval_accuracy, step_ms and vs_fp32.
+bool main_metric(std::string_view metric);
 
 struct CompareOptions {
   double tolerance = 0.1;  // relative

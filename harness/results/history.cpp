@@ -51,6 +51,16 @@ CREATE TABLE IF NOT EXISTS partial_runs (
   expected INTEGER NOT NULL);
 )";
 
+// The device of each run (device.hpp): its label, by which runs of one device are told from
+// another's, and the structured device as JSON. Added like partial_runs, and ignored the same way
+// by an ampbench from before it.
+constexpr const char* kCreateRunDevices = R"(
+CREATE TABLE IF NOT EXISTS run_devices (
+  run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  device TEXT NOT NULL,
+  device_json TEXT NOT NULL);
+)";
+
 // The filters of HistoryFilter, as SQL over runs r, records c and metrics m; an empty parameter
 // matches everything. A training record holds all the policies of its run, so its policy is the
 // prefix of the metric's name; and the metric names its training metrics either way.
@@ -78,20 +88,23 @@ constexpr const char* kInfoColumns =
     "suite, shard, git_revision, ampbench_version, hostname, cpu, started, finished, source";
 
 // id, the HistoryRunInfo columns, recorded_at, the records, the failed records, the cases a
-// partial run expected (NULL for a complete run; always, in a database without partial_runs).
-std::string runs_query(bool partial_runs) {
+// partial run expected (NULL for a complete run; always, in a database without partial_runs), the
+// device's label (NULL for a run recorded before run_devices; always, in a database without it).
+std::string runs_query(bool partial_runs, bool run_devices) {
   return fmt::format(
       R"(
 SELECT id, {}, recorded_at,
        (SELECT count(*) FROM records c WHERE c.run_id = r.id),
        (SELECT count(*) FROM records c WHERE c.run_id = r.id AND c.pass = 0),
+       {},
        {}
 FROM runs r
 WHERE (?1 = '' OR r.suite = ?1)
 ORDER BY r.started, r.id
 )",
       kInfoColumns,
-      partial_runs ? "(SELECT expected FROM partial_runs p WHERE p.run_id = r.id)" : "NULL");
+      partial_runs ? "(SELECT expected FROM partial_runs p WHERE p.run_id = r.id)" : "NULL",
+      run_devices ? "(SELECT device FROM run_devices d WHERE d.run_id = r.id)" : "NULL");
 }
 
 std::vector<std::string> split(std::string_view text, char separator) {
@@ -128,6 +141,7 @@ struct History::Connection {
   std::unique_ptr<sqlite3, Closer> db;
   std::string path;
   bool partial_runs = false;  // the database has the table partial_runs
+  bool run_devices = false;   // and run_devices
 
   [[noreturn]] void fail(std::string_view doing) const {
     throw HistoryError(fmt::format("{}: {}: {}", path, doing, sqlite3_errmsg(db.get())));
@@ -351,6 +365,7 @@ HistoryRunInput history_run(const nlohmann::json& document, const std::string& s
   info.started = env("started");
   info.finished = env("finished");
   info.source = std::filesystem::absolute(source).lexically_normal().string();
+  run.device = file.device;
   run.completeness_known = file.completeness.has_value();
   if (file.completeness && !file.completeness->complete) {
     run.partial_of = file.completeness->expected.size();
@@ -439,6 +454,7 @@ History::History(const std::string& path, Open mode)
     }
     check_version(*connection_, *version);
     connection_->partial_runs = has_table(*connection_, "partial_runs");
+    connection_->run_devices = has_table(*connection_, "run_devices");
     return;
   }
   connect(*connection_, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -455,9 +471,11 @@ History::History(const std::string& path, Open mode)
           .step();
     }
     connection_->exec(kCreatePartialRuns, "cannot create the table of partial runs");
+    connection_->exec(kCreateRunDevices, "cannot create the table of the runs' devices");
     transaction.commit();
   }
   connection_->partial_runs = true;
+  connection_->run_devices = true;
   // Readers and one writer at a time without blocking each other; persistent in the file. On a
   // file system without shared memory (NFS) SQLite keeps its rollback journal, and the busy
   // timeout alone makes writers wait.
@@ -490,7 +508,7 @@ AddOutcome History::add(const HistoryRunInput& run) {
         partial.step() &&
         (!run.partial_of || run.records.size() > static_cast<std::size_t>(partial.integer(0)));
     if (!more) return {run_id, false, false};
-    for (const char* table : {"records", "partial_runs"}) {
+    for (const char* table : {"records", "partial_runs", "run_devices"}) {
       Statement(*connection_, fmt::format("DELETE FROM {} WHERE run_id = ?1", table), doing)
           .bind(1, run_id)
           .step();
@@ -535,6 +553,12 @@ AddOutcome History::add(const HistoryRunInput& run) {
       insert_metric.reset();
     }
   }
+  Statement(*connection_,
+            "INSERT INTO run_devices (run_id, device, device_json) VALUES (?1, ?2, ?3)", doing)
+      .bind(1, run_id)
+      .bind(2, label_of(run.device))
+      .bind(3, to_json(run.device).dump())
+      .step();
   if (run.partial_of) {
     Statement(*connection_, "INSERT INTO partial_runs (run_id, expected) VALUES (?1, ?2)", doing)
         .bind(1, run_id)
@@ -546,7 +570,8 @@ AddOutcome History::add(const HistoryRunInput& run) {
 }
 
 std::vector<HistoryRun> History::runs(const HistoryFilter& filter) const {
-  Statement query(*connection_, runs_query(connection_->partial_runs), "cannot list the runs");
+  Statement query(*connection_, runs_query(connection_->partial_runs, connection_->run_devices),
+                  "cannot list the runs");
   query.bind(1, filter.suite);
   std::vector<HistoryRun> runs;
   while (query.step()) {
@@ -557,6 +582,7 @@ std::vector<HistoryRun> History::runs(const HistoryFilter& filter) const {
     run.records = static_cast<std::size_t>(query.integer(11));
     run.failed = static_cast<std::size_t>(query.integer(12));
     if (!query.is_null(13)) run.partial_of = static_cast<std::size_t>(query.integer(13));
+    if (!query.is_null(14)) run.device = query.text(14);
     runs.push_back(std::move(run));
   }
   if (filter.last != 0 && runs.size() > filter.last) {

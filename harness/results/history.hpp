@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/results/device.hpp"
+
 namespace ampbench::results {
 
 inline constexpr std::string_view kHistorySchema = "ampbench.history/1";
@@ -64,6 +66,7 @@ struct HistoryRunInput {
   // that does not say (completeness unknown).
   std::optional<std::size_t> partial_of;
   bool completeness_known = false;
+  Device device;  // the result's (compare.hpp's ResultFile::device)
 };
 // The run of an ampbench.result/1 document; throws ResultError naming `source` and the member.
 HistoryRunInput history_run(const nlohmann::json& document, const std::string& source);
@@ -75,6 +78,8 @@ struct HistoryRun {
   std::size_t records = 0;
   std::size_t failed = 0;
   std::optional<std::size_t> partial_of;  // a partial run: the cases it expected
+  // label_of its device; nothing for a run recorded before the history kept devices
+  std::optional<std::string> device;
 };
 
 // Which values a query selects; an empty string matches everything.

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "harness/results/html_parts.hpp"
 #include "harness/results/report.hpp"
 #include "harness/results/svg.hpp"
 #include "harness/train/profile_record.hpp"
 
 namespace ampbench::results {
+namespace html {
 namespace {
-
-using svg::escape;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -41,7 +41,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.key { white-space: nowrap; }
 ul.failures { color: #b2182b; margin: 4px 0; }
 .partial { color: #b2182b; font-weight: 700; }
-tr.fail td { background: #fde0dc; } tr.fail td.status { color: #b2182b; font-weight: 700; }
+tr.fail td { background: #fde0dc; } tr.disagree td.device { border-left: 4px solid #e08214; }
+td.disagree { color: #8a3b00; font-weight: 600; } tr.fail td.status { color: #b2182b; font-weight: 700; }
 td.status { color: #1b7837; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 12px; }
 svg.chart { width: 100%; height: auto; background: #fff; border: 1px solid #e3e3e3; }
@@ -54,7 +55,15 @@ svg .series { fill: none; stroke-linejoin: round; }
 svg .cross { stroke-width: 2.5; fill: none; }
 )";
 
-// A number for the page, NaN for null or a missing member.
+}  // namespace
+
+std::string page_start(std::string_view title) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
+      "<style>{}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+      svg::escape(title), kStyle, svg::escape(title));
+}
+
 double number_of(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
 }
@@ -63,6 +72,43 @@ const nlohmann::json& member(const nlohmann::json& j, const char* key) {
   static const nlohmann::json none;
   return j.is_object() && j.contains(key) ? j[key] : none;
 }
+
+std::string phase_chart(const std::string& title,
+                        const std::vector<std::pair<std::string, const nlohmann::json*>>& runs) {
+  using train::kProfilePhases;
+  if (runs.empty()) return "";
+  svg::BarChart chart{.title = title, .y = {"milliseconds", 0}, .stacked = true};
+  for (const char* phase : kProfilePhases) {
+    chart.series.push_back(phase);
+    chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
+  }
+  chart.series.push_back("rest");
+  chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
+  chart.values.assign(chart.series.size(), {});
+  for (const auto& [label, run] : runs) {
+    chart.categories.push_back(label);
+    const auto& median = member(member(*run, "step_ms"), "median");
+    const double step_ms = median.is_number() ? median.get<double>() : 0.0;
+    double covered = 0;
+    for (std::size_t i = 0; i < std::size(kProfilePhases); ++i) {
+      const auto& share = member(member(*run, "phase_share"), kProfilePhases[i]);
+      const double fraction = share.is_number() ? share.get<double>() : 0.0;
+      covered += fraction;
+      chart.values[i].push_back(step_ms * fraction);
+    }
+    chart.values.back().push_back(step_ms * std::max(0.0, 1.0 - covered));
+  }
+  return svg::bar_chart(chart);
+}
+
+}  // namespace html
+
+namespace {
+
+using html::kNaN;
+using html::member;
+using html::number_of;
+using svg::escape;
 
 // Every policy (with its Tensor Core model or distribution when not the default) keeps one
 // colour across the charts of the page.
@@ -318,36 +364,14 @@ std::string time_chart(const nlohmann::json& records) {
   return svg::bar_chart(chart);
 }
 
-// A profile run's step as stacked bars per policy: the median step's milliseconds split by the
-// phases' shares of the step time; what no phase covers (the step's own bookkeeping) is "rest". A
-// record from before a phase existed ("loss" came later) shows none of it.
+// A profile run's step as stacked bars per policy (html::phase_chart). A record from before a
+// phase existed ("loss" came later) shows none of it.
 std::string profile_chart(const nlohmann::json& detail) {
-  using train::kProfilePhases;
-  svg::BarChart chart{
-      .title = "Median step time per policy, by phase", .y = {"milliseconds", 0}, .stacked = true};
-  const auto& runs = member(detail, "runs");
-  if (!runs.is_array() || runs.empty()) return "";
-  for (const char* phase : kProfilePhases) {
-    chart.series.push_back(phase);
-    chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
+  std::vector<std::pair<std::string, const nlohmann::json*>> runs;
+  if (member(detail, "runs").is_array()) {
+    for (const auto& run : detail["runs"]) runs.emplace_back(text_of(run, "policy"), &run);
   }
-  chart.series.push_back("rest");
-  chart.colours.push_back(svg::segment_colour(chart.series.size() - 1));
-  chart.values.assign(chart.series.size(), {});
-  for (const auto& run : runs) {
-    chart.categories.push_back(text_of(run, "policy"));
-    const auto& median = member(member(run, "step_ms"), "median");
-    const double step_ms = median.is_number() ? median.get<double>() : 0.0;
-    double covered = 0;
-    for (std::size_t i = 0; i < std::size(kProfilePhases); ++i) {
-      const auto& share = member(member(run, "phase_share"), kProfilePhases[i]);
-      const double fraction = share.is_number() ? share.get<double>() : 0.0;
-      covered += fraction;
-      chart.values[i].push_back(step_ms * fraction);
-    }
-    chart.values.back().push_back(step_ms * std::max(0.0, 1.0 - covered));
-  }
-  return svg::bar_chart(chart);
+  return html::phase_chart("Median step time per policy, by phase", runs);
 }
 
 std::string environment_line(const nlohmann::json& env) {
@@ -468,10 +492,7 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
 std::string html_report(std::span<const ResultDocument> results) {
   std::string title = "ampbench report";
   for (const auto& r : results) title += " · " + text_of(r.document, "suite");
-  std::string out = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
-      "<style>{}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-      escape(title), kStyle, escape(title));
+  std::string out = html::page_start(title);
   out +=
       "<p class=\"explain\">Histograms count outputs by their distance in ulps from the "
       "correctly rounded result (0: correctly rounded). Error charts are log-log; a value a log "
@@ -479,7 +500,7 @@ std::string html_report(std::span<const ResultDocument> results) {
       "page; the reference is black.</p>\n";
   Colours colours;
   for (const auto& r : results) out += result_section(r, colours);
-  return out + "</body>\n</html>\n";
+  return out + std::string(html::kPageEnd);
 }
 
 }  // namespace ampbench::results

@@ -114,6 +114,7 @@ nlohmann::json to_json(const Environment& e) {
           {"cuda", e.cuda},
           {"gpu", e.gpu},
           {"cuda_libraries", e.cuda_libraries},
+          {"device", to_json(e.device)},
           {"cpu", e.cpu},
           {"cores", e.cores},
           {"hostname", e.hostname},

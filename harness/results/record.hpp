@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/audit/budgets.hpp"
+#include "harness/results/device.hpp"
 #include "harness/results/suite.hpp"
 
 namespace ampbench::results {
@@ -25,6 +26,7 @@ struct Environment {
   std::string cuda;            // the build's CUDA backend: "off" or nvcc's version and the sm list
   std::string gpu;             // the device the run would use, or why there is none
   std::string cuda_libraries;  // the CUDA runtime, driver, cuBLAS, cuDNN and CUPTI versions loaded
+  Device device;               // what ran the cases, structured (device.hpp)
   std::string cpu;             // the model name of /proc/cpuinfo
   unsigned cores = 0;
   std::string hostname;

@@ -10,18 +10,17 @@
 namespace ampbench::results {
 namespace {
 
-// Markdown table cells: a '|' would end the cell.
-std::string cell(const std::string& text) {
-  std::string out;
-  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
 const nlohmann::json& records_of(const ResultDocument& r) {
   return r.document.at("records");
 }
 
 }  // namespace
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
 
 std::string text_of(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("-");
@@ -102,17 +101,17 @@ std::string markdown_report(std::span<const ResultDocument> results) {
                        text_of(env, "git_revision"), text_of(env, "compiler"), text_of(env, "cpu"),
                        text_of(env, "started"), text_of(env, "finished"));
     if (!completeness || partial) {
-      out += fmt::format("{}{}{}\n\n", partial ? "**" : "", cell(completeness_text(completeness)),
-                         partial ? "**" : "");
+      out += fmt::format("{}{}{}\n\n", partial ? "**" : "",
+                         markdown_cell(completeness_text(completeness)), partial ? "**" : "");
     }
     out += "| case | kind | status | main metrics | breaches |\n|---|---|---|---|---|\n";
     for (const auto& record : records_of(r)) {
       std::string breaches;
       for (const auto& b : breaches_of(record)) breaches += (breaches.empty() ? "" : "; ") + b;
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", cell(text_of(record, "key")),
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_cell(text_of(record, "key")),
                          text_of(record, "kind"),
                          text_of(record, "status") == "pass" ? "PASS" : "**FAIL**",
-                         cell(main_metrics(record)), cell(breaches));
+                         markdown_cell(main_metrics(record)), markdown_cell(breaches));
     }
     out += fmt::format("\n{} case(s), {} failed{}.\n\n", records_of(r).size(), failures_of(r),
                        partial ? fmt::format(", {} not run (the run stopped before them)",

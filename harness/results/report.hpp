@@ -40,6 +40,8 @@ std::string junit_report(std::span<const ResultDocument> results);
 // when absent), an audit's or a training run's main metrics as one line of text, and the number of
 // records of a result that did not pass.
 std::string text_of(const nlohmann::json& j, const char* key);
+// A Markdown table cell's text: a '|' would end the cell.
+std::string markdown_cell(const std::string& text);
 std::vector<std::string> breaches_of(const nlohmann::json& record);
 double seconds_of(const nlohmann::json& record);
 std::string main_metrics(const nlohmann::json& record);

@@ -72,6 +72,8 @@ TEST_F(HistoryCli, EveryRunIsRecordedNextToItsResults) {
   const auto result = nlohmann::json::parse(slurp(path("results/tiny/result.json")));
   EXPECT_EQ(runs[1]["started"], result["environment"]["started"]);
   EXPECT_EQ(runs[1]["git_revision"], result["environment"]["git_revision"]);
+  EXPECT_EQ(runs[1]["device"],
+            "CPU emulation on " + result["environment"]["cpu"].get<std::string>());
 
   // By default: each audit case's normwise error and each policy's eval-loss error, per run.
   const auto series = query("--db " + db)["series"];

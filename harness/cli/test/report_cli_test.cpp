@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "harness/cli/test/run_ampbench.hpp"
@@ -72,13 +73,33 @@ TEST(ReportCli, HtmlPageInAFile) {
   std::remove(html.c_str());
 }
 
-// A failed report writes nothing: no page, no temporary file.
+// Records of one suite from different devices: one comparison page and its Markdown. The devices
+// here are built for the test and named so.
+std::string on_device(const std::string& name, const std::string& device, double error,
+                      const std::string& suite = "s") {
+  return write(
+      name, R"({"schema": "ampbench.result/1", "suite": ")" + suite +
+                R"(", "shard": "0/1", "environment": {"device": )" + device +
+                R"(}, "records": [{"key": "audit/add/4x4/fp16/normal/seed=1/backend=cuda", "kind":
+      "audit", "status": "pass", "breaches": [], "metrics": {"normwise_rel_error": )" +
+                std::to_string(error) + "}}]}");
+}
+
+const char* const kFixtureA = R"({"kind": "gpu", "name": "TEST FIXTURE GPU A"})";
+const char* const kFixtureB = R"({"kind": "gpu", "name": "TEST FIXTURE GPU B"})";
+
+// A failed report writes nothing: no page, no temporary file. A comparison
+// of devices refuses the same device twice, records of different suites and a single record.
 TEST(ReportCli, HtmlErrorsWriteNothing) {
   const std::string result = write("html-ok.json", kResult);
   const std::string bad = write("html-bad.json", "{\"schema\": \"ampbench.result/1\"");
   const std::string html = temp_path("never.html");
   const std::string directory = temp_path("a-directory");
   std::filesystem::create_directory(directory);
+  const std::string a = on_device("cmp-a.json", kFixtureA, 0.001);
+  const std::string b = on_device("cmp-b.json", kFixtureB, 0.001);
+  const std::string a2 = on_device("cmp-a2.json", kFixtureA, 0.002);
+  const std::string other = on_device("cmp-other.json", kFixtureB, 0.001, "another");
   const struct {
     std::string args;
     std::string message;
@@ -94,6 +115,13 @@ TEST(ReportCli, HtmlErrorsWriteNothing) {
       // A path that is a directory cannot be replaced by a file: found before anything is read.
       {"report " + result + " --html " + directory,
        "ampbench report: --html " + directory + ": is a directory"},
+      {"report " + a + " " + b + " " + a2 + " --html " + html,
+       "ampbench report: " + a2 + ": the same device (TEST FIXTURE GPU A) as " + a +
+           ": give each device once"},
+      {"report " + a + " " + other + " --html " + html,
+       "ampbench report: " + other + ": a result of suite 'another', not of suite 's' as " + a},
+      {"report " + a + " --side-by-side --html " + html,
+       "ampbench report: a comparison of devices needs two or more result files"},
   };
   for (const auto& c : cases) {
     const Outcome run = ampbench(c.args);
@@ -108,7 +136,7 @@ TEST(ReportCli, HtmlErrorsWriteNothing) {
     }
   }
   EXPECT_TRUE(std::filesystem::is_directory(directory));
-  for (const auto& path : {result, bad}) std::remove(path.c_str());
+  for (const auto& path : {result, bad, a, b, a2, other}) std::remove(path.c_str());
   std::filesystem::remove(directory);
 }
 
@@ -135,6 +163,52 @@ TEST(ReportCli, EveryBadInputIsNamed) {
   }
   std::remove(not_result.c_str());
   std::remove(result.c_str());
+}
+
+TEST(ReportCli, RecordsOfDifferentDevicesAreOneComparison) {
+  const std::string a = on_device("device-a.json", kFixtureA, 0.001);
+  const std::string b = on_device("device-b.json", kFixtureB, 0.004);
+  const std::string html = temp_path("devices.html");
+  const std::string md = temp_path("devices.md");
+  const Outcome run = ampbench("report " + a + " " + b + " --html " + html + " --md " + md);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string markdown = slurp(md);
+  EXPECT_EQ(markdown.rfind("# ampbench device comparison · s\n", 0), 0u) << markdown;
+  EXPECT_NE(markdown.find("| audit/add/4x4/fp16/normal/seed=1 | TEST FIXTURE GPU B | PASS | 0.004 "
+                          "| not recorded | not recorded | 4 | normwise_rel_error |"),
+            std::string::npos)
+      << markdown;
+  const std::string page = slurp(html);
+  EXPECT_NE(page.find("<h2>Devices</h2>"), std::string::npos);
+  EXPECT_NE(page.find("add: normwise error per case, a bar per device"), std::string::npos);
+  // Without an output option the comparison's Markdown goes to standard output.
+  EXPECT_EQ(ampbench("report " + a + " " + b).out, markdown);
+  for (const auto& path : {a, b, html, md}) std::remove(path.c_str());
+}
+
+// A real CPU record (the checked-in nightly baseline) beside itself: a row per case and column.
+TEST(ReportCli, ARealRecordBesideItself) {
+  const std::string baseline = AMPBENCH_SOURCE_DIR "/reports/baselines/nightly-cpu.json";
+  const std::string html = temp_path("self.html");
+  const Outcome run = ampbench("report " + baseline + " " + baseline + " --side-by-side --html " +
+                               html + " --md " + temp_path("self.md"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string page = slurp(html);
+  const nlohmann::json record = nlohmann::json::parse(slurp(baseline));
+  std::size_t audits = 0;
+  for (const auto& r : record["records"]) audits += r["kind"] == "audit";
+  std::size_t rows = 0;
+  for (auto at = page.find("<td class=\"device\">CPU emulation on "); at != std::string::npos;
+       at = page.find("<td class=\"device\">CPU emulation on ", at + 1)) {
+    ++rows;
+  }
+  EXPECT_GT(audits, 100u);
+  // Each audit case twice, and each training and profile policy twice too.
+  EXPECT_GE(rows, 2 * audits);
+  EXPECT_NE(page.find("0 where the devices disagree"), std::string::npos);
+  EXPECT_NE(page.find(" · #2 " + baseline), std::string::npos);
+  std::remove(html.c_str());
+  std::remove(temp_path("self.md").c_str());
 }
 
 }  // namespace

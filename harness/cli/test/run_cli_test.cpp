@@ -54,6 +54,10 @@ TEST_F(RunCli, RunsEveryCaseAndWritesTheResultRecord) {
   }
   EXPECT_GE(environment["cores"].get<int>(), 1);
   EXPECT_EQ(environment["seed"], 3);
+  // The structured device: the CPU emulation (docs/comparing-devices.md), no Tensor Core model.
+  EXPECT_EQ(environment["device"]["kind"], "cpu-emulation");
+  EXPECT_EQ(environment["device"]["name"], environment["cpu"]);
+  EXPECT_EQ(environment["device"]["mma"], nlohmann::json::array());
   ASSERT_EQ(result["records"].size(), 3u);
   const auto& dot = result["records"][0];
   EXPECT_EQ(dot["key"], "audit/dot/16/fp32/normal/seed=3");

@@ -2,10 +2,15 @@
 """The HTML report in a real browser: runs a small suite (browser.toml), renders its result with
 `ampbench report --html`, and opens the page in headless Chromium twice: once for a screenshot,
 which must be a 1280x2000 PNG that is not blank and shows the policies' colours, and once for the
-DOM, which must hold the headings, a table row per record and every chart with its points.
+DOM, which must hold the headings, a table row per record and every chart with its points. Then
+the device comparison page (`ampbench report R1 R2 ...`): the real record beside itself
+(--side-by-side), and beside two records built here from it for two made-up GPUs (named as test
+fixtures in their data), each checked the same way: a screenshot that is not blank, every chart,
+a table row per case and device.
 
 Standard library only. Fails, never skips, when Chromium is missing: scripts/setup installs it.
-Usage: browser_check.py AMPBENCH SUITE WORKDIR (the screenshot stays in WORKDIR/report.png)."""
+Usage: browser_check.py AMPBENCH SUITE WORKDIR (the screenshots stay in WORKDIR/*.png)."""
+import copy
 import html.parser
 import json
 import pathlib
@@ -79,7 +84,7 @@ def png_pixels(path: pathlib.Path) -> tuple[int, int, list[bytes], int]:
     return width, height, rows, bpp
 
 
-def check_screenshot(path: pathlib.Path) -> str:
+def check_screenshot(path: pathlib.Path, first_colour=FP32_BLUE) -> str:
     width, height, rows, bpp = png_pixels(path)
     if (width, height) != (WIDTH, HEIGHT):
         fail(f"screenshot is {width}x{height}, expected {WIDTH}x{HEIGHT}")
@@ -89,7 +94,7 @@ def check_screenshot(path: pathlib.Path) -> str:
             pixel = tuple(row[x:x + 3])
             colours.add(pixel)
             inked += pixel != (255, 255, 255)
-            blue += pixel == FP32_BLUE
+            blue += pixel == first_colour
     share = inked / (width * height)
     if share < 0.03 or len(colours) < 50:
         fail(f"screenshot looks blank: {share:.1%} of pixels not white, {len(colours)} colours")
@@ -149,7 +154,7 @@ def check_dom(text: str, result: dict) -> str:
     records = result["records"]
     for heading in ["ampbench report · browser", "Suite browser · shard 0/1", "Cases",
                     "Training: train/mlp/steps=6/seed=1/batch=16", "Audit: gemm", "Audit: softmax",
-                    "Time"]:
+                    "Profile: profile/mlp/steps=2/warmup=1/seed=1/batch=16", "Time"]:
         if heading not in dom.headings:
             fail(f"no heading {heading!r} in {dom.headings}")
     if [cells[0] for _, cells in dom.rows] != [r["key"] for r in records]:
@@ -165,10 +170,12 @@ def check_dom(text: str, result: dict) -> str:
                 "gemm: largest error over its a-priori bound",
                 "softmax 8x256: ulp error of the outputs",
                 "softmax: normwise error against problem size",
+                "Median step time per policy, by phase",
                 "Time per policy (stacked by op) and per training run"]
     if sorted(charts) != sorted(expected) or len(dom.charts) != len(expected):
         fail(f"charts {[c['title'] for c in dom.charts]}, expected {expected}")
-    steps = len(records[-1]["detail"]["reference"]["steps"])
+    train = next(r for r in records if r["kind"] == "train")
+    steps = len(train["detail"]["reference"]["steps"])
     loss = charts["mlp: training loss per step"]["polylines"]
     if loss != [steps] * 4:  # the reference and three policies, a point per step
         fail(f"loss curves have {loss} points, expected 4 x {steps}")
@@ -177,6 +184,115 @@ def check_dom(text: str, result: dict) -> str:
     if charts["gemm: normwise error against problem size"]["polylines"] != [2, 2, 2]:
         fail("the gemm error-against-size chart lacks a line of two sizes per policy")
     return f"{len(dom.rows)} rows, {len(dom.charts)} charts, headings {len(dom.headings)}"
+
+
+def fixture_device(result: dict, name: str, sms: int, scale: float) -> dict:
+    """A record built for this test from the real one: a made-up GPU, its name saying so, its
+    cases' keys those of a GPU run, its audit cases' errors scaled (gemm's by `scale`, so that the devices
+    disagree there), its training losses and step times scaled too."""
+    fixture = copy.deepcopy(result)
+    fixture["note"] = f"TEST FIXTURE built by browser_check.py from {result['suite']}'s real record"
+    # Every case of a GPU run's record names its backend (docs/results.md).
+    fixture["environment"]["device"] = {
+        "kind": "gpu", "name": name, "compute_capability": "9.0", "sms": sms,
+        "memory_bytes": 80 * 2**30, "sm_clock_mhz": None, "memory_clock_mhz": None,
+        "driver": "0.0.0-fixture", "cuda_runtime": None, "cublas": None, "cudnn": None,
+        "tf32_override": "unset", "mma": []}
+    fixture["backend"] = "cuda"
+    keys = []
+    for record in fixture["records"]:
+        record["key"] += "/backend=cuda"
+        if record["kind"] == "audit":
+            if "/gemm/" in record["key"]:
+                for metric in ("normwise_rel_error", "max_ulp"):
+                    if metric in record["metrics"]:
+                        record["metrics"][metric] *= scale
+        elif record["kind"] == "train":
+            for run in record["detail"]["runs"]:
+                for step in run["steps"]:
+                    if step.get("loss_rel_error") is not None:
+                        step["loss_rel_error"] *= scale
+        else:
+            for run in record["detail"]["runs"]:
+                run["step_ms"]["median"] /= scale
+            record["metrics"] = {k: v / scale if k.endswith(".step_ms") else v
+                                 for k, v in record["metrics"].items()}
+        keys.append(record["key"])
+    fixture["expected"] = {"cases": len(keys), "keys": keys}
+    return fixture
+
+
+def check_comparison_dom(text: str, records: list, devices: int) -> str:
+    dom = Dom()
+    dom.feed(text)
+    if dom.tags.get("script"):
+        fail("the comparison page has a <script>")
+    for heading in ["ampbench device comparison · browser", "Devices", "Accuracy", "Training",
+                    "Training: train/mlp/steps=6/seed=1/batch=16", "Profiles",
+                    "Profile: profile/mlp/steps=2/warmup=1/seed=1/batch=16"]:
+        if heading not in dom.headings:
+            fail(f"comparison: no heading {heading!r} in {dom.headings}")
+    audits = [r["key"] for r in records if r["kind"] == "audit"]
+    rows = [cells for _, cells in dom.rows if cells and cells[0] in audits]
+    for key in audits:
+        on = [cells for cells in rows if cells[0] == key]
+        if len(on) != devices:
+            fail(f"comparison: {len(on)} row(s) of {key}, expected one per device ({devices})")
+    train = next(r for r in records if r["kind"] == "train")
+    policies = [run["policy"] for run in train["detail"]["runs"]]
+    expected = ["gemm: normwise error per case, a bar per device",
+                "softmax: normwise error per case, a bar per device"]
+    expected += [f"{p}: loss error per step, a line per device" for p in policies]
+    expected += ["Median step time by phase, per policy and device",
+                 "Step time over fp32's, a bar per device"]
+    titles = [c["title"] for c in dom.charts]
+    if sorted(titles) != sorted(expected):
+        fail(f"comparison charts {titles}, expected {expected}")
+    for p in policies:
+        chart = next(c for c in dom.charts if c["title"].startswith(f"{p}:"))
+        if len(chart["polylines"]) != devices:
+            fail(f"comparison: {chart['title']} has {len(chart['polylines'])} lines, "
+                 f"expected one per device ({devices})")
+    return f"{len(dom.rows)} rows, {len(dom.charts)} charts"
+
+
+def browse(chromium: str, page: pathlib.Path, shot: pathlib.Path) -> str:
+    """Screenshots the page into `shot` and returns its DOM."""
+    shot.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                   f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}"]
+        run(browser + [f"--screenshot={shot}", page.resolve().as_uri()])
+        dom = run(browser + ["--dump-dom", page.resolve().as_uri()]).stdout
+    if not shot.exists():
+        fail(f"chromium wrote no screenshot {shot}")
+    return dom
+
+
+def check_comparisons(ampbench: str, chromium: str, work: pathlib.Path, result: dict) -> None:
+    real = work / "result" / "result.json"
+    fixtures = []
+    for name, sms, scale in [("TEST FIXTURE GPU A (built by browser_check.py)", 108, 3.0),
+                             ("TEST FIXTURE GPU B (built by browser_check.py)", 132, 0.5)]:
+        path = work / f"fixture-{sms}.json"
+        path.write_text(json.dumps(fixture_device(result, name, sms, scale)), encoding="utf-8")
+        fixtures.append(path)
+    for label, args, devices in [("self", [str(real), str(real), "--side-by-side"], 2),
+                                 ("devices", [str(real)] + [str(f) for f in fixtures], 3)]:
+        page = work / f"compare-{label}.html"
+        run([ampbench, "report", *args, "--html", str(page), "--md", str(work / f"compare-{label}.md")])
+        dom = browse(chromium, page, work / f"compare-{label}.png")
+        print(f"comparison {label}: screenshot {check_screenshot(work / f'compare-{label}.png')}")
+        print(f"comparison {label}: DOM {check_comparison_dom(dom, result['records'], devices)}")
+    # The same device twice without --side-by-side, and records of different suites: exit 2.
+    other = json.loads(fixtures[0].read_text(encoding="utf-8"))
+    other["suite"] = "another"
+    (work / "other-suite.json").write_text(json.dumps(other), encoding="utf-8")
+    for args, says in [([str(real), str(fixtures[0]), str(fixtures[0])], "the same device"),
+                       ([str(real), str(work / "other-suite.json")], "not of suite 'browser'")]:
+        done = run([ampbench, "report", *args, "--html", str(work / "refused.html")], ok=(2,))
+        if says not in done.stderr or (work / "refused.html").exists():
+            fail(f"report {args}: {done.stderr!r} does not say {says!r}, or wrote the page")
 
 
 def main() -> None:
@@ -193,21 +309,15 @@ def main() -> None:
     page = work / "report.html"
     run([ampbench, "report", str(work / "result" / "result.json"), "--html", str(page)])
     shot = work / "report.png"
-    shot.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory() as profile:
-        browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                   f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}"]
-        run(browser + [f"--screenshot={shot}", page.resolve().as_uri()])
-        dom = run(browser + ["--dump-dom", page.resolve().as_uri()]).stdout
+    dom = browse(chromium, page, shot)
     browsed = time.monotonic()
-    if not shot.exists():
-        fail(f"chromium wrote no screenshot {shot}")
     result = json.loads((work / "result" / "result.json").read_text(encoding="utf-8"))
     print(f"screenshot {shot}: {check_screenshot(shot)}")
     print(f"DOM: {check_dom(dom, result)}")
+    check_comparisons(ampbench, chromium, work, result)
     end = time.monotonic()
     print(f"PASS in {end - start:.1f} s: suite {ran - start:.1f} s, report and Chromium "
-          f"{browsed - ran:.1f} s, checks {end - browsed:.1f} s")
+          f"{browsed - ran:.1f} s, checks and the comparison pages {end - browsed:.1f} s")
 
 
 if __name__ == "__main__":

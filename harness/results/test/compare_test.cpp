@@ -46,9 +46,11 @@ TEST(Compare, TheArchitectureComparisonLinesUpTheMainMetrics) {
   const auto h200 = on("NVIDIA H200, compute capability 9.0", R"([
       {"key": "t", "status": "pass", "metrics": {"fp32.step_ms": 4}},
       {"key": "g", "status": "pass", "metrics": {"max_ulp": 5, "mean_ulp": 0.7}}])");
-  EXPECT_EQ(a100.device, "NVIDIA A100, compute capability 8.0");
-  EXPECT_EQ(on("no CUDA device: cudaErrorNoDevice", "[]").device, "Test CPU");
-  EXPECT_EQ(on("not probed: this build has no CUDA backend", "[]").device, "Test CPU");
+  EXPECT_EQ(label_of(a100.device), "NVIDIA A100 (sm 8.0)");
+  EXPECT_EQ(label_of(on("no CUDA device: cudaErrorNoDevice", "[]").device),
+            "CPU emulation on Test CPU");
+  EXPECT_EQ(label_of(on("not probed: this build has no CUDA backend", "[]").device),
+            "CPU emulation on Test CPU");
   const auto rows = side_by_side(a100, h200);
   ASSERT_EQ(rows.size(), 2u);  // mean_ulp and eval_loss are not main metrics; only-a is alone
   EXPECT_EQ(rows[0].key, "g");

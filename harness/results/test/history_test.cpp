@@ -127,6 +127,31 @@ TEST(CaseKey, AuditKeysGiveOpAndPolicyTrainingKeysTheModel) {
   }
 }
 
+// Each run keeps its device (device.hpp): its label for people, the structured device as JSON for
+// other tools; a run recorded before the history kept devices has none.
+TEST_F(HistoryStore, EachRunKeepsItsDevice) {
+  HistoryRunInput h200 = run_of("nightly", "2026-11-01T02:00:00Z", nightly_records(1));
+  EXPECT_EQ(label_of(h200.device), "unknown device");  // the Environment here does not say
+  h200.device.kind = "gpu";
+  h200.device.name = "TEST FIXTURE H200";
+  h200.device.compute_capability = "9.0";
+  const HistoryRunInput cpu = run_of("nightly", "2026-11-02T02:00:00Z", nightly_records(1));
+  History history(db_, History::Open::create);
+  history.add(h200);
+  history.add(cpu);
+  EXPECT_EQ(
+      count("run_devices WHERE run_id = 1 AND device_json = '" + to_json(h200.device).dump() + "'"),
+      1);
+  sql("DELETE FROM run_devices WHERE run_id = 2");  // as if recorded before run_devices
+  const auto runs = History(db_, History::Open::existing).runs({});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].device, "TEST FIXTURE H200 (sm 9.0)");
+  EXPECT_FALSE(runs[1].device);
+  // A history of this schema from before run_devices reads as before, no device.
+  sql("DROP TABLE run_devices");
+  EXPECT_FALSE(History(db_, History::Open::existing).runs({})[0].device);
+}
+
 TEST_F(HistoryStore, ARunIsStoredAndReadBack) {
   const auto input = run_of("nightly", "2026-11-01T02:00:00Z", nightly_records(1));
   EXPECT_EQ(input.records.size(), 4u);
@@ -208,6 +233,7 @@ TEST_F(HistoryStore, APartialRunIsFlaggedAndReplacedByItsCompleteRecord) {
   EXPECT_FALSE(history.runs({})[0].partial_of);
   EXPECT_EQ(history.runs({})[0].records, complete.records.size());
   EXPECT_EQ(count("partial_runs"), 0);
+  EXPECT_EQ(count("run_devices"), 1);  // the replaced record's device gave way too
   EXPECT_EQ(count("records"), static_cast<long long>(complete.records.size()));
   const AddOutcome again = history.add(partial);
   EXPECT_FALSE(again.added);

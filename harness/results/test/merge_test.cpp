@@ -90,6 +90,21 @@ TEST(Merge, EnvironmentKeepsWhatTheShardsAgreeOn) {
   EXPECT_EQ(merged["merged_from"][1]["records"], 2);
 }
 
+// The structured device (device.hpp) of shards of one device is kept; of several, it is "mixed",
+// which readers take for mixed devices.
+TEST(Merge, TheDeviceIsKeptWhenTheShardsAgree) {
+  const nlohmann::json h200{{"kind", "gpu"}, {"name", "TEST FIXTURE H200"}};
+  std::vector<ResultDocument> shards{shard(0, 2, 5), shard(1, 2, 5)};
+  for (auto& s : shards) s.document["environment"]["device"] = h200;
+  const Merged same = merge_shards(shards);
+  EXPECT_EQ(same.document["environment"]["device"], h200);
+  EXPECT_EQ(label_of(parse_result(same.document, "merged").device), "TEST FIXTURE H200");
+  shards[1].document["environment"]["device"]["name"] = "TEST FIXTURE B200";
+  const Merged mixed = merge_shards(shards);
+  EXPECT_EQ(mixed.document["environment"]["device"], "mixed");
+  EXPECT_EQ(parse_result(mixed.document, "merged").device.kind, "mixed");
+}
+
 TEST(Merge, MissingShardsAreReportedAndNamedInTheShardMember) {
   const std::vector<ResultDocument> shards{shard(0, 3, 7), shard(2, 3, 7)};
   const Merged merged = merge_shards(shards);
