@@ -2,8 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/options.hpp"
@@ -236,6 +242,85 @@ nlohmann::json to_json(const CaseResult& r) {
   j["breaches"] = breaches;
   j["status"] = r.pass() ? "PASS" : "FAIL";
   return j;
+}
+
+OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& precision,
+                         const TensorReader& read) {
+  OperandSet set;
+  const auto tensors = read(inputs::Conversion(precision.input, precision.input_mode));
+  const auto names = ops::operands(op, ops::parse_shape(op, op.default_shape));
+  // gemm's C is held in the accumulation format: read again, rounded to that, when it differs.
+  const bool reread =
+      std::any_of(names.begin(), names.end(), [](const auto& o) { return o.optional; }) &&
+      !numeric::same_format(precision.accumulate, precision.input);
+  std::map<std::string, inputs::Loaded> reread_tensors;
+  if (reread) {
+    reread_tensors = read(inputs::Conversion(precision.accumulate, precision.input_mode));
+  }
+  const auto& accumulated = reread ? reread_tensors : tensors;
+  for (const auto& [name, loaded] : tensors) {
+    bool known = false;
+    for (const auto& o : names) known = known || o.name == name;
+    if (!known) {
+      std::string list;
+      for (const auto& o : names) list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
+      throw ops::OpError(fmt::format("unknown operand '{}' ({} takes {})", name, op.name, list));
+    }
+  }
+  std::vector<std::vector<std::size_t>> shapes;  // of the required operands
+  for (const auto& o : names) {
+    if (o.optional) {
+      const auto it = accumulated.find(o.name);
+      if (it == accumulated.end()) {
+        set.inputs.values.emplace_back();
+      } else {
+        set.inputs.values.push_back(it->second.tensor.data);
+        set.rounded += it->second.report.changed;
+      }
+      set.inputs.indices.emplace_back();
+      continue;
+    }
+    const auto it = tensors.find(o.name);
+    if (it == tensors.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
+    shapes.push_back(it->second.tensor.shape);
+    std::vector<std::int64_t> indices;
+    if (o.is_index) {
+      for (std::size_t i = 0; i < it->second.tensor.data.size(); ++i) {
+        const double v = it->second.tensor.data[i];
+        if (!(v >= 0 && v == std::floor(v) && v < 9.0e15)) {
+          throw ops::OpError(fmt::format("{}[{}] = {} is not a class index", o.name, i, v));
+        }
+        indices.push_back(static_cast<std::int64_t>(v));
+      }
+      set.inputs.values.emplace_back();
+    } else {
+      set.inputs.values.push_back(it->second.tensor.data);
+      set.rounded += it->second.report.changed;
+    }
+    set.inputs.indices.push_back(std::move(indices));
+  }
+  set.shape = ops::shape_from_operands(op, shapes);
+  const auto expected = ops::operands(op, set.shape);
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const auto it = accumulated.find(names[k].name);
+    if (names[k].optional && it != accumulated.end() &&
+        it->second.tensor.shape != expected[k].shape) {
+      throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op.name,
+                                     names[k].name, ops::to_string({it->second.tensor.shape}),
+                                     ops::to_string({expected[k].shape})));
+    }
+  }
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (!names[k].is_index) continue;
+    const std::size_t limit = ops::operands(op, set.shape)[k].index_limit;
+    for (std::size_t i = 0; i < set.inputs.indices[k].size(); ++i) {
+      if (static_cast<std::size_t>(set.inputs.indices[k][i]) >= limit) {
+        throw ops::OpError(fmt::format("{}[{}] = {} is not below the {} classes", names[k].name, i,
+                                       set.inputs.indices[k][i], limit));
+      }
+    }
+  }
+  return set;
 }
 
 }  // namespace ampbench::audit
