@@ -2,14 +2,31 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/options.hpp"
 #include "reference/exact/uint128.hpp"
 
 namespace ampbench::audit {
+
+const numeric::Format& held_format(const ops::Operand& operand,
+                                   const policy::OpPrecision& precision) {
+  switch (operand.held_in) {
+    case ops::HeldIn::output: return precision.output;
+    case ops::HeldIn::accumulation: return precision.accumulate;
+    case ops::HeldIn::input: break;
+  }
+  return precision.input;
+}
+
 Generated generate_operands(const Case& c, const policy::OpPrecision& precision) {
   Generated g;
   const auto operands = ops::operands(*c.op, c.shape);
@@ -38,12 +55,9 @@ Generated generate_operands(const Case& c, const policy::OpPrecision& precision)
       const std::string spec = operand.role == ops::Role::data ? c.distribution
                                : operand.name == "gamma" ? std::string("normal:mu=1,sigma=0.25")
                                                          : std::string("normal");
-      const numeric::Format& held = operand.held_in == ops::HeldIn::output ? precision.output
-                                    : operand.held_in == ops::HeldIn::accumulation
-                                        ? precision.accumulate
-                                        : precision.input;
       inputs::Generated generated =
-          inputs::generate(std::string_view(spec), operand.shape, held, seed, precision.input_mode);
+          inputs::generate(std::string_view(spec), operand.shape, held_format(operand, precision),
+                           seed, precision.input_mode);
       values = std::move(generated.tensor.data);
       record.source = generated.tensor.source;
       record.changed = generated.report.changed;
@@ -232,6 +246,89 @@ nlohmann::json to_json(const CaseResult& r) {
   j["breaches"] = breaches;
   j["status"] = r.pass() ? "PASS" : "FAIL";
   return j;
+}
+
+OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& precision,
+                         const TensorReader& read) {
+  OperandSet set;
+  const auto tensors = read(inputs::Conversion(precision.input, precision.input_mode));
+  const auto names = ops::operands(op, ops::parse_shape(op, op.default_shape));
+  // An operand held in another format than the input's (gemm's C in the accumulation format,
+  // linear's bias in the output format) is read again, rounded to that.
+  std::map<ops::HeldIn, std::map<std::string, inputs::Loaded>> reread;
+  const auto held = [&](const ops::Operand& o) -> const std::map<std::string, inputs::Loaded>& {
+    const numeric::Format& f = held_format(o, precision);
+    if (numeric::same_format(f, precision.input)) return tensors;
+    auto found = reread.find(o.held_in);
+    if (found == reread.end()) {
+      found = reread.emplace(o.held_in, read(inputs::Conversion(f, precision.input_mode))).first;
+    }
+    return found->second;
+  };
+  for (const auto& [name, loaded] : tensors) {
+    bool known = false;
+    for (const auto& o : names) known = known || o.name == name;
+    if (!known) {
+      std::string list;
+      for (const auto& o : names) list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
+      throw ops::OpError(fmt::format("unknown operand '{}' ({} takes {})", name, op.name, list));
+    }
+  }
+  std::vector<std::vector<std::size_t>> shapes;  // of the required operands
+  for (const auto& o : names) {
+    const auto& source = held(o);
+    if (o.optional) {
+      const auto it = source.find(o.name);
+      if (it == source.end()) {
+        set.inputs.values.emplace_back();
+      } else {
+        set.inputs.values.push_back(it->second.tensor.data);
+        set.rounded += it->second.report.changed;
+      }
+      set.inputs.indices.emplace_back();
+      continue;
+    }
+    const auto it = source.find(o.name);
+    if (it == source.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
+    shapes.push_back(it->second.tensor.shape);
+    std::vector<std::int64_t> indices;
+    if (o.is_index) {
+      for (std::size_t i = 0; i < it->second.tensor.data.size(); ++i) {
+        const double v = it->second.tensor.data[i];
+        if (!(v >= 0 && v == std::floor(v) && v < 9.0e15)) {
+          throw ops::OpError(fmt::format("{}[{}] = {} is not a class index", o.name, i, v));
+        }
+        indices.push_back(static_cast<std::int64_t>(v));
+      }
+      set.inputs.values.emplace_back();
+    } else {
+      set.inputs.values.push_back(it->second.tensor.data);
+      set.rounded += it->second.report.changed;
+    }
+    set.inputs.indices.push_back(std::move(indices));
+  }
+  set.shape = ops::shape_from_operands(op, shapes);
+  const auto expected = ops::operands(op, set.shape);
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const auto& source = held(names[k]);
+    const auto it = source.find(names[k].name);
+    if (names[k].optional && it != source.end() && it->second.tensor.shape != expected[k].shape) {
+      throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op.name,
+                                     names[k].name, ops::to_string({it->second.tensor.shape}),
+                                     ops::to_string({expected[k].shape})));
+    }
+  }
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (!names[k].is_index) continue;
+    const std::size_t limit = ops::operands(op, set.shape)[k].index_limit;
+    for (std::size_t i = 0; i < set.inputs.indices[k].size(); ++i) {
+      if (static_cast<std::size_t>(set.inputs.indices[k][i]) >= limit) {
+        throw ops::OpError(fmt::format("{}[{}] = {} is not below the {} classes", names[k].name, i,
+                                       set.inputs.indices[k][i], limit));
+      }
+    }
+  }
+  return set;
 }
 
 }  // namespace ampbench::audit

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "harness/audit/budgets.hpp"
 #include "harness/backends/cpu/emulate.hpp"
+#include "harness/inputs/tensor_file.hpp"
 #include "harness/metrics/metrics.hpp"
 #include "harness/numeric/mma.hpp"
 #include "harness/ops/catalog.hpp"
@@ -101,6 +103,26 @@ CaseResult run_kernel_case(const Case& c, const Kernel& kernel, std::string back
 // architecture's preset for the input format the policy gives gemm. std::invalid_argument says
 // why there is none (listing the architectures and presets).
 numeric::MmaModel mma_for(const std::string& name, const policy::Policy& p);
+
+// The format an operand is held in under `precision` (ops::HeldIn): the input format, or the
+// output format (linear's bias) or the accumulation format (gemm's C).
+const numeric::Format& held_format(const ops::Operand& operand,
+                                   const policy::OpPrecision& precision);
+
+// The operands of `op` given by name, as `ampbench eval` takes them: `read` gives every tensor
+// converted with a conversion (the policy's input format and mode; for an operand held in another
+// format, held_format, also that format). Checks names, shapes and class indices, and gives the
+// shape they make; throws ops::OpError (or what `read` throws) saying what is wrong. `rounded`
+// counts the values that rounding to their format changed.
+using TensorReader =
+    std::function<std::map<std::string, inputs::Loaded>(const inputs::Conversion& conversion)>;
+struct OperandSet {
+  ops::Inputs inputs;
+  ops::Shape shape;
+  std::uint64_t rounded = 0;
+};
+OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& precision,
+                         const TensorReader& read);
 
 // The record of a case as the audit's --json writes it.
 nlohmann::json to_json(const CaseResult& r);

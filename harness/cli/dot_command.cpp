@@ -12,7 +12,6 @@
 #include "harness/io/json_arrays.hpp"
 #include "harness/io/number_text.hpp"
 #include "harness/numeric/options.hpp"
-#include "harness/numeric/ulp.hpp"
 #include "reference/exact/dot.hpp"
 
 namespace ampbench::cli {
@@ -87,12 +86,12 @@ int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostre
   const auto accumulate =
       format_option("--accumulate", args.accumulate.empty() ? args.format : args.accumulate, err);
   if (!accumulate) return kExitUsage;
-  const auto mode = numeric::rounding_from_name(args.mode);
-  if (!mode) {
-    err << fmt::format("{}: --mode: unknown rounding mode '{}' (known: {})\n", kCommand, args.mode,
-                       numeric::rounding_names());
+  const numeric::RoundingSpec mode_spec = numeric::parse_rounding(args.mode);
+  if (!mode_spec.mode) {
+    err << kCommand << ": --mode: " << mode_spec.error << '\n';
     return kExitUsage;
   }
+  const numeric::Rounding mode = *mode_spec.mode;
 
   std::string text;
   if (const auto problem = read_all(args.inputs, in, text)) {
@@ -114,21 +113,16 @@ int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostre
         kCommand, source, v.rounded, format->name, v.first_rounded);
   }
 
-  const reference::ExactValue exact = reference::exact_dot(*format, v.a, v.b);
-  const std::uint32_t draw =
-      numeric::is_stochastic(*mode) ? numeric::stochastic_draw(args.seed, v.a.size()) : 0u;
-  const numeric::Rounded rounded = exact.round(*format, *mode, draw);
   numeric::RoundingOptions accumulation;
   accumulation.format = *accumulate;
-  accumulation.mode = *mode;
+  accumulation.mode = mode;
   accumulation.seed = args.seed;
-  const reference::NaiveDot naive = reference::naive_dot(accumulation, v.a, v.b);
-  // The naive result's error, in ulps of the accumulation format, against the exact value rounded
-  // to that format in the same mode (to nearest for the stochastic modes, whose result is random).
-  const numeric::Rounding reference_mode =
-      numeric::is_stochastic(*mode) ? numeric::Rounding::nearest_even : *mode;
-  const double naive_reference = exact.round(*accumulate, reference_mode).value;
-  const auto ulp_error = numeric::ulp_distance(*accumulate, naive.value, naive_reference);
+  const reference::DotComparison dot = reference::compare_dot(*format, accumulation, v.a, v.b);
+  const reference::ExactValue& exact = dot.exact;
+  const numeric::Rounded& rounded = dot.rounded;
+  const reference::NaiveDot& naive = dot.naive;
+  const double naive_reference = dot.naive_reference;
+  const auto& ulp_error = dot.naive_ulp_error;
 
   if (args.json) {
     nlohmann::json events;
@@ -139,7 +133,7 @@ int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostre
     const nlohmann::json result = {
         {"format", format->name},
         {"accumulate", accumulate->name},
-        {"mode", numeric::rounding_name(*mode)},
+        {"mode", numeric::rounding_name(mode)},
         {"length", v.a.size()},
         {"inputs_rounded", v.rounded},
         {"exact", exact.to_decimal()},
@@ -156,7 +150,7 @@ int run_dot(const DotArgs& args, std::istream& in, std::ostream& out, std::ostre
   out << fmt::format("exact            {}\n", exact.to_decimal());
   out << fmt::format("exact (hex)      {}\n", exact.to_hex());
   out << fmt::format("rounded          {}  = {}  ({}, {}, {})\n", hex(rounded.value), rounded.value,
-                     format->name, numeric::rounding_name(*mode),
+                     format->name, numeric::rounding_name(mode),
                      numeric::event_name(rounded.event));
   out << fmt::format("naive            {}  = {}  (sequential, one rounding per step in {})\n",
                      hex(naive.value), naive.value, accumulate->name);

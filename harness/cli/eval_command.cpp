@@ -2,9 +2,6 @@
 // reference and the ulp error between them — the tool for "why is this one case wrong?".
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -125,90 +122,13 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   ops::Shape shape;
   std::uint64_t rounded = 0;
   try {
-    const auto tensors = inputs::parse_json_tensors(
-        text, inputs::Conversion(precision.input, precision.input_mode), args.inputs);
-    const auto names = ops::operands(*op, ops::parse_shape(*op, op->default_shape));
-    // An operand held in another format than the input's (gemm's C in the accumulation format,
-    // linear's bias in the output format) is read again, rounded to that.
-    std::map<ops::HeldIn, std::map<std::string, inputs::Loaded>> reread;
-    const auto held = [&](const ops::Operand& o) -> const std::map<std::string, inputs::Loaded>& {
-      const numeric::Format& f = o.held_in == ops::HeldIn::output         ? precision.output
-                                 : o.held_in == ops::HeldIn::accumulation ? precision.accumulate
-                                                                          : precision.input;
-      if (numeric::same_format(f, precision.input)) return tensors;
-      auto found = reread.find(o.held_in);
-      if (found == reread.end()) {
-        found = reread
-                    .emplace(o.held_in,
-                             inputs::parse_json_tensors(
-                                 text, inputs::Conversion(f, precision.input_mode), args.inputs))
-                    .first;
-      }
-      return found->second;
-    };
-    for (const auto& [name, loaded] : tensors) {
-      bool known = false;
-      for (const auto& o : names) known = known || o.name == name;
-      if (!known) {
-        std::string list;
-        for (const auto& o : names) list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
-        throw ops::OpError(fmt::format("unknown operand '{}' ({} takes {})", name, op->name, list));
-      }
-    }
-    std::vector<std::vector<std::size_t>> shapes;  // of the required operands
-    for (const auto& o : names) {
-      const auto& source = held(o);
-      if (o.optional) {
-        const auto it = source.find(o.name);
-        if (it == source.end()) {
-          in.values.emplace_back();
-        } else {
-          in.values.push_back(it->second.tensor.data);
-          rounded += it->second.report.changed;
-        }
-        in.indices.emplace_back();
-        continue;
-      }
-      const auto it = source.find(o.name);
-      if (it == source.end()) throw ops::OpError(fmt::format("missing operand '{}'", o.name));
-      shapes.push_back(it->second.tensor.shape);
-      std::vector<std::int64_t> indices;
-      if (o.is_index) {
-        for (std::size_t i = 0; i < it->second.tensor.data.size(); ++i) {
-          const double v = it->second.tensor.data[i];
-          if (!(v >= 0 && v == std::floor(v) && v < 9.0e15)) {
-            throw ops::OpError(fmt::format("{}[{}] = {} is not a class index", o.name, i, v));
-          }
-          indices.push_back(static_cast<std::int64_t>(v));
-        }
-        in.values.emplace_back();
-      } else {
-        in.values.push_back(it->second.tensor.data);
-        rounded += it->second.report.changed;
-      }
-      in.indices.push_back(std::move(indices));
-    }
-    shape = ops::shape_from_operands(*op, shapes);
-    const auto expected = ops::operands(*op, shape);
-    for (std::size_t k = 0; k < names.size(); ++k) {
-      const auto& source = held(names[k]);
-      const auto it = source.find(names[k].name);
-      if (names[k].optional && it != source.end() && it->second.tensor.shape != expected[k].shape) {
-        throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op->name,
-                                       names[k].name, ops::to_string({it->second.tensor.shape}),
-                                       ops::to_string({expected[k].shape})));
-      }
-    }
-    for (std::size_t k = 0; k < names.size(); ++k) {
-      if (!names[k].is_index) continue;
-      const std::size_t limit = ops::operands(*op, shape)[k].index_limit;
-      for (std::size_t i = 0; i < in.indices[k].size(); ++i) {
-        if (static_cast<std::size_t>(in.indices[k][i]) >= limit) {
-          throw ops::OpError(fmt::format("{}[{}] = {} is not below the {} classes", names[k].name,
-                                         i, in.indices[k][i], limit));
-        }
-      }
-    }
+    audit::OperandSet set =
+        audit::read_operands(*op, precision, [&](const inputs::Conversion& conversion) {
+          return inputs::parse_json_tensors(text, conversion, args.inputs);
+        });
+    in = std::move(set.inputs);
+    shape = std::move(set.shape);
+    rounded = set.rounded;
   } catch (const std::exception& e) {
     err << fmt::format("{}: --inputs {}: {}\n", kCommand, args.inputs, e.what());
     return kExitUsage;

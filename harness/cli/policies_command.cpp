@@ -17,31 +17,6 @@ namespace {
 
 constexpr const char* kCommand = "ampbench policies";
 
-nlohmann::json to_json(const policy::OpPrecision& p) {
-  return {{"input", policy::format_label(p.input)},
-          {"compute", policy::format_label(p.compute)},
-          {"accumulate", policy::format_label(p.accumulate)},
-          {"output", policy::format_label(p.output)},
-          {"mode", std::string(numeric::rounding_name(p.mode))},
-          {"input_mode", std::string(numeric::rounding_name(p.input_mode))},
-          {"promote", p.promote},
-          {"source", p.source}};
-}
-
-nlohmann::json to_json(const policy::Policy& p) {
-  nlohmann::json classes = nlohmann::json::object();
-  for (policy::OpClass c : policy::kOpClasses) {
-    classes[std::string(policy::op_class_name(c))] = to_json(p.precision(c));
-  }
-  nlohmann::json ops = nlohmann::json::object();
-  for (const policy::OpException& e : p.exceptions) {
-    nlohmann::json entry = to_json(e.precision);
-    entry["class"] = std::string(policy::op_class_name(policy::op_class(e.op)));
-    ops[std::string(policy::op_name(e.op))] = entry;
-  }
-  return {{"name", p.name}, {"description", p.description}, {"classes", classes}, {"ops", ops}};
-}
-
 void write_row(std::ostream& out, const std::string& what, const policy::OpPrecision& p) {
   out << fmt::format("  {:<24}{:<9}{:<7}{:<9}{:<12}{:<8}{:<11}{}\n", what,
                      p.promote ? "promote" : "fixed", policy::format_label(p.input),
@@ -82,10 +57,10 @@ int run_policies(const PoliciesArgs& args, std::ostream& out, std::ostream& err)
 
   if (args.json) {
     if (!args.policy.empty()) {
-      out << to_json(chosen.front()).dump(2) << '\n';
+      out << policy::to_json(chosen.front()).dump(2) << '\n';
     } else {
       nlohmann::json list = nlohmann::json::array();
-      for (const policy::Policy& p : chosen) list.push_back(to_json(p));
+      for (const policy::Policy& p : chosen) list.push_back(policy::to_json(p));
       out << list.dump(2) << '\n';
     }
     return kExitOk;

@@ -97,13 +97,12 @@ std::optional<Plan> plan_for(const QuantizeArgs& a, std::string& error) {
     return std::nullopt;
   }
   if (!a.mode.empty()) {
-    const auto mode = numeric::rounding_from_name(a.mode);
-    if (!mode) {
-      error = fmt::format("--mode: unknown rounding mode '{}' (known: {})", a.mode,
-                          numeric::rounding_names());
+    const numeric::RoundingSpec mode = numeric::parse_rounding(a.mode);
+    if (!mode.mode) {
+      error = "--mode: " + mode.error;
       return std::nullopt;
     }
-    p.mode = *mode;
+    p.mode = *mode.mode;
   }
   return p;
 }

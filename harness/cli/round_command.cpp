@@ -35,13 +35,12 @@ int run_round(const RoundArgs& args, std::istream& in, std::ostream& out, std::o
   numeric::RoundingOptions options;
   options.format = *spec.format;
   options.seed = args.seed;
-  if (auto mode = numeric::rounding_from_name(args.mode)) {
-    options.mode = *mode;
-  } else {
-    err << fmt::format("ampbench round: --mode: unknown rounding mode '{}' (known: {})\n",
-                       args.mode, numeric::rounding_names());
+  const numeric::RoundingSpec mode = numeric::parse_rounding(args.mode);
+  if (!mode.mode) {
+    err << "ampbench round: --mode: " << mode.error << '\n';
     return kExitUsage;
   }
+  options.mode = *mode.mode;
   if (!args.subnormals.empty()) options.format.subnormals = args.subnormals == "on";
   if (!args.overflow.empty()) {
     options.format.overflow =

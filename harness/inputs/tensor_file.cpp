@@ -349,7 +349,6 @@ std::vector<std::pair<std::string, Loaded>> parse_json(std::string_view text, co
 
 Loaded parse_npy(std::span<const std::byte> data, const Conversion& conversion,
                  std::string_view name) {
-  const Format& f = conversion.format;
   const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
   const std::size_t size = data.size();
   const auto fail = [&](std::string_view what) {
@@ -417,17 +416,26 @@ Loaded parse_npy(std::span<const std::byte> data, const Conversion& conversion,
   const Format& container = item == 2   ? numeric::formats::fp16
                             : item == 4 ? numeric::formats::fp32
                                         : numeric::formats::fp64;
-  Loaded out;
-  out.tensor.shape = shape;
-  out.tensor.format = f;
-  out.tensor.source = fmt::format("file:{}", name);
-  out.tensor.data.resize(count);
+  std::vector<double> exact(count);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t bits = load_le(bytes + data_start + i * itemsize, item, big);
-    const double exact = numeric::decode(container, bits);  // exact: every format is a subset
-    const numeric::Rounded r = numeric::round_to(f, conversion.mode, exact, conversion.draw(i));
+    exact[i] = numeric::decode(container, bits);  // exact: every format is a subset
+  }
+  return convert(shape, exact, conversion, fmt::format("file:{}", name));
+}
+
+Loaded convert(std::vector<std::size_t> shape, std::span<const double> values,
+               const Conversion& conversion, std::string source) {
+  Loaded out;
+  out.tensor.shape = std::move(shape);
+  out.tensor.format = conversion.format;
+  out.tensor.source = std::move(source);
+  out.tensor.data.resize(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const numeric::Rounded r =
+        numeric::round_to(conversion.format, conversion.mode, values[i], conversion.draw(i));
     out.tensor.data[i] = r.value;
-    out.report.add(std::isnan(exact), r);
+    out.report.add(std::isnan(values[i]), r);
   }
   return out;
 }

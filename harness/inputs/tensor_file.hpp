@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/format.hpp"
@@ -23,6 +24,11 @@ struct Loaded {
   Tensor tensor;
   RoundingReport report;
 };
+
+// Binary64 values, a row-major tensor of `shape`, each rounded to the conversion's format (element
+// i with its draw i) as a file's values are; `source` says where they came from.
+Loaded convert(std::vector<std::size_t> shape, std::span<const double> values,
+               const Conversion& conversion, std::string source);
 
 // A .npy file's bytes; `name` (the file's path) starts every error message.
 Loaded parse_npy(std::span<const std::byte> bytes, const Conversion& conversion,

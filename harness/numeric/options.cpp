@@ -227,6 +227,12 @@ std::optional<Rounding> rounding_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+RoundingSpec parse_rounding(std::string_view name) {
+  if (const auto mode = rounding_from_name(name)) return {mode, {}};
+  return {std::nullopt,
+          fmt::format("unknown rounding mode '{}' (known: {})", name, rounding_names())};
+}
+
 std::string_view rounding_name(Rounding mode) {
   switch (mode) {
     case Rounding::nearest_even: return "rne";

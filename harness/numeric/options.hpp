@@ -50,6 +50,13 @@ struct FormatSpec {
 };
 FormatSpec parse_format(std::string_view spec);
 std::optional<Rounding> rounding_from_name(std::string_view name);
+// A mode's name; on failure `mode` is empty and `error` says why ("unknown rounding mode 'x'
+// (known: rne, ...)").
+struct RoundingSpec {
+  std::optional<Rounding> mode;
+  std::string error;
+};
+RoundingSpec parse_rounding(std::string_view name);
 std::string_view rounding_name(Rounding mode);  // the short command-line name, e.g. "rne"
 std::string_view event_name(RoundingEvent event);
 std::string format_names();        // "fp64, fp32, ..." for messages

@@ -287,12 +287,9 @@ class Reader {
 
   Rounding mode_value(const toml::node& node, const std::string& key) const {
     const std::string text = string_value(node, key);
-    const auto mode = numeric::rounding_from_name(text);
-    if (!mode) {
-      fail(node.source(), fmt::format("key '{}': unknown rounding mode '{}' (known: {})", key, text,
-                                      numeric::rounding_names()));
-    }
-    return *mode;
+    const numeric::RoundingSpec mode = numeric::parse_rounding(text);
+    if (!mode.mode) fail(node.source(), fmt::format("key '{}': {}", key, mode.error));
+    return *mode.mode;
   }
 
   // Applies the keys of `table` (named `path` in messages) to every entry in `targets`.
@@ -585,6 +582,31 @@ std::string format_label(const Format& f) {
                      f.specials == numeric::SpecialEncoding::ieee
                          ? ""
                          : fmt::format(",specials={}", numeric::specials_name(f.specials)));
+}
+
+nlohmann::json to_json(const OpPrecision& p) {
+  return {{"input", format_label(p.input)},
+          {"compute", format_label(p.compute)},
+          {"accumulate", format_label(p.accumulate)},
+          {"output", format_label(p.output)},
+          {"mode", std::string(numeric::rounding_name(p.mode))},
+          {"input_mode", std::string(numeric::rounding_name(p.input_mode))},
+          {"promote", p.promote},
+          {"source", p.source}};
+}
+
+nlohmann::json to_json(const Policy& p) {
+  nlohmann::json classes = nlohmann::json::object();
+  for (OpClass c : kOpClasses) {
+    classes[std::string(op_class_name(c))] = to_json(p.precision(c));
+  }
+  nlohmann::json ops = nlohmann::json::object();
+  for (const OpException& e : p.exceptions) {
+    nlohmann::json entry = to_json(e.precision);
+    entry["class"] = std::string(op_class_name(op_class(e.op)));
+    ops[std::string(op_name(e.op))] = entry;
+  }
+  return {{"name", p.name}, {"description", p.description}, {"classes", classes}, {"ops", ops}};
 }
 
 // ---- user policies -----------------------------------------------------------------------------

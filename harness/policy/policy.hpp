@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -143,6 +144,11 @@ std::string builtin_policy_names();                 // "fp32, tf32, ..." for mes
 
 // A format as written in a policy: its built-in name, or user:p=P,emin=E,emax=E.
 std::string format_label(const numeric::Format& f);
+
+// As `ampbench policies --json` writes them: an op's formats, modes, promote flag and source; a
+// policy's name, description, classes and single ops (docs/policies.md).
+nlohmann::json to_json(const OpPrecision& p);
+nlohmann::json to_json(const Policy& p);
 
 // A user policy that cannot be read. what() is "SOURCE:LINE:COLUMN: message" (line and column
 // when known, both 1-based) and names the key and what is wrong with it.

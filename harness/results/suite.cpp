@@ -93,11 +93,8 @@ class Reader {
 };
 
 std::string audit_key(const audit::Case& c, std::string_view mma_name) {
-  std::string key = fmt::format("audit/{}/{}/{}/{}/seed={}", c.op->name, ops::to_string(c.shape),
-                                c.policy.name, c.distribution, c.seed);
-  if (!mma_name.empty()) key += fmt::format("/mma={}", mma_name);
-  if (c.samples != 0) key += fmt::format("/samples={}", c.samples);
-  return key;
+  return audit_key(AuditKey{c.op->name, ops::to_string(c.shape), c.policy.name, c.distribution,
+                            c.seed, mma_name, c.samples});
 }
 
 std::string train_key(const train::TrainConfig& config) {
@@ -328,6 +325,14 @@ std::vector<const toml::table*> tables(const Reader& reader, const toml::table& 
 }
 
 }  // namespace
+
+std::string audit_key(const AuditKey& k) {
+  std::string key =
+      fmt::format("audit/{}/{}/{}/{}/seed={}", k.op, k.shape, k.policy, k.distribution, k.seed);
+  if (!k.mma.empty()) key += fmt::format("/mma={}", k.mma);
+  if (k.samples != 0) key += fmt::format("/samples={}", k.samples);
+  return key;
+}
 
 Suite parse_suite(std::string_view text, std::string_view source_name,
                   const std::filesystem::path& directory) {

@@ -91,6 +91,19 @@ BackendCases on_backends(
     const std::function<std::optional<std::string>(const SuiteCase&, const std::string& backend)>&
         why_not);
 
+// The key of an audit case in a record: "audit/OP/SHAPE/POLICY/DIST/seed=N", then "/mma=NAME" and
+// "/samples=K" where they apply.
+struct AuditKey {
+  std::string_view op;
+  std::string_view shape;
+  std::string_view policy;
+  std::string_view distribution;
+  std::uint64_t seed;
+  std::string_view mma;
+  std::size_t samples;
+};
+std::string audit_key(const AuditKey& key);
+
 // Which cases a run takes: those whose index in the suite's order is index % count == index.
 struct Shard {
   std::size_t index = 0;

@@ -8,7 +8,9 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
+#include "harness/numeric/ulp.hpp"
 #include "reference/exact/accumulator.hpp"
 #include "reference/exact/uint128.hpp"
 
@@ -138,6 +140,21 @@ NaiveDot naive_dot(const numeric::RoundingOptions& accumulate, std::span<const d
     result.step_events.add(r.event);
   }
   return result;
+}
+
+DotComparison compare_dot(const numeric::Format& format, const numeric::RoundingOptions& accumulate,
+                          std::span<const double> a, std::span<const double> b) {
+  const numeric::Rounding mode = accumulate.mode;
+  ExactValue exact = exact_dot(format, a, b);
+  const std::uint32_t draw =
+      numeric::is_stochastic(mode) ? numeric::stochastic_draw(accumulate.seed, a.size()) : 0u;
+  const numeric::Rounded rounded = exact.round(format, mode, draw);
+  const NaiveDot naive = naive_dot(accumulate, a, b);
+  const numeric::Rounding reference_mode =
+      numeric::is_stochastic(mode) ? numeric::Rounding::nearest_even : mode;
+  const double naive_reference = exact.round(accumulate.format, reference_mode).value;
+  const auto ulp_error = numeric::ulp_distance(accumulate.format, naive.value, naive_reference);
+  return {std::move(exact), rounded, naive, naive_reference, ulp_error};
 }
 
 std::vector<std::size_t> sample_positions(std::size_t count, std::size_t k, std::uint64_t seed) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,21 @@ struct NaiveDot {
 };
 NaiveDot naive_dot(const numeric::RoundingOptions& accumulate, std::span<const double> a,
                    std::span<const double> b);
+
+// What `ampbench dot` reports: the exact dot product of values of `format`, its correct rounding
+// in `format` in accumulate.mode (the stochastic modes: draw number a.size() of accumulate.seed),
+// the naive loop in `accumulate`, and the naive result's error in ulps of accumulate.format
+// against the exact value rounded there in the same mode (to nearest for the stochastic modes,
+// whose result is random); empty when either is NaN.
+struct DotComparison {
+  ExactValue exact;
+  numeric::Rounded rounded;
+  NaiveDot naive;
+  double naive_reference;
+  std::optional<std::uint64_t> naive_ulp_error;
+};
+DotComparison compare_dot(const numeric::Format& format, const numeric::RoundingOptions& accumulate,
+                          std::span<const double> a, std::span<const double> b);
 
 // A row-major matrix product C = A * B (+ C_in): A is m x k, B is k x n, C_in (optional, empty
 // when absent) m x n.

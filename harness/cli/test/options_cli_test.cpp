@@ -263,7 +263,7 @@ TEST_F(OptionsCli, UserFormatsTakeEachKeyOnceAsAPlainInteger) {
 TEST_F(OptionsCli, TensorCoreModelsOnlyOnOpsThatHaveOne) {
   const std::string ops_with_one =
       "(the ops with one: gemm, bmm, dot, gemm_backward_a, gemm_backward_b, conv2d, "
-      "conv2d_backward_data, conv2d_backward_filter)";
+      "conv2d_backward_data, conv2d_backward_filter, linear)";
   const Outcome audit = ampbench("audit --op softmax --policy amp-fp16 --mma hopper");
   EXPECT_EQ(audit.status, 2);
   EXPECT_EQ(audit.err, "ampbench audit: --mma hopper: softmax has no Tensor Core model " +
