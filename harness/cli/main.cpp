@@ -91,9 +91,10 @@ int run_command_line(int argc, char** argv) {
   auto* policies = app.add_subcommand(
       "policies",
       "Precision policies: input, compute, accumulate and output format of every op class");
-  policies->add_option("--policy", policies_args.policy,
-                       "One policy: a built-in name (fp32 tf32 fp16 bf16 amp-fp16 amp-bf16) or a "
-                       "FILE.toml (default: every built-in)");
+  policies->add_option(
+      "--policy", policies_args.policy,
+      "One policy: a built-in name (fp32 tf32 fp16 bf16 amp-fp16 amp-bf16 half-model "
+      "bf16-model) or a FILE.toml (default: every built-in)");
   policies->add_flag("--json", policies_args.json, "Machine-readable output with the sources");
 
   ampbench::cli::AuditArgs audit_args;
@@ -104,11 +105,13 @@ int run_command_line(int argc, char** argv) {
   audit->add_option("--op", audit_args.op,
                     "The op, or ops separated by commas (docs/audit.md); or --all");
   audit->add_flag("--all", audit_args.all,
-                  "Every op at its default shape under every built-in policy");
+                  "Every op at its default shape under fp32, tf32, fp16, bf16, amp-fp16 and "
+                  "amp-bf16 (the nightly suite's matrix)");
   audit->add_option("--shape", audit_args.shape, "Sizes separated by x: 64x1024, gemm MxNxK");
   audit->add_option(
       "--policy", audit_args.policies,
-      "Policies, comma-separated: fp32 tf32 fp16 bf16 amp-fp16 amp-bf16 or FILE.toml");
+      "Policies, comma-separated: fp32 tf32 fp16 bf16 amp-fp16 amp-bf16 half-model bf16-model "
+      "or FILE.toml");
   audit->add_option("--dist", audit_args.dist, "Input distribution (docs/inputs.md)")
       ->capture_default_str();
   options::add_unsigned(*audit, "--seed", audit_args.seed, kAnySeed, "Seed of the inputs")

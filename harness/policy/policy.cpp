@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "harness/io/files.hpp"
@@ -156,12 +158,14 @@ Policy make_tf32() {
 
 // "Pure" low precision: every rounding, accumulation included, in the low format. This is a
 // worst case to compare against, not what model.half() does in PyTorch (cuBLAS keeps an fp32
-// compute type, and ATen's elementwise and reduction kernels compute in fp32 "opmath").
+// compute type, and ATen's elementwise and reduction kernels compute in fp32 "opmath"): that is
+// the half-model and bf16-model policies (make_low_model).
 Policy make_pure(const Format& f) {
   const std::string name = f.name;
   return uniform(name,
                  fmt::format("Everything in {0}, accumulation included: the worst case of a kernel "
-                             "that never widens (not what PyTorch's model.half() does)",
+                             "that never widens (not what PyTorch's model.half() does: see "
+                             "half-model and bf16-model)",
                              name),
                  f, fmt::format("pure {}: inputs, arithmetic, accumulation and output", name));
 }
@@ -242,13 +246,55 @@ Policy make_amp(const Format& low) {
   return p;
 }
 
+// What PyTorch runs after model.half() or model.bfloat16(), without autocast: every tensor in the
+// low format, but no kernel computes in it. cuBLAS multiplies half and bfloat16 with an fp32
+// compute type, cuDNN convolves them with fp32 math, and ATen computes every other op in fp32
+// (its opmath type; acc_type for reductions) and rounds the result once to the low format. The
+// worst case that never widens is the pure policy beside it.
+Policy make_low_model(const Format& low, std::string name, std::string_view method) {
+  const std::string l = low.name;
+  const std::string opmath = fmt::format(
+      "model.{}(): {} tensors; ATen computes half and bfloat16 in fp32 opmath "
+      "(at::opmath_type, aten/src/ATen/OpMathType.h; acc_type for reductions) and rounds the "
+      "result once to {}",
+      method, l, l);
+  Policy p{std::move(name),
+           fmt::format("PyTorch after model.{}() without autocast: tensors in {}; matmul, "
+                       "convolution and attention accumulate in fp32, every other op computes in "
+                       "fp32 and rounds once to {}",
+                       method, l, l),
+           {},
+           {}};
+  const Format& f32 = formats::fp32;
+  for (OpClass c : kOpClasses) p.precision(c) = fixed(low, f32, f32, low, opmath);
+  p.precision(OpClass::matmul) =
+      fixed(low, f32, f32, low,
+            fmt::format("model.{}(): cuBLAS compute type CUBLAS_COMPUTE_32F for half and bfloat16 "
+                        "(at::cuda::blas::gemm; allow_fp16/bf16_reduced_precision_reduction only "
+                        "loosen split-K reductions); dot: cublasDotEx with an fp32 execution type",
+                        method));
+  p.precision(OpClass::convolution) =
+      fixed(low, f32, f32, low,
+            fmt::format("model.{}(): cuDNN math type fp32 for half and bfloat16 "
+                        "(aten/src/ATen/cudnn/Descriptors.h)",
+                        method));
+  p.precision(OpClass::attention) =
+      fixed(low, f32, f32, low,
+            fmt::format("model.{}(): scaled_dot_product_attention's flash and memory-efficient "
+                        "kernels keep the softmax statistics and sums in fp32",
+                        method));
+  return p;
+}
+
 const std::vector<Policy>& builtins() {
   static const std::vector<Policy> all = {make_fp32(),
                                           make_tf32(),
                                           make_pure(formats::fp16),
                                           make_pure(formats::bf16),
                                           make_amp(formats::fp16),
-                                          make_amp(formats::bf16)};
+                                          make_amp(formats::bf16),
+                                          make_low_model(formats::fp16, "half-model", "half"),
+                                          make_low_model(formats::bf16, "bf16-model", "bfloat16")};
   return all;
 }
 

@@ -98,7 +98,8 @@ TEST(Budgets, NothingSwitchesAGateOffSilently) {
   } catch (const BudgetError& e) {
     EXPECT_STREQ(e.what(),
                  "b.toml:8:1: policy 'amp-fp61' is no policy of this run (built-in: fp32, tf32, "
-                 "fp16, bf16, amp-fp16, amp-bf16, 'mine'; or \"*\"; a policy of your own is "
+                 "fp16, bf16, amp-fp16, amp-bf16, half-model, bf16-model, 'mine'; or \"*\"; a "
+                 "policy of your own is "
                  "known by its name when the run uses it)");
   }
   EXPECT_NO_THROW(check_policies(budgets, {"amp-fp61"}));

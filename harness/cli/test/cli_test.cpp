@@ -364,7 +364,8 @@ TEST(CliPolicies, TableHasEveryBuiltinPolicyAndOpClass) {
   const Outcome run = ampbench("policies");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.err, "");
-  for (const char* name : {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}) {
+  for (const char* name :
+       {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16", "half-model", "bf16-model"}) {
     EXPECT_NE(run.out.find(std::string(name) + ": "), std::string::npos) << name;
   }
   for (const char* c : {"matmul", "convolution", "attention", "elementwise", "activation",
@@ -405,7 +406,7 @@ TEST(CliPolicies, JsonOfOnePolicyHasEveryClassWithItsSource) {
   const Outcome all = ampbench("policies --json");
   ASSERT_EQ(all.status, 0) << all.err;
   const auto list = nlohmann::json::parse(all.out);
-  ASSERT_EQ(list.size(), 6u);
+  ASSERT_EQ(list.size(), 8u);
   EXPECT_EQ(list[1]["name"], "tf32");
   EXPECT_EQ(list[1]["classes"]["matmul"]["input"], "tf32");
   EXPECT_EQ(list[1]["classes"]["matmul"]["output"], "fp32");
@@ -454,7 +455,7 @@ TEST(CliPolicies, ErrorsExitWith2NameTheProblemAndPrintNothing) {
   } cases[] = {
       {"--policy amp",
        "ampbench policies: --policy: unknown policy 'amp' (built-in: fp32, tf32, fp16, bf16, "
-       "amp-fp16, amp-bf16; or a FILE.toml)"},
+       "amp-fp16, amp-bf16, half-model, bf16-model; or a FILE.toml)"},
       {"--policy " + dir + "/none.toml", "ampbench policies: --policy: " + dir +
                                              "/none.toml: cannot open: No such file or directory"},
       {"--policy " + dir + "/syntax.toml",

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/numeric/format.hpp"
@@ -100,7 +101,8 @@ TEST(PolicyNames, NamesRoundTripAndClassesListTheirOps) {
 // ---- built-in policies -------------------------------------------------------------------------
 
 TEST(BuiltinPolicies, NamesAndLookup) {
-  EXPECT_EQ(builtin_policy_names(), "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16");
+  EXPECT_EQ(builtin_policy_names(),
+            "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, half-model, bf16-model");
   for (const Policy& p : builtin_policies()) {
     EXPECT_EQ(find_builtin(p.name), &p);
     EXPECT_FALSE(p.description.empty()) << p.name;
@@ -140,6 +142,26 @@ TEST(BuiltinPolicies, PureLowPrecisionAccumulatesInTheLowFormat) {
     for (std::size_t i = 0; i < kOpCount; ++i) {
       EXPECT_EQ(label(p.precision(static_cast<Op>(i))), all) << name;
     }
+  }
+}
+
+// model.half() and model.bfloat16() without autocast: every op reads and writes the low format
+// and computes and accumulates in fp32 (cuBLAS's compute type, cuDNN's math type, ATen's opmath),
+// with no promote entries (no autocast: an op's inputs are already in the low format).
+TEST(BuiltinPolicies, LowModelsKeepTensorsLowAndComputeInFp32) {
+  for (const auto& [name, low] :
+       {std::pair{"half-model", "fp16"}, std::pair{"bf16-model", "bf16"}}) {
+    const Policy& p = *find_builtin(name);
+    const std::string expected = std::string(low) + "/fp32/fp32/" + low;
+    for (std::size_t i = 0; i < kOpCount; ++i) {
+      const OpPrecision& q = p.precision(static_cast<Op>(i));
+      EXPECT_EQ(label(q), expected) << name << " " << op_name(static_cast<Op>(i));
+      EXPECT_FALSE(q.promote) << name << " " << op_name(static_cast<Op>(i));
+      EXPECT_EQ(q.mode, numeric::Rounding::nearest_even);
+    }
+    EXPECT_TRUE(p.exceptions.empty()) << name;
+    EXPECT_NE(p.precision(Op::gemm).source.find("CUBLAS_COMPUTE_32F"), std::string::npos);
+    EXPECT_NE(p.precision(Op::softmax).source.find("opmath"), std::string::npos);
   }
 }
 
@@ -388,7 +410,8 @@ TEST(UserPolicy, EveryErrorNamesTheFileLineColumnKeyAndProblem) {
       {"name = \"x\"\ndescription = true\n", 2, 15,
        "key 'description': expected a string, got a boolean"},
       {"name = \"x\"\nbase = \"amp\"\n", 2, 8,
-       "key 'base': unknown policy 'amp' (built-in: fp32, tf32, fp16, bf16, amp-fp16, amp-bf16)"},
+       "key 'base': unknown policy 'amp' (built-in: fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, "
+       "half-model, bf16-model)"},
       {"name = \"x\"\ncolour = \"red\"\n", 2, 1,
        "unknown key 'colour' (expected name, description, base, ops, or an op class: matmul, "
        "convolution,"},
