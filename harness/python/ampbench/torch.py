@@ -12,9 +12,12 @@ reference from the op's actual inputs, correctly rounded to that format); every 
 in `rec.not_judged` with the reason, never dropped silently.
 """
 
+import contextlib
+
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import (TorchDispatchMode, _get_current_dispatch_mode,
+                                          _pop_mode_temporarily)
 
 from . import _core
 
@@ -66,6 +69,35 @@ def settings():
     if hasattr(torch._C, "_get_cublas_allow_bf16_reduced_precision_reduction"):  # PyTorch 2.0 on
         s["allow_bf16_reduced_precision_reduction"] = matmul.allow_bf16_reduced_precision_reduction
     return s
+
+
+def underflow(grads, scale, format=None):
+    """How many gradient entries underflow in their dtype (or `format`), with the loss scale and
+    without: of the nonzero finite scaled entries, the fraction below the format's smallest
+    normal as they are (`scaled`), and once divided by `scale` and rounded to the format
+    (`unscaled`: what the gradient would have been without the scaler, flushed or subnormal)."""
+    scaled = unscaled = entries = 0
+    for g in grads:
+        fmt = format or FORMATS[g.dtype]
+        tiny = 2.0 ** _core.format_info(fmt)["emin"]
+        v = _array(g).ravel()
+        v = v[np.isfinite(v) & (v != 0)]
+        entries += v.size
+        scaled += int(np.count_nonzero(np.abs(v) < tiny))
+        if v.size:
+            unscaled += int(np.count_nonzero(np.abs(_core.round(v / scale, fmt)["values"]) < tiny))
+    return {"entries": entries, "scaled": scaled / entries if entries else 0.0,
+            "unscaled": unscaled / entries if entries else 0.0}
+
+
+@contextlib.contextmanager
+def _paused(mode):
+    """The recorder off, for its own work on the tensors (the rest of the stack stays)."""
+    if _get_current_dispatch_mode() is mode:
+        with _pop_mode_temporarily():
+            yield
+    else:
+        yield
 
 
 # ATen op -> the catalog ops that judge its outputs: a list of (catalog op, operands, the
@@ -299,10 +331,11 @@ class Recorder(TorchDispatchMode):
         self.captured = []
         self.not_judged = []
         self.settings = {}
+        self.scaler = []  # one entry per scaler_step
         self.samples, self.budgets = samples, budgets
         self._names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
         self._path, self._hooks, self._forward = [], [], {}
-        self._count, self._judged = 0, None
+        self._count, self._judged, self._mirror = 0, None, None
 
     def __enter__(self):
         self.settings = {**settings(), "devices": [], "autocast_in_modules": []}
@@ -373,6 +406,36 @@ class Recorder(TorchDispatchMode):
                                   "forward": self._forward_of(name, args)})
         return out
 
+    def scaler_step(self, scaler, optimizer, format=None):
+        """`scaler.step(optimizer)` and `scaler.update()` of a torch GradScaler, observed: its
+        scale, growth tracker and whether it skipped the step, each checked against ampbench's
+        LossScaler fed the same scaled gradients (`agrees`), and the gradients' underflow()
+        with and without the scale. Appends the iteration to `rec.scaler`; returns it."""
+        with _paused(self):
+            grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                     if p.grad is not None]
+            scale = scaler.get_scale()
+            scaled = [_array(g).astype(np.float32).ravel() for g in grads]
+            fractions = underflow(grads, scale, format)
+            scaler.step(optimizer)
+            found_inf = sum(v.item() for v in scaler._found_inf_per_device(optimizer).values())
+            scaler.update()
+            if self._mirror is None:
+                self._mirror = _core.LossScaler(
+                    init_scale=scale, growth_factor=scaler.get_growth_factor(),
+                    backoff_factor=scaler.get_backoff_factor(),
+                    growth_interval=scaler.get_growth_interval())
+            mirror_ran = self._mirror.step(scaled)
+            self._mirror.update()
+        torch_state = {"scale": scaler.get_scale(), "growth_tracker": scaler._get_growth_tracker(),
+                       "skipped": found_inf > 0}
+        mirror = {"scale": self._mirror.scale, "growth_tracker": self._mirror.growth_tracker,
+                  "skipped": not mirror_ran}
+        entry = {"iteration": len(self.scaler), "scale_before": scale, **torch_state,
+                 "ampbench": mirror, "agrees": mirror == torch_state, "underflow": fractions}
+        self.scaler.append(entry)
+        return entry
+
     def _judge_one(self, entry, op, operands, output, fmt):
         count = output.size
         samples = self.samples if self.samples and count > self.samples else 0
@@ -422,12 +485,14 @@ class Recorder(TorchDispatchMode):
         return out
 
     def result(self, suite="torch", policy="torch"):
-        """An ampbench.result/1 record of the judged ops, with the PyTorch settings in its
-        environment (`torch`) and the ops not judged in `not_run`."""
+        """An ampbench.result/1 record of the judged ops, with the PyTorch settings (and the
+        scaler's iterations) in its environment (`torch`) and the ops not judged in `not_run`."""
         document = _core.result(self.records(policy), suite=suite)
         document["environment"]["torch"] = self.settings
         document["not_run"] = [{"key": f"torch/{n['aten']}/#{n['index']}", "why": n["reason"]}
                                for n in self.not_judged]
+        if self.scaler:
+            document["environment"]["torch"]["scaler"] = self.scaler
         return document
 
 

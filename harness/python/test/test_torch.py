@@ -167,3 +167,50 @@ def test_a_textbook_softmax_fails_through_audit_kernel():
                                        dist="uniform:a=-100,b=100") for f in (textbook, stable))
     assert bad["status"] == "FAIL" and bad["mismatches"]["nan_vs_number"] > 0, bad["mismatches"]
     assert good["status"] == "PASS" and good["mismatches"]["nan_vs_number"] == 0
+
+
+def test_underflow_with_and_without_the_scale():
+    scale = 2.0**10
+    true = torch.tensor([2.0**-20, 2.0**-26, 3 * 2.0**-12, 1.0, 0.0, -2.0**-18])
+    grads = [(true * scale).half(), (true * scale).float()]
+    got = ampbench.torch.underflow(grads, scale)
+    # Computed here by PyTorch's own conversions: the scaled values as they are, and unscaled
+    # in each dtype, against the dtype's smallest normal.
+    considered = torch.cat([g.float()[g != 0] for g in grads])
+    unscaled = torch.cat([(g.double()[g != 0] / scale).to(g.dtype).abs().double() <
+                          torch.finfo(g.dtype).tiny for g in grads])
+    scaled = torch.cat([g.double()[g != 0].abs() < torch.finfo(g.dtype).tiny for g in grads])
+    assert got["entries"] == considered.numel() == 10
+    assert got["unscaled"] == unscaled.double().mean().item() > 0
+    assert got["scaled"] == scaled.double().mean().item()
+    assert got["scaled"] < got["unscaled"]
+    # In fp16 whatever the dtype: the float32 gradients underflow there as the fp16 ones do.
+    fp16 = ampbench.torch.underflow(grads[:1], scale)
+    assert ampbench.torch.underflow(grads, scale, format="fp16") == {**fp16, "entries": 10}
+
+
+def grad_scaler():
+    """A GradScaler that runs here: CUDA's, or the CPU one of PyTorch 2.3 on."""
+    if torch.cuda.is_available():
+        return torch.cuda.amp.GradScaler(init_scale=2.0**16, growth_interval=2), "cuda"
+    try:
+        return torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=2), "cpu"
+    except (AttributeError, TypeError):
+        pytest.skip("no GradScaler runs here: no CUDA device, and PyTorch "
+                    f"{torch.__version__} has no CPU GradScaler (2.3 on)")
+
+
+def test_grad_scaler_is_observed_and_agrees_with_ampbench():
+    scaler, device = grad_scaler()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with ampbench.torch.record(model) as rec:
+        for i in range(5):
+            optimizer.zero_grad()
+            x = torch.randn(4, 8, device=device) * (float("inf") if i == 1 else 1)
+            scaler.scale(model(x).sum()).backward()
+            rec.scaler_step(scaler, optimizer)
+    assert [s["skipped"] for s in rec.scaler] == [False, True, False, False, False]
+    assert all(s["agrees"] for s in rec.scaler), rec.scaler
+    assert [s["scale"] for s in rec.scaler] == [2.0**16, 2.0**15, 2.0**15, 2.0**16, 2.0**16]
