@@ -31,7 +31,17 @@ def _array(t):
     return t.detach().to("cpu", torch.float64).contiguous().numpy()
 
 
+def _snapshot(a):
+    """An argument as it is now (a tensor copied: the model may overwrite it later)."""
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone()
+    if isinstance(a, (list, tuple)):
+        return type(a)(_snapshot(b) for b in a)
+    return a
+
+
 def _convert(a):
+    """A snapshot's tensors as float64 arrays."""
     if isinstance(a, torch.Tensor):
         return _array(a)
     if isinstance(a, (list, tuple)):
@@ -148,7 +158,7 @@ def _softmax_backward(name):
     def operands(c):
         if c["forward"] is None:
             return f"{name}: its forward's input was not recorded"
-        return _last_dim(c, name, 2) or [(name, {"x": c["forward"], "dy": _rows(c["args"][0])},
+        return _last_dim(c, name, 2) or [(name, {"x": _rows(c["forward"]), "dy": _rows(c["args"][0])},
                                        _out(c, 0))]
     return operands
 
@@ -367,17 +377,17 @@ class Recorder(TorchDispatchMode):
             return self._forward.get(_key(args[4]))
         return None
 
-    def _remember(self, name, args, converted, outs):
+    def _remember(self, name, args, snapshot, outs):
         if name in ("aten::_softmax", "aten::_log_softmax"):
-            self._forward[_key(outs[0])] = _rows(converted[0])
+            self._forward[_key(outs[0])] = snapshot[0]
         elif name == "aten::native_layer_norm":
             self._forward[_key(outs[2])] = args[4]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
-        # The inputs before the op runs (an in-place op overwrites them).
-        converted = _convert(list(args)) if name in OPS else None
+        # The inputs before the op runs (an in-place op overwrites them), converted when judged.
+        snapshot = _snapshot(list(args)) if name in OPS else None
         out = func(*args, **kwargs)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         tensors = [o for o in outs if isinstance(o, torch.Tensor)]
@@ -397,12 +407,12 @@ class Recorder(TorchDispatchMode):
         elif any(t.dtype not in FORMATS for t in floating):
             self.not_judged.append({**entry, "reason": f"output dtype {floating[0].dtype}"})
         else:
-            self._remember(name, args, converted, outs)
-            arrays = [_array(o) if isinstance(o, torch.Tensor) and o.is_floating_point() else None
-                      for o in outs]
-            self.captured.append({**entry, "args": converted, "kwargs": kwargs, "outputs": arrays,
-                                  "formats": [FORMATS[o.dtype] if a is not None else None
-                                              for o, a in zip(outs, arrays)],
+            self._remember(name, args, snapshot, outs)
+            kept = [o.detach().clone() if isinstance(o, torch.Tensor) and o.is_floating_point()
+                    else None for o in outs]
+            self.captured.append({**entry, "args": snapshot, "kwargs": kwargs, "outputs": kept,
+                                  "formats": [FORMATS[o.dtype] if o is not None else None
+                                              for o in kept],
                                   "forward": self._forward_of(name, args)})
         return out
 
@@ -456,7 +466,10 @@ class Recorder(TorchDispatchMode):
         judged = []
         for c in self.captured:
             entry = {k: c[k] for k in ("aten", "index", "module", "input_dtypes", "output_dtypes")}
-            mapped = OPS[c["aten"]](c)
+            with _paused(self):
+                mapped = OPS[c["aten"]]({**c, "args": _convert(c["args"]),
+                                         "outputs": _convert(c["outputs"]),
+                                         "forward": _convert(c["forward"])})
             if isinstance(mapped, str):
                 self.not_judged.append({**entry, "reason": mapped})
                 continue
