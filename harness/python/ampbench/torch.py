@@ -100,6 +100,14 @@ def underflow(grads, scale, format=None):
             "unscaled": unscaled / entries if entries else 0.0}
 
 
+def _why_not(func):
+    """Why an op outside the table below is not judged."""
+    alias = func._schema.returns[0].alias_info if func._schema.returns else None
+    if alias is not None and not alias.is_write:
+        return "a view of its input: no arithmetic"
+    return "not an op of ampbench's catalog"
+
+
 @contextlib.contextmanager
 def _paused(mode):
     """The recorder off, for its own work on the tensors (the rest of the stack stays)."""
@@ -325,7 +333,9 @@ OPS = {
     "aten::silu_backward": _activation_backward("silu_backward"),
     "aten::gelu_backward": _gelu(2, _activation_backward, "_backward"),
     "aten::add": _elementwise("add"),
+    "aten::add_": _elementwise("add"),
     "aten::mul": _elementwise("mul"),
+    "aten::mul_": _elementwise("mul"),
     "aten::sum": _sum,
     "aten::mean": _mean,
     "aten::nll_loss_forward": _nll_loss,
@@ -403,7 +413,7 @@ class Recorder(TorchDispatchMode):
             reason = "no floating-point output" if tensors else "no tensor output"
             self.not_judged.append({**entry, "reason": reason})
         elif name not in OPS:
-            self.not_judged.append({**entry, "reason": "not an op of ampbench's catalog"})
+            self.not_judged.append({**entry, "reason": _why_not(func)})
         elif any(t.dtype not in FORMATS for t in floating):
             self.not_judged.append({**entry, "reason": f"output dtype {floating[0].dtype}"})
         else:

@@ -72,12 +72,15 @@ def test_ops_it_cannot_judge_are_listed_with_the_settings():
 
 
 def test_catalog_ops_of_forward_and_backward_are_judged():
-    judged = recorded_step().judge()
+    rec = recorded_step()
+    judged = rec.judge()
     ops = {j["op"] for j in judged}
     expected = {"linear", "gemm", "layer_norm", "layer_norm_backward", "layer_norm_backward_gamma",
                 "layer_norm_backward_beta", "log_softmax", "log_softmax_backward", "gelu",
                 "gelu_backward", "cast", "mean", "linear_backward_bias"}
     assert expected <= ops, expected - ops
+    # Every captured op of the table was judged: none of them is among the ops not judged.
+    assert not [n for n in rec.not_judged if n["aten"] in ampbench.torch.OPS], rec.not_judged
     for j in judged:
         assert j["mismatches"]["nan_vs_number"] == 0 and j["max_ulp"] is not None, j
         if j["op"] == "cast":  # a conversion is a correct rounding, or PyTorch is wrong
@@ -123,13 +126,19 @@ def test_arguments_the_catalog_cannot_take_are_listed():
         torch.nn.functional.layer_norm(x, (6,), eps=1e-3)
         x.sum(dim=1)
         x.argmax(dim=1)
-    rec.judge()
+        x.t()
+        x.clone().add_(x, alpha=2)
+        x.clone().mul_(x)
+    assert [j["op"] for j in rec.judge() if j["aten"] == "aten::mul_"] == ["mul"]
     reasons = [n["reason"] for n in rec.not_judged]
     assert any("softmax over dim 0" in r for r in reasons), reasons
     assert any("eps other than 1e-5" in r for r in reasons), reasons
     assert any("sum over dims [1]" in r for r in reasons), reasons
     assert [n["aten"] for n in rec.not_judged if n["reason"] == "no floating-point output"] == \
         ["aten::argmax"]
+    assert [n["aten"] for n in rec.not_judged if n["reason"].startswith("a view")] == ["aten::t"]
+    assert [n["reason"] for n in rec.not_judged if n["aten"] == "aten::add_"] == \
+        ["add with alpha other than 1"]
 
 
 def test_budgets_fail_the_recorded_ops(tmp_path):
