@@ -396,13 +396,27 @@ py::object audit_kernel(const std::string& op, const std::string& policy,
 
 // The error metrics of a computed tensor against its correctly rounded reference and the exact
 // values (metrics::summarize), as the records write them; `bounds`, when given, the a-priori
-// absolute bound of each element.
+// absolute bound of each element. With `op`, also the `breaches` of the budgets file `budgets`
+// that apply to (op, policy) and of the two budgets that always apply (a bound ratio above 1, a
+// NaN/Inf mismatch or value outside the format), as the audit checks a case.
 py::object error_metrics(const Doubles& computed, const Doubles& rounded, const Doubles& exact,
-                         const std::string& format, const std::optional<Doubles>& bounds) {
+                         const std::string& format, const std::optional<Doubles>& bounds,
+                         const std::optional<std::string>& op, const std::string& policy,
+                         const std::optional<std::string>& budgets) {
   metrics::ElementBounds element_bounds;
   if (bounds) element_bounds.rigorous = view(*bounds);
-  return from_json(metrics::to_json(metrics::summarize(
-      format_named(format), view(computed), view(rounded), view(exact), element_bounds)));
+  const metrics::ErrorSummary summary = metrics::summarize(
+      format_named(format), view(computed), view(rounded), view(exact), element_bounds);
+  py::dict out = from_json(metrics::to_json(summary));
+  if (op) {
+    op_named(*op);  // an unknown op is bad input, not a budget that never applies
+    py::list messages;
+    for (const audit::Breach& b : audit::check(budgets_from(budgets), *op, policy, summary)) {
+      messages.append(b.message);
+    }
+    out["breaches"] = messages;
+  }
+  return out;
 }
 
 // GradScaler's state machine over float32 gradients, unscaled in place (no copy).
@@ -597,7 +611,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("shape") = py::none(), py::arg("dist") = "normal", py::arg("seed") = 1,
         py::arg("samples") = 0, py::arg("name") = "python", py::arg("budgets") = py::none());
   m.def("metrics", &python::error_metrics, py::arg("computed"), py::arg("rounded"),
-        py::arg("exact"), py::arg("format"), py::arg("bounds") = py::none());
+        py::arg("exact"), py::arg("format"), py::arg("bounds") = py::none(),
+        py::arg("op") = py::none(), py::arg("policy") = "*", py::arg("budgets") = py::none());
   py::class_<python::Scaler>(m, "LossScaler")
       .def(
           py::init([](double init_scale, double growth_factor, double backoff_factor,

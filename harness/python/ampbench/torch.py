@@ -1,25 +1,29 @@
 """ampbench.torch: the ATen ops a PyTorch model runs, as PyTorch's own kernels computed them, judged
 against ampbench's correctly rounded references (docs/python.md).
 
-    with ampbench.torch.record() as rec:
+    with ampbench.torch.record(model) as rec:
         loss = model(x).sum()          # under torch.autocast, model.half(), ...
-    judged = rec.judge()               # one entry per captured op
-    document = ampbench.result(rec.records(), suite="my-model")
+    judged = rec.judge()               # one entry per judged output of a captured op
+    document = rec.result(suite="my-model")
 
 The recorder is a TorchDispatchMode: it sees each op after autocast has chosen its dtypes, with
-its actual inputs and output. Ops the catalog knows are judged in their output's dtype (the
-reference from the op's actual inputs, correctly rounded to that format); the others are listed
+its actual inputs and outputs. Ops the catalog knows are judged in their output's dtype (the
+reference from the op's actual inputs, correctly rounded to that format); every other op is listed
 in `rec.not_judged` with the reason, never dropped silently.
 """
 
+import contextlib
+
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import (TorchDispatchMode, _get_current_dispatch_mode,
+                                          _pop_mode_temporarily)
 
 from . import _core
 
 FORMATS = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16",
            torch.bfloat16: "bf16"}
+SAMPLES = 4096  # outputs with more elements are judged at this many positions
 
 
 def _array(t):
@@ -27,129 +31,498 @@ def _array(t):
     return t.detach().to("cpu", torch.float64).contiguous().numpy()
 
 
-# ATen op -> its catalog op and operands, or the reason it cannot be judged. Each gets the op's
-# arguments, its tensors converted with _array, and its keyword arguments.
-def _addmm(args, kwargs):
-    if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
-        return "addmm with beta or alpha other than 1 (the catalog's gemm is A B + C)"
-    a, b = args[1], args[2]
-    return "gemm", {"a": a, "b": b, "c": np.broadcast_to(args[0], (a.shape[0], b.shape[1]))}
+def _snapshot(a):
+    """An argument as it is now (a tensor copied: the model may overwrite it later)."""
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone()
+    if isinstance(a, (list, tuple)):
+        return type(a)(_snapshot(b) for b in a)
+    return a
 
 
-def _rowwise(name):
-    def operands(args):
-        x, dim = args[0], args[1]
-        if dim not in (-1, x.ndim - 1):
-            return f"{name} over dim {dim} (the catalog's is over the last)"
-        return name, {"x": x.reshape(-1, x.shape[-1])}
+def _convert(a):
+    """A snapshot's tensors as float64 arrays."""
+    if isinstance(a, torch.Tensor):
+        return _array(a)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_convert(b) for b in a)
+    return a
+
+
+def _key(t):
+    """What identifies a tensor while it lives: a backward op gets the forward's saved tensors."""
+    return (str(t.device), t.data_ptr(), tuple(t.shape), t.dtype)
+
+
+def _rows(x):
+    """An array as the catalog's RxC operand: the last dim the columns."""
+    return x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+
+
+def _autocast():
+    """The autocast state where Python code runs (inside an op's dispatch autocast reads off)."""
+    state = {}
+    if torch.is_autocast_cpu_enabled():
+        state["cpu"] = str(torch.get_autocast_cpu_dtype())
+    if torch.is_autocast_enabled():
+        state["cuda"] = str(torch.get_autocast_gpu_dtype())
+    return state
+
+
+def settings():
+    """The PyTorch version and the settings that decide its kernels' precision."""
+    matmul = torch.backends.cuda.matmul
+    s = {"torch": torch.__version__, "cuda": torch.version.cuda,
+         "allow_tf32": matmul.allow_tf32,
+         "allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
+         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "autocast": _autocast()}
+    if hasattr(torch._C, "_get_cublas_allow_bf16_reduced_precision_reduction"):  # PyTorch 2.0 on
+        s["allow_bf16_reduced_precision_reduction"] = matmul.allow_bf16_reduced_precision_reduction
+    return s
+
+
+def underflow(grads, scale, format=None):
+    """How many gradient entries underflow in their dtype (or `format`), with the loss scale and
+    without: of the nonzero finite scaled entries, the fraction below the format's smallest
+    normal as they are (`scaled`), and once divided by `scale` and rounded to the format
+    (`unscaled`: what the gradient would have been without the scaler, flushed or subnormal)."""
+    scaled = unscaled = entries = 0
+    for g in grads:
+        fmt = format or FORMATS[g.dtype]
+        tiny = 2.0 ** _core.format_info(fmt)["emin"]
+        v = _array(g).ravel()
+        v = v[np.isfinite(v) & (v != 0)]
+        entries += v.size
+        scaled += int(np.count_nonzero(np.abs(v) < tiny))
+        if v.size:
+            unscaled += int(np.count_nonzero(np.abs(_core.round(v / scale, fmt)["values"]) < tiny))
+    return {"entries": entries, "scaled": scaled / entries if entries else 0.0,
+            "unscaled": unscaled / entries if entries else 0.0}
+
+
+def _why_not(func):
+    """Why an op outside the table below is not judged."""
+    alias = func._schema.returns[0].alias_info if func._schema.returns else None
+    if alias is not None and not alias.is_write:
+        return "a view of its input: no arithmetic"
+    return "not an op of ampbench's catalog"
+
+
+@contextlib.contextmanager
+def _paused(mode):
+    """The recorder off, for its own work on the tensors (the rest of the stack stays)."""
+    if _get_current_dispatch_mode() is mode:
+        with _pop_mode_temporarily():
+            yield
+    else:
+        yield
+
+
+# ATen op -> the catalog ops that judge its outputs: a list of (catalog op, operands, the
+# PyTorch output it judges and its format), or the reason it cannot be judged. Each gets the
+# capture: `args` (tensors as float64 arrays), `kwargs`, `outputs` (arrays, None where not
+# floating), `formats` and `forward` (what the op's forward recorded, for a backward op).
+def _out(c, i, layout=None):
+    """Output i and its format, in the catalog's layout."""
+    a = c["outputs"][i] if i < len(c["outputs"]) else None
+    if a is None:
+        return None
+    return (layout(a) if layout else a), c["formats"][i]
+
+
+def _present(judged):
+    return [j for j in judged if j[2] is not None]
+
+
+def _matmul(c):
+    a, b = c["args"][:2]
+    return [("bmm" if a.ndim == 3 else "gemm", {"a": a, "b": b}, _out(c, 0))]
+
+
+def _addmm(c):
+    bias, a, b = c["args"][:3]
+    if c["kwargs"].get("beta", 1) != 1 or c["kwargs"].get("alpha", 1) != 1:
+        return "addmm with beta or alpha other than 1 (the catalog's linear is x W + bias)"
+    if bias.ndim == 1 and bias.shape[0] == b.shape[1]:  # nn.Linear's: the bias of every row
+        return [("linear", {"x": a, "w": b, "bias": bias}, _out(c, 0))]
+    return [("gemm", {"a": a, "b": b, "c": np.broadcast_to(bias, (a.shape[0], b.shape[1]))},
+             _out(c, 0))]
+
+
+def _last_dim(c, name, at=1):
+    x, dim = c["args"][0], c["args"][at]
+    if dim not in (-1, x.ndim - 1):
+        return f"{name} over dim {dim} (the catalog's is over the last)"
+    return None
+
+
+def _softmax(name):
+    def operands(c):
+        return _last_dim(c, name) or [(name, {"x": _rows(c["args"][0])}, _out(c, 0))]
     return operands
 
 
-def _layer_norm(args):
-    x, normalized_shape, weight, bias, eps = args[:5]
+def _softmax_backward(name):
+    def operands(c):
+        if c["forward"] is None:
+            return f"{name}: its forward's input was not recorded"
+        return _last_dim(c, name, 2) or [(name, {"x": _rows(c["forward"]), "dy": _rows(c["args"][0])},
+                                       _out(c, 0))]
+    return operands
+
+
+def _layer_norm(c):
+    x, normalized_shape, weight, bias, eps = c["args"][:5]
     if len(normalized_shape) != 1 or eps != 1e-5:
-        return "layer_norm over several dims or with eps other than 1e-5"
+        return "layer_norm over several dims or with eps other than 1e-5 (the catalog's)"
     n = x.shape[-1]
-    return "layer_norm", {"x": x.reshape(-1, n),
-                          "gamma": np.ones(n) if weight is None else weight,
-                          "beta": np.zeros(n) if bias is None else bias}
+    return [("layer_norm", {"x": _rows(x), "gamma": np.ones(n) if weight is None else weight,
+                            "beta": np.zeros(n) if bias is None else bias}, _out(c, 0))]
+
+
+def _layer_norm_backward(c):
+    dy, x, normalized_shape, _, _, weight = c["args"][:6]
+    if len(normalized_shape) != 1 or c["forward"] != 1e-5:
+        return "layer_norm_backward over several dims or with eps other than 1e-5 (or unknown)"
+    x, dy = _rows(x), _rows(dy)
+    gamma = np.ones(x.shape[1]) if weight is None else weight
+    judged = zip(("layer_norm_backward", "layer_norm_backward_gamma", "layer_norm_backward_beta"),
+                 ({"x": x, "dy": dy, "gamma": gamma}, {"x": x, "dy": dy}, {"x": x, "dy": dy}),
+                 (_out(c, i) for i in range(3)))
+    return _present(judged)
+
+
+def _channels_last(x):
+    """NxC or NxCx... as the catalog's NxC: every position of a channel a row."""
+    return x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+
+
+def _batch_norm(c):
+    x, weight, bias = c["args"][:3]
+    training, eps = c["args"][5], c["args"][7]
+    if not training or eps != 1e-5 or x.ndim < 2:
+        return "batch_norm in eval mode or with eps other than 1e-5 (the catalog's: training, 1e-5)"
+    n = x.shape[1]
+    return [("batch_norm", {"x": _channels_last(x),
+                            "gamma": np.ones(n) if weight is None else weight,
+                            "beta": np.zeros(n) if bias is None else bias},
+             _out(c, 0, _channels_last))]
+
+
+def _batch_norm_backward(c):
+    dy, x, weight = c["args"][:3]
+    training, eps = c["args"][7], c["args"][8]
+    if not training or eps != 1e-5:
+        return "batch_norm_backward in eval mode or with eps other than 1e-5"
+    x, dy = _channels_last(x), _channels_last(dy)
+    gamma = np.ones(x.shape[1]) if weight is None else weight
+    judged = zip(("batch_norm_backward", "batch_norm_backward_gamma", "batch_norm_backward_beta"),
+                 ({"x": x, "dy": dy, "gamma": gamma}, {"x": x, "dy": dy}, {"x": x, "dy": dy}),
+                 (_out(c, 0, _channels_last), _out(c, 1), _out(c, 2)))
+    return _present(judged)
 
 
 def _activation(name):
-    def operands(args):
-        x = args[0]
-        return name, {"x": x.reshape(-1, x.shape[-1]), "bias": np.zeros(x.shape[-1])}
+    def operands(c):
+        x = _rows(c["args"][0])
+        return [(name, {"x": x, "bias": np.zeros(x.shape[1])}, _out(c, 0))]
     return operands
 
 
-def _gelu(args, kwargs):
-    if kwargs.get("approximate", "none") != "none":
-        return _activation("gelu_tanh")(args)
-    return _activation("gelu")(args)
+def _arg(c, name, at, default):
+    """An argument given by keyword or at its position, or its default."""
+    return c["kwargs"].get(name, c["args"][at] if len(c["args"]) > at else default)
+
+
+def _gelu(at, catalog_op, suffix=""):
+    """gelu or its backward: exact or tanh-approximated (`approximate`, argument `at`)."""
+    def operands(c):
+        tanh = _arg(c, "approximate", at, "none") != "none"
+        return catalog_op(("gelu_tanh" if tanh else "gelu") + suffix)(c)
+    return operands
+
+
+def _activation_backward(name):
+    def operands(c):
+        dy, x = c["args"][:2]
+        return [(name, {"x": _rows(x), "dy": _rows(dy)}, _out(c, 0))]
+    return operands
+
+
+def _threshold_backward(c):
+    # relu's backward: self is relu's output, which is positive exactly where its input is.
+    if c["args"][2] != 0:
+        return "threshold_backward with a threshold other than 0 (relu's)"
+    return _activation_backward("relu_backward")(c)
+
+
+def _elementwise(name):
+    def operands(c):
+        x, y = c["args"][:2]
+        if _arg(c, "alpha", 2, 1) != 1:
+            return f"{name} with alpha other than 1"
+        shape = c["outputs"][0].shape
+        x, y = (np.broadcast_to(np.asarray(v, dtype=np.float64), shape) for v in (x, y))
+        return [(name, {"x": _rows(x), "y": _rows(y)}, _out(c, 0))]
+    return operands
+
+
+def _dims(x, c):
+    dims = _arg(c, "dim", 1, None)
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(x.ndim))
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return sorted(d % max(x.ndim, 1) for d in dims)
+
+
+def _sum(c):
+    x = c["args"][0]
+    dims = _dims(x, c)
+    if dims == list(range(x.ndim)):
+        return [("sum", {"x": x.ravel()}, _out(c, 0))]
+    if x.ndim == 2 and dims == [0]:  # a linear layer's bias gradient
+        return [("linear_backward_bias", {"dy": x}, _out(c, 0))]
+    return f"sum over dims {dims} of a {x.ndim}-dim tensor (the catalog's: all, or the rows)"
+
+
+def _mean(c):
+    x = c["args"][0]
+    dims = _dims(x, c)
+    if dims == list(range(x.ndim)):
+        return [("mean", {"x": x.ravel()}, _out(c, 0))]
+    if dims == list(range(dims[0], x.ndim)):  # the trailing dims: global average pooling
+        rows = int(np.prod(x.shape[:dims[0]]))
+        return [("mean_pool", {"x": x.reshape(rows, -1)}, _out(c, 0))]
+    return f"mean over dims {dims} of a {x.ndim}-dim tensor (the catalog's: all, or trailing)"
+
+
+def _nll_loss(c):
+    # nll_loss on log-probabilities: the mean (or sum) of the negated picked entries, which is
+    # what is judged; cross_entropy is log_softmax, judged itself, and this.
+    x, target, weight, reduction, ignore_index = c["args"][:5]
+    if weight is not None or x.ndim != 2 or reduction not in (1, 2):
+        return "nll_loss with class weights, not 2-dim or without reduction"
+    target = target.astype(np.int64)
+    if np.any(target == ignore_index):
+        return "nll_loss with ignored targets"
+    picked = -x[np.arange(x.shape[0]), target]
+    return [("mean" if reduction == 1 else "sum", {"x": picked}, _out(c, 0))]
+
+
+def _cast(c):
+    return [("cast", {"x": _rows(c["args"][0])}, _out(c, 0))]
 
 
 OPS = {
-    "aten::mm": lambda args, kwargs: ("gemm", {"a": args[0], "b": args[1]}),
+    "aten::mm": _matmul,
+    "aten::bmm": _matmul,
     "aten::addmm": _addmm,
-    "aten::bmm": lambda args, kwargs: ("bmm", {"a": args[0], "b": args[1]}),
-    "aten::_softmax": lambda args, kwargs: _rowwise("softmax")(args),
-    "aten::_log_softmax": lambda args, kwargs: _rowwise("log_softmax")(args),
-    "aten::native_layer_norm": lambda args, kwargs: _layer_norm(args),
-    "aten::relu": lambda args, kwargs: _activation("relu")(args),
-    "aten::silu": lambda args, kwargs: _activation("silu")(args),
-    "aten::gelu": _gelu,
+    "aten::_softmax": _softmax("softmax"),
+    "aten::_log_softmax": _softmax("log_softmax"),
+    "aten::_softmax_backward_data": _softmax_backward("softmax_backward"),
+    "aten::_log_softmax_backward_data": _softmax_backward("log_softmax_backward"),
+    "aten::native_layer_norm": _layer_norm,
+    "aten::native_layer_norm_backward": _layer_norm_backward,
+    "aten::native_batch_norm": _batch_norm,
+    "aten::_native_batch_norm_legit": _batch_norm,
+    "aten::native_batch_norm_backward": _batch_norm_backward,
+    "aten::relu": _activation("relu"),
+    "aten::silu": _activation("silu"),
+    "aten::gelu": _gelu(1, _activation),
+    "aten::threshold_backward": _threshold_backward,
+    "aten::silu_backward": _activation_backward("silu_backward"),
+    "aten::gelu_backward": _gelu(2, _activation_backward, "_backward"),
+    "aten::add": _elementwise("add"),
+    "aten::add_": _elementwise("add"),
+    "aten::mul": _elementwise("mul"),
+    "aten::mul_": _elementwise("mul"),
+    "aten::sum": _sum,
+    "aten::mean": _mean,
+    "aten::nll_loss_forward": _nll_loss,
+    "aten::_to_copy": _cast,
 }
 
 
 class Recorder(TorchDispatchMode):
-    """Captures each op's name, dtypes, inputs and output while it is active."""
+    """Captures each op's name, module path, dtypes, inputs and outputs while it is active."""
 
-    def __init__(self):
+    def __init__(self, model=None, samples=SAMPLES, budgets=None):
         super().__init__()
         self.captured = []
         self.not_judged = []
-        self._judged = None
+        self.settings = {}
+        self.scaler = []  # one entry per scaler_step
+        self.samples, self.budgets = samples, budgets
+        self._names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
+        self._path, self._hooks, self._forward = [], [], {}
+        self._count, self._judged, self._mirror = 0, None, None
+
+    def __enter__(self):
+        self.settings = {**settings(), "devices": [], "autocast_in_modules": []}
+        nn = torch.nn.modules.module
+        self._hooks = [nn.register_module_forward_pre_hook(self._enter_module),
+                       nn.register_module_forward_hook(self._leave_module)]
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+        return super().__exit__(*exc)
+
+    def _enter_module(self, module, _):
+        self._path.append(self._names.get(id(module), type(module).__name__))
+        state = _autocast()
+        if state not in self.settings["autocast_in_modules"]:
+            self.settings["autocast_in_modules"].append(state)
+
+    def _leave_module(self, module, _, __):
+        self._path.pop()
+
+    def _forward_of(self, name, args):
+        """What a backward op needs of its forward: softmax's input, layer norm's eps."""
+        if name in ("aten::_softmax_backward_data", "aten::_log_softmax_backward_data"):
+            return self._forward.get(_key(args[1]))
+        if name == "aten::native_layer_norm_backward":
+            return self._forward.get(_key(args[4]))
+        return None
+
+    def _remember(self, name, args, snapshot, outs):
+        if name in ("aten::_softmax", "aten::_log_softmax"):
+            self._forward[_key(outs[0])] = snapshot[0]
+        elif name == "aten::native_layer_norm":
+            self._forward[_key(outs[2])] = args[4]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = func._schema.name
-        first = out[0] if isinstance(out, (tuple, list)) else out
-        if not isinstance(first, torch.Tensor) or not first.is_floating_point():
-            return out
-        entry = {"aten": name, "index": len(self.captured) + len(self.not_judged),
+        # The inputs before the op runs (an in-place op overwrites them), converted when judged.
+        snapshot = _snapshot(list(args)) if name in OPS else None
+        out = func(*args, **kwargs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        tensors = [o for o in outs if isinstance(o, torch.Tensor)]
+        entry = {"aten": name, "index": self._count, "module": "/".join(p for p in self._path if p),
                  "input_dtypes": [str(a.dtype) for a in args if isinstance(a, torch.Tensor)],
-                 "output_dtype": str(first.dtype)}
-        if name not in OPS:
-            self.not_judged.append({**entry, "reason": "not an op of ampbench's catalog"})
-        elif first.dtype not in FORMATS:
-            self.not_judged.append({**entry, "reason": f"output dtype {first.dtype}"})
+                 "output_dtypes": [str(t.dtype) for t in tensors]}
+        self._count += 1
+        for t in tensors:
+            if str(t.device) not in self.settings["devices"]:
+                self.settings["devices"].append(str(t.device))
+        floating = [t for t in tensors if t.is_floating_point()]
+        if not floating:
+            reason = "no floating-point output" if tensors else "no tensor output"
+            self.not_judged.append({**entry, "reason": reason})
+        elif name not in OPS:
+            self.not_judged.append({**entry, "reason": _why_not(func)})
+        elif any(t.dtype not in FORMATS for t in floating):
+            self.not_judged.append({**entry, "reason": f"output dtype {floating[0].dtype}"})
         else:
-            converted = [_array(a) if isinstance(a, torch.Tensor) else a for a in args]
-            self.captured.append({**entry, "args": converted, "kwargs": kwargs,
-                                  "format": FORMATS[first.dtype], "output": _array(first)})
+            self._remember(name, args, snapshot, outs)
+            kept = [o.detach().clone() if isinstance(o, torch.Tensor) and o.is_floating_point()
+                    else None for o in outs]
+            self.captured.append({**entry, "args": snapshot, "kwargs": kwargs, "outputs": kept,
+                                  "formats": [FORMATS[o.dtype] if o is not None else None
+                                              for o in kept],
+                                  "forward": self._forward_of(name, args)})
         return out
 
+    def scaler_step(self, scaler, optimizer, format=None):
+        """`scaler.step(optimizer)` and `scaler.update()` of a torch GradScaler, observed: its
+        scale, growth tracker and whether it skipped the step, each checked against ampbench's
+        LossScaler fed the same scaled gradients (`agrees`), and the gradients' underflow()
+        with and without the scale. Appends the iteration to `rec.scaler`; returns it."""
+        with _paused(self):
+            grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                     if p.grad is not None]
+            scale = scaler.get_scale()
+            scaled = [_array(g).astype(np.float32).ravel() for g in grads]
+            fractions = underflow(grads, scale, format)
+            scaler.step(optimizer)
+            found_inf = sum(v.item() for v in scaler._found_inf_per_device(optimizer).values())
+            scaler.update()
+            if self._mirror is None:
+                self._mirror = _core.LossScaler(
+                    init_scale=scale, growth_factor=scaler.get_growth_factor(),
+                    backoff_factor=scaler.get_backoff_factor(),
+                    growth_interval=scaler.get_growth_interval())
+            mirror_ran = self._mirror.step(scaled)
+            self._mirror.update()
+        torch_state = {"scale": scaler.get_scale(), "growth_tracker": scaler._get_growth_tracker(),
+                       "skipped": found_inf > 0}
+        mirror = {"scale": self._mirror.scale, "growth_tracker": self._mirror.growth_tracker,
+                  "skipped": not mirror_ran}
+        entry = {"iteration": len(self.scaler), "scale_before": scale, **torch_state,
+                 "ampbench": mirror, "agrees": mirror == torch_state, "underflow": fractions}
+        self.scaler.append(entry)
+        return entry
+
+    def _judge_one(self, entry, op, operands, output, fmt):
+        count = output.size
+        samples = self.samples if self.samples and count > self.samples else 0
+        ref = _core.reference(op, operands, fmt, samples=samples, seed=entry["index"])
+        summary = _core.metrics(output.ravel()[ref["positions"]], ref["rounded"].ravel(),
+                                ref["nearest"].ravel(), fmt, op=op, policy=f"torch-{fmt}",
+                                budgets=self.budgets)
+        return {**entry, "op": op, "shape": ref["shape"], "format": fmt, "outputs": count,
+                "judged_positions": len(ref["positions"]), **summary}
+
     def judge(self):
-        """Each captured op's error against its correctly rounded reference in its output's
-        format: the metrics of ampbench.metrics with the op, dtypes and shape; ops whose
-        arguments the catalog cannot take move to not_judged with the reason."""
+        """Each captured op's outputs against their correctly rounded references in their
+        formats: the metrics of ampbench.metrics with the op, module, dtypes, shape and the
+        breaches of the budgets; ops whose arguments the catalog cannot take move to not_judged
+        with the reason."""
         if self._judged is not None:
             return self._judged
         judged = []
         for c in self.captured:
-            mapped = OPS[c["aten"]](c["args"], c["kwargs"])
-            entry = {k: c[k] for k in ("aten", "index", "input_dtypes", "output_dtype")}
+            entry = {k: c[k] for k in ("aten", "index", "module", "input_dtypes", "output_dtypes")}
+            with _paused(self):
+                mapped = OPS[c["aten"]]({**c, "args": _convert(c["args"]),
+                                         "outputs": _convert(c["outputs"]),
+                                         "forward": _convert(c["forward"])})
             if isinstance(mapped, str):
                 self.not_judged.append({**entry, "reason": mapped})
                 continue
-            op, operands = mapped
-            fmt = c["format"]
-            try:
-                ref = _core.reference(op, operands, fmt)
-            except ValueError as e:  # arguments the reference cannot take
-                self.not_judged.append({**entry, "reason": f"{op}: {e}"})
-                continue
-            summary = _core.metrics(c["output"].ravel(), ref["rounded"].ravel(),
-                                    ref["nearest"].ravel(), fmt)
-            judged.append({**entry, "op": op, "shape": ref["shape"], "format": fmt, **summary})
+            for op, operands, (output, fmt) in mapped:
+                try:
+                    judged.append(self._judge_one(entry, op, operands, output, fmt))
+                except (ValueError, RuntimeError) as e:  # arguments the reference cannot take
+                    self.not_judged.append({**entry, "reason": f"{op}: {e}"})
         self._judged = judged
         return judged
 
     def records(self, policy="torch"):
         """The judged ops as audit records that ampbench.result() turns into an
-        ampbench.result/1 record (distribution "recorded", seed the op's capture index)."""
+        ampbench.result/1 record (distribution "recorded", seed the op's capture index): FAIL
+        where a budget breaks."""
         out = []
         for j in self.judge():
             record = {k: v for k, v in j.items()
-                      if k not in ("aten", "index", "input_dtypes", "output_dtype", "format")}
+                      if k not in ("aten", "index", "module", "input_dtypes", "output_dtypes",
+                                   "format", "judged_positions")}
             record.update({"policy": f"{policy}-{j['format']}", "backend": "torch",
-                           "dist": "recorded", "seed": j["index"], "outputs": j["count"],
-                           "reference_sample": j["count"], "breaches": [], "status": "PASS"})
+                           "dist": "recorded", "seed": j["index"],
+                           "reference_sample": j["judged_positions"],
+                           "status": "FAIL" if j["breaches"] else "PASS"})
             out.append(record)
         return out
 
+    def result(self, suite="torch", policy="torch"):
+        """An ampbench.result/1 record of the judged ops, with the PyTorch settings (and the
+        scaler's iterations) in its environment (`torch`) and the ops not judged in `not_run`."""
+        document = _core.result(self.records(policy), suite=suite)
+        document["environment"]["torch"] = self.settings
+        document["not_run"] = [{"key": f"torch/{n['aten']}/#{n['index']}", "why": n["reason"]}
+                               for n in self.not_judged]
+        if self.scaler:
+            document["environment"]["torch"]["scaler"] = self.scaler
+        return document
 
-def record():
-    """A recorder to use as a context manager around the model's forward, loss and backward."""
-    return Recorder()
+
+def record(model=None, samples=SAMPLES, budgets=None):
+    """A recorder to use as a context manager around the model's forward, loss and backward.
+    `model` names the module path of each op (its named_modules(); else their class names);
+    outputs above `samples` elements are judged at that many positions (0: all); `budgets`, a
+    budgets file whose limits the judged ops are checked against (always: no NaN/Inf mismatch,
+    no broken a-priori bound)."""
+    return Recorder(model, samples, budgets)
