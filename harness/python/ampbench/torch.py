@@ -481,14 +481,18 @@ class Recorder(TorchDispatchMode):
         PyTorch's output and of the emulation's against the correctly rounded reference, with
         the a-priori bound of the policy's formats where the op has one (`bound_ratio`), and
         `distance`, the ulps between the two outputs (`max_ulp`, `mean_ulp`, its histogram).
-        An op whose output format under the policy is not its dtype's has only `why`."""
-        self.judge()  # the ops whose arguments the catalog cannot take are set aside
+        An op the emulation cannot run, or whose output format under the policy is not its
+        dtype's, has only `why`; ops judge() cannot judge are left out."""
         compared = []
         for entry, mapped in self._mapped():
             if isinstance(mapped, str):
                 continue
             for op, operands, (output, fmt) in mapped:
-                e = _core.eval(op, policy, operands)
+                try:
+                    e = _core.eval(op, policy, operands)
+                except (ValueError, RuntimeError) as error:  # arguments the op cannot take
+                    compared.append({**entry, "op": op, "policy": policy, "why": f"{op}: {error}"})
+                    continue
                 row = {**entry, "op": op, "shape": e["shape"], "format": fmt, "policy": policy,
                        "inputs_rounded": e["inputs_rounded"]}
                 if e["formats"]["output"] != fmt:
