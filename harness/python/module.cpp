@@ -263,8 +263,10 @@ audit::TensorReader reader(const std::map<std::string, Doubles>& arrays) {
 }
 
 // What `ampbench eval --json` gives for one op on the caller's arrays, on the CPU backend: the
-// emulated output under the policy (or the Tensor Core model), its correctly rounded reference
-// and the ulp error of each element (a masked array, masked where either is NaN).
+// emulated output under the policy (or the Tensor Core model), its correctly rounded reference,
+// the exact values rounded to binary64, each element's a-priori absolute bound for the policy's
+// formats (None where the op has none, and on a Tensor Core model) and the ulp error of each
+// element (a masked array, masked where either is NaN).
 py::dict eval_op(const std::string& op_name, const std::string& policy_name,
                  const std::map<std::string, Doubles>& arrays,
                  const std::optional<std::string>& mma) {
@@ -282,6 +284,7 @@ py::dict eval_op(const std::string& op_name, const std::string& policy_name,
   const audit::OperandSet set = audit::read_operands(*op, precision, reader(arrays));
   ops::CpuRun run;
   ops::Reference ref;
+  std::vector<double> bounds;
   {
     py::gil_scoped_release release;
     run = model ? ops::run_cpu_mma(*op, set.shape, *model, precision.output, precision.mode,
@@ -289,6 +292,12 @@ py::dict eval_op(const std::string& op_name, const std::string& policy_name,
                 : ops::run_cpu(*op, set.shape, audit::arithmetic_of(precision),
                                backends::cpu::Summation::sequential, set.inputs);
     ref = ops::reference(*op, set.shape, set.inputs, precision.output, precision.mode, 0, 0);
+    // Sequential summation's bound holds for any order of the additions (as audit_kernel's); a
+    // Tensor Core model has none (docs/metrics.md).
+    if (!model) {
+      bounds = ops::error_bounds(*op, set.shape, audit::arithmetic_of(precision),
+                                 backends::cpu::Summation::sequential, set.inputs, ref.positions);
+    }
   }
   const auto out_shape = ops::output_shape(*op, set.shape);
   py::array_t<std::uint64_t> errors(std::vector<py::ssize_t>(out_shape.begin(), out_shape.end()));
@@ -314,6 +323,8 @@ py::dict eval_op(const std::string& op_name, const std::string& policy_name,
   if (model) d["mma"] = model->name;
   d["output"] = shaped(run.output, out_shape);
   d["reference"] = shaped(ref.rounded, out_shape);
+  d["exact"] = shaped(ref.nearest, out_shape);
+  d["bound"] = bounds.empty() ? py::object(py::none()) : py::object(shaped(bounds, out_shape));
   d["ulp_error"] = py::module_::import("numpy.ma").attr("masked_array")(errors, mask);
   return d;
 }

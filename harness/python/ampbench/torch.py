@@ -466,6 +466,50 @@ class Recorder(TorchDispatchMode):
         return {**entry, "op": op, "shape": ref["shape"], "format": fmt, "outputs": count,
                 "judged_positions": len(ref["positions"]), **summary}
 
+    def _mapped(self):
+        """Each captured op with its catalog ops, operands and outputs (or why it has none)."""
+        for c in self.captured:
+            entry = {k: c[k] for k in ("aten", "index", "module", "input_dtypes", "output_dtypes")}
+            with _paused(self):
+                yield entry, OPS[c["aten"]]({**c, "args": _convert(c["args"]),
+                                             "outputs": _convert(c["outputs"]),
+                                             "forward": _convert(c["forward"])})
+
+    def emulate(self, policy):
+        """Each judged op run again by ampbench's emulation under `policy` (eval()) on the
+        operands PyTorch's kernel got, at every element: `torch` and `emulation`, the metrics of
+        PyTorch's output and of the emulation's against the correctly rounded reference, with
+        the a-priori bound of the policy's formats where the op has one (`bound_ratio`), and
+        `distance`, the ulps between the two outputs (`max_ulp`, `mean_ulp`, its histogram).
+        An op the emulation cannot run, or whose output format under the policy is not its
+        dtype's, has only `why`; ops judge() cannot judge are left out."""
+        compared = []
+        for entry, mapped in self._mapped():
+            if isinstance(mapped, str):
+                continue
+            for op, operands, (output, fmt) in mapped:
+                try:
+                    e = _core.eval(op, policy, operands)
+                except (ValueError, RuntimeError) as error:  # arguments the op cannot take
+                    compared.append({**entry, "op": op, "policy": policy, "why": f"{op}: {error}"})
+                    continue
+                row = {**entry, "op": op, "shape": e["shape"], "format": fmt, "policy": policy,
+                       "inputs_rounded": e["inputs_rounded"]}
+                if e["formats"]["output"] != fmt:
+                    compared.append({**row, "why": f"the policy's output is "
+                                                   f"{e['formats']['output']}, PyTorch's {fmt}"})
+                    continue
+                rounded, exact = e["reference"].ravel(), e["exact"].ravel()
+                bound = None if e["bound"] is None else e["bound"].ravel()
+                computed = output.ravel()
+                compared.append({
+                    **row,
+                    "torch": _core.metrics(computed, rounded, exact, fmt, bounds=bound),
+                    "emulation": _core.metrics(e["output"].ravel(), rounded, exact, fmt,
+                                               bounds=bound),
+                    "distance": _core.metrics(computed, e["output"].ravel(), exact, fmt)})
+        return compared
+
     def judge(self):
         """Each captured op's outputs against their correctly rounded references in their
         formats: the metrics of ampbench.metrics with the op, module, dtypes, shape and the
@@ -474,12 +518,7 @@ class Recorder(TorchDispatchMode):
         if self._judged is not None:
             return self._judged
         judged = []
-        for c in self.captured:
-            entry = {k: c[k] for k in ("aten", "index", "module", "input_dtypes", "output_dtypes")}
-            with _paused(self):
-                mapped = OPS[c["aten"]]({**c, "args": _convert(c["args"]),
-                                         "outputs": _convert(c["outputs"]),
-                                         "forward": _convert(c["forward"])})
+        for entry, mapped in self._mapped():
             if isinstance(mapped, str):
                 self.not_judged.append({**entry, "reason": mapped})
                 continue

@@ -190,6 +190,20 @@ def test_bad_input_raises_the_command_lines_message(call, args):
     assert str(raised.value) and str(raised.value) in err, (str(raised.value), err)
 
 
+def test_eval_gives_the_exact_values_and_the_bound_where_the_op_has_one():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0, 1, (4, 64)), rng.normal(0, 1, (64, 5))
+    e = ampbench.eval("gemm", "bf16", {"a": a, "b": b})
+    ab = ampbench.round(a, "bf16")["values"] @ ampbench.round(b, "bf16")["values"]
+    assert e["exact"].shape == e["bound"].shape == (4, 5)
+    assert np.allclose(e["exact"], ab, rtol=1e-12, atol=1e-12)
+    assert np.all(np.abs(e["output"] - e["exact"]) <= e["bound"])
+    # fp32 accumulation: far tighter than pure bf16's, which rounds every partial sum
+    tight = ampbench.eval("gemm", "bf16-model", {"a": a, "b": b})["bound"]
+    assert np.all(tight < e["bound"] / 4)
+    assert ampbench.eval("softmax", "bf16", {"x": a})["bound"] is None
+
+
 def test_eval_names_a_missing_operand_and_a_bad_class_index():
     with pytest.raises(ValueError, match="missing operand 'b'"):
         ampbench.eval("gemm", "fp32", {"a": np.ones((2, 2))})
