@@ -253,15 +253,23 @@ OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& preci
   OperandSet set;
   const auto tensors = read(inputs::Conversion(precision.input, precision.input_mode));
   const auto names = ops::operands(op, ops::parse_shape(op, op.default_shape));
-  // An operand held in another format than the input's (gemm's C in the accumulation format,
-  // linear's bias in the output format) is read again, rounded to that.
-  std::map<ops::HeldIn, std::map<std::string, inputs::Loaded>> reread;
-  const auto held = [&](const ops::Operand& o) -> const std::map<std::string, inputs::Loaded>& {
+  // Operand k's tensor rounded to the format it is held in: an operand held in another format than
+  // the input's (gemm's C in the accumulation format, linear's bias in the output format) is read
+  // again, rounded to that. A stochastic input mode gives each operand a stream of its own,
+  // conversion_stream(operand_seed(0, k)), as generated operands have (there is no seed here: 0),
+  // so that no two operands round with the same draws.
+  const bool stochastic = numeric::is_stochastic(precision.input_mode);
+  std::map<std::pair<ops::HeldIn, std::size_t>, std::map<std::string, inputs::Loaded>> reread;
+  const auto held = [&](const ops::Operand& o,
+                        std::size_t k) -> const std::map<std::string, inputs::Loaded>& {
     const numeric::Format& f = held_format(o, precision);
-    if (numeric::same_format(f, precision.input)) return tensors;
-    auto found = reread.find(o.held_in);
+    if (!stochastic && numeric::same_format(f, precision.input)) return tensors;
+    const auto key = std::pair{o.held_in, stochastic ? k : 0};
+    auto found = reread.find(key);
     if (found == reread.end()) {
-      found = reread.emplace(o.held_in, read(inputs::Conversion(f, precision.input_mode))).first;
+      const std::uint64_t stream =
+          stochastic ? inputs::conversion_stream(inputs::operand_seed(0, k)) : 0;
+      found = reread.emplace(key, read(inputs::Conversion(f, precision.input_mode, stream))).first;
     }
     return found->second;
   };
@@ -275,8 +283,9 @@ OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& preci
     }
   }
   std::vector<std::vector<std::size_t>> shapes;  // of the required operands
-  for (const auto& o : names) {
-    const auto& source = held(o);
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const ops::Operand& o = names[k];
+    const auto& source = held(o, k);
     if (o.optional) {
       const auto it = source.find(o.name);
       if (it == source.end()) {
@@ -310,7 +319,7 @@ OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& preci
   set.shape = ops::shape_from_operands(op, shapes);
   const auto expected = ops::operands(op, set.shape);
   for (std::size_t k = 0; k < names.size(); ++k) {
-    const auto& source = held(names[k]);
+    const auto& source = held(names[k], k);
     const auto it = source.find(names[k].name);
     if (names[k].optional && it != source.end() && it->second.tensor.shape != expected[k].shape) {
       throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {}", op.name,

@@ -111,7 +111,8 @@ const numeric::Format& held_format(const ops::Operand& operand,
 
 // The operands of `op` given by name, as `ampbench eval` takes them: `read` gives every tensor
 // converted with a conversion (the policy's input format and mode; for an operand held in another
-// format, held_format, also that format). Checks names, shapes and class indices, and gives the
+// format, held_format, also that format; under a stochastic mode, operand k with the stream
+// conversion_stream(operand_seed(0, k))). Checks names, shapes and class indices, and gives the
 // shape they make; throws ops::OpError (or what `read` throws) saying what is wrong. `rounded`
 // counts the values that rounding to their format changed.
 using TensorReader =

@@ -116,8 +116,9 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
 
-  // The operands by name, rounded to the policy's input format with its input mode (a stochastic
-  // mode draws from stream 0: eval has no seed); shapes give the op's shape.
+  // The operands by name, rounded to the format each is held in with the policy's input mode (a
+  // stochastic mode gives each operand its own stream: audit::read_operands); shapes give the op's
+  // shape.
   ops::Inputs in;
   ops::Shape shape;
   std::uint64_t rounded = 0;

@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "harness/inputs/distributions.hpp"
+#include "harness/inputs/tensor_file.hpp"
 
 namespace ampbench::audit {
 namespace {
@@ -102,6 +106,39 @@ TEST(AmpSemantics, TrainingOpsPassUnderEveryBuiltinPolicy) {
       }
     }
   }
+}
+
+// eval's operands (read_operands) under a stochastic input mode: each operand rounds with draws
+// of its own stream, so two operands holding the same values do not round alike element for
+// element (one shared stream would make a == b after rounding, whatever the values).
+TEST(AmpSemantics, StochasticInputModeGivesEachReadOperandItsOwnStream) {
+  policy::Policy p = *policy::find_builtin("bf16");
+  policy::OpPrecision precision = precision_of(p, *ops::find_op("add"));
+  precision.input_mode = numeric::Rounding::stochastic_proportional;
+  // 1 + k 2^-12 for odd k < 256: never a bf16 value (7 fraction bits), so every element rounds
+  // with a draw.
+  std::vector<double> values;
+  for (int k = 1; k < 256; k += 2) values.push_back(1.0 + k * 0x1p-12);
+  const auto read = [&](const inputs::Conversion& conversion) {
+    std::map<std::string, inputs::Loaded> tensors;
+    for (const char* name : {"x", "y"}) {
+      tensors.emplace(name, inputs::convert({1, values.size()}, values, conversion, name));
+    }
+    return tensors;
+  };
+  const OperandSet set = read_operands(*ops::find_op("add"), precision, read);
+  ASSERT_EQ(set.inputs.values.size(), 2u);
+  const auto& x = set.inputs.values[0];
+  const auto& y = set.inputs.values[1];
+  ASSERT_EQ(x.size(), values.size());
+  std::size_t different = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) different += x[i] != y[i] ? 1 : 0;
+  EXPECT_GT(different, 10u);  // about half of the 128 elements round the other way
+  EXPECT_EQ(set.rounded, 2 * values.size());
+  // The streams are operand_seed(0, k)'s conversion streams: operand 0 is reproducible alone.
+  const inputs::Conversion first(numeric::formats::bf16, numeric::Rounding::stochastic_proportional,
+                                 inputs::conversion_stream(inputs::operand_seed(0, 0)));
+  EXPECT_EQ(x, inputs::convert({1, values.size()}, values, first, "x").tensor.data);
 }
 
 TEST(Bounds, Fp32ResultsOfOpsWithABoundStayWithinIt) {
