@@ -7,8 +7,8 @@ include(CMakePackageConfigHelpers)
 
 # Exported as ampbench::<name>: ampbench::audit, ampbench::results, ...
 set(ampbench_exported
-  numeric files io metrics policy inputs backend_cpu ops audit train profile results reference_exact
-  reference_mp)
+  numeric files io metrics policy inputs backend_cpu fingerprint ops audit train profile results
+  reference_exact reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)
   set_target_properties(ampbench_${name} PROPERTIES EXPORT_NAME ${name})

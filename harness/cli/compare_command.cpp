@@ -64,6 +64,15 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
                          c.key);
     }
   }
+  // A fingerprint parameter is a value in words: a change of it is named, not measured.
+  if (!comparison.features.empty()) {
+    out << fmt::format("\n{:<13}{:<28}{:>14}{:>14}  {}\n", "feature", "parameter", "base", "new",
+                       "case");
+    for (const auto& f : comparison.features) {
+      out << fmt::format("{:<13}{:<28}{:>14}{:>14}  {}\n", f.regression ? "regression" : "differs",
+                         f.feature, f.base, f.current, f.key);
+    }
+  }
   // Two devices: what each computed, case by case, whatever the gate says.
   const std::string base_device = results::label_of(base.device);
   const std::string new_device = results::label_of(current.device);
@@ -83,13 +92,24 @@ int run_compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   using results::ChangeKind;
+  const std::size_t feature_differences =
+      comparison.features.size() - comparison.feature_regressions();
   out << fmt::format(
       "\n{} case(s) matched: {} regression(s), {} new failure(s), {} missing, {} improvement(s), "
-      "{} fixed, {} added. {}\n",
+      "{} fixed, {} added{}{}. {}\n",
       comparison.matched, comparison.count(ChangeKind::regression),
       comparison.count(ChangeKind::new_failure), comparison.count(ChangeKind::missing),
       comparison.count(ChangeKind::improvement), comparison.count(ChangeKind::fixed),
-      comparison.count(ChangeKind::added), comparison.gate_fails() ? "FAIL" : "PASS");
+      comparison.count(ChangeKind::added),
+      comparison.feature_regressions() == 0
+          ? ""
+          : fmt::format(", {} fingerprint feature regression(s) (same device)",
+                        comparison.feature_regressions()),
+      feature_differences == 0
+          ? ""
+          : fmt::format(", {} fingerprint feature(s) differing between the devices",
+                        feature_differences),
+      comparison.gate_fails() ? "FAIL" : "PASS");
   return comparison.gate_fails() ? kExitFail : kExitOk;
 }
 

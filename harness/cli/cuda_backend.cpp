@@ -9,6 +9,7 @@
 #include "harness/backends/cuda/kernel.hpp"
 #include "harness/backends/cuda/train.hpp"
 #include "kernels/device.hpp"
+#include "kernels/mma_executor.hpp"
 #endif
 
 namespace ampbench::cli {
@@ -81,6 +82,16 @@ train::ProfileResult cuda_profile(const train::TrainConfig& config, const train:
   return backends::cuda::profile_on_device(config, train_set, warmup, hardware_metrics);
 }
 
+MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
+                              std::string_view instruction) {
+  const kernels::DeviceStatus device = kernels::probe_device();
+  const char* arch = fingerprint::mma_architecture(device.compute_major, device.compute_minor);
+  const auto kind = instruction == "mma"     ? kernels::MmaInstruction::mma
+                    : instruction == "wgmma" ? kernels::MmaInstruction::wgmma
+                                             : kernels::MmaInstruction::automatic;
+  return {kernels::make_mma_executor(input, accumulator, kind), arch == nullptr ? "" : arch};
+}
+
 #else
 
 CudaBackend open_cuda_backend() {
@@ -106,6 +117,10 @@ train::TrainResult cuda_train(const train::TrainConfig&, const train::Dataset&,
 train::ProfileResult cuda_profile(const train::TrainConfig&, const train::Dataset&, std::size_t,
                                   bool) {
   throw std::logic_error("cuda_profile: this build has no CUDA backend");
+}
+
+MmaExecutor cuda_mma_executor(const numeric::Format&, numeric::MmaAccumulator, std::string_view) {
+  throw std::logic_error("cuda_mma_executor: this build has no CUDA backend");
 }
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -13,6 +14,8 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/fingerprint/fingerprint.hpp"
+#include "harness/numeric/mma.hpp"
 #include "harness/results/device.hpp"
 #include "harness/train/trainer.hpp"
 
@@ -53,5 +56,17 @@ train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dat
                               const std::function<void(std::size_t)>& progress, bool both = false);
 train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
                                   std::size_t warmup, bool hardware_metrics = false);
+
+// The fingerprint's executor on the device's matrix units (kernels::make_mma_executor) for an
+// instruction "auto", "mma" or "wgmma", and the device's architecture as
+// fingerprint::mma_architecture names it ("" when it names none); likewise only after
+// open_cuda_backend() found a device. Throws std::invalid_argument where no kernel exists for the
+// combination, std::runtime_error (CudaError included) where the device cannot run it.
+struct MmaExecutor {
+  std::unique_ptr<fingerprint::Executor> executor;
+  std::string arch;
+};
+MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
+                              std::string_view instruction);
 
 }  // namespace ampbench::cli

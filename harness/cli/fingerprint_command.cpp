@@ -2,7 +2,6 @@
 // CPU model of a preset, and their comparison with the preset of the architecture.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,13 +10,11 @@
 #include <string>
 
 #include "harness/cli/commands.hpp"
+#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/fingerprint/fingerprint.hpp"
+#include "harness/fingerprint/record.hpp"
 #include "harness/numeric/mma.hpp"
-#if AMPBENCH_HAVE_CUDA
-#include "kernels/device.hpp"
-#include "kernels/mma_executor.hpp"
-#endif
 
 namespace ampbench::cli {
 namespace {
@@ -33,90 +30,25 @@ std::optional<numeric::Format> input_format(const std::string& name) {
   return std::nullopt;
 }
 
-// Numbers as JSON numbers; the non-finite ones (which JSON lacks) as strings.
-nlohmann::json number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  return x;
-}
-
-nlohmann::json numbers(const std::vector<double>& xs) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const double x : xs) list.push_back(number(x));
-  return list;
-}
-
-nlohmann::json record(const fingerprint::Fingerprint& fp, const numeric::MmaModel& preset,
-                      const std::vector<fingerprint::Comparison>& rows) {
-  nlohmann::json doc{
-      {"schema", "ampbench.fingerprint/1"},
-      {"executor", fp.executor},
-      {"input", fp.input.name},
-      {"accumulator", fp.accumulator == numeric::MmaAccumulator::fp16 ? "fp16" : "fp32"},
-      {"preset", preset.name},
-      {"match", fingerprint::all_match(rows)}};
-  for (const auto& row : rows) {
-    doc["parameters"].push_back({{"parameter", row.parameter},
-                                 {"inferred", row.inferred},
-                                 {"preset", row.preset},
-                                 {"match", row.match}});
-  }
-  for (const auto& e : fp.evidence) {
-    nlohmann::json test{{"parameter", e.parameter},
-                        {"test", e.test},
-                        {"source", e.source},
-                        {"verdict", e.verdict},
-                        {"outputs", numbers(e.outputs)}};
-    test["probes"] = nlohmann::json::array();
-    for (const auto& p : e.probes) {
-      test["probes"].push_back({{"c", number(p.c)}, {"a", numbers(p.a)}, {"b", numbers(p.b)}});
-    }
-    test["hypotheses"] = nlohmann::json::array();
-    for (const auto& h : e.hypotheses) {
-      test["hypotheses"].push_back({{"name", h.name}, {"expected", numbers(h.expected)}});
-    }
-    doc["evidence"].push_back(std::move(test));
-  }
-  return doc;
-}
-
 // The executor of --backend cuda and the architecture of its device, or the exit status and a
 // message on `err` when there is none.
 struct DeviceExecutor {
-  std::unique_ptr<fingerprint::Executor> executor;
-  std::string arch;
+  MmaExecutor device;
   int status = kExitOk;
 };
 
-DeviceExecutor cuda_executor([[maybe_unused]] const numeric::Format& input,
-                             [[maybe_unused]] numeric::MmaAccumulator accumulator,
-                             [[maybe_unused]] const std::string& instruction, std::ostream& err) {
-#if AMPBENCH_HAVE_CUDA
-  const kernels::DeviceStatus device = kernels::probe_device();
-  if (!device.available) {
-    err << fmt::format("{}: --backend cuda: no usable GPU: {}\n", kCommand, device.error);
-    return {nullptr, "", kExitNoDevice};
-  }
-  const char* arch = fingerprint::mma_architecture(device.compute_major, device.compute_minor);
+DeviceExecutor cuda_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
+                             const std::string& instruction, std::ostream& err) {
+  if (!open_for_backend(kCommand, "cuda", err)) return {{}, kExitNoDevice};
   try {
-    const auto kind = instruction == "mma"     ? kernels::MmaInstruction::mma
-                      : instruction == "wgmma" ? kernels::MmaInstruction::wgmma
-                                               : kernels::MmaInstruction::automatic;
-    return {kernels::make_mma_executor(input, accumulator, kind), arch == nullptr ? "" : arch,
-            kExitOk};
+    return {cuda_mma_executor(input, accumulator, instruction), kExitOk};
   } catch (const std::invalid_argument& e) {
     err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
-    return {nullptr, "", kExitUsage};
+    return {{}, kExitUsage};
   } catch (const std::runtime_error& e) {  // CudaError included
     err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
-    return {nullptr, "", kExitNoDevice};
+    return {{}, kExitNoDevice};
   }
-#else
-  err << fmt::format(
-      "{}: --backend cuda: this build has no CUDA backend (configure with -DAMPBENCH_CUDA=ON)\n",
-      kCommand);
-  return {nullptr, "", kExitNoDevice};
-#endif
 }
 
 }  // namespace
@@ -207,9 +139,9 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
   } else {
     DeviceExecutor device = cuda_executor(*input, accumulator, args.instruction, err);
     if (device.status != kExitOk) return device.status;
-    if (!preset) preset = preset_of(args.arch.empty() ? device.arch : args.arch);
+    if (!preset) preset = preset_of(args.arch.empty() ? device.device.arch : args.arch);
     if (!preset) return kExitUsage;
-    executor = std::move(device.executor);
+    executor = std::move(device.device.executor);
   }
 
   // ---- the tests ------------------------------------------------------------------------------
@@ -232,7 +164,7 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
   out << (match ? "# every parameter matches the preset\n"
                 : "# MISMATCH with the preset: a finding for the report\n");
   if (!args.json.empty()) {
-    if (auto problem = write_json_file(args.json, record(fp, *preset, rows))) {
+    if (auto problem = write_json_file(args.json, fingerprint::to_json(fp, *preset, rows))) {
       err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);
       return kExitUsage;
     }

@@ -35,7 +35,8 @@ namespace {
 constexpr const char* kCommand = "ampbench run";
 
 // The number a reader looks at first: an audit case's normwise error and largest ulp error, a
-// training run's largest eval-loss error of its policies, a profile run's step time per policy.
+// training run's largest eval-loss error of its policies, a profile run's step time per policy, a
+// fingerprint's parameters off the preset.
 std::string key_metric(const results::Record& r) {
   const auto get = [&](const std::string& name, const char* format) -> std::string {
     const auto it = r.metrics.find(name);
@@ -53,6 +54,9 @@ std::string key_metric(const results::Record& r) {
                            name.substr(0, name.size() - 8), value);
     }
     return times;
+  }
+  if (r.kind == "fingerprint") {
+    return fmt::format("{} parameter(s), {} off the preset", r.features.size(), r.breaches.size());
   }
   double worst = 0;
   for (const auto& [name, value] : r.metrics) {
@@ -105,7 +109,9 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   // What the CUDA backend cannot run is listed, never silently left out.
   const auto why_not = [](const results::SuiteCase& c,
                           const std::string& backend) -> std::optional<std::string> {
-    if (backend == "cpu") return std::nullopt;
+    if (backend == "cpu" || std::holds_alternative<results::FingerprintCase>(c.work)) {
+      return std::nullopt;
+    }
     const auto* audit_case = std::get_if<audit::Case>(&c.work);
     if (audit_case == nullptr) {
       const auto* training = std::get_if<train::TrainConfig>(&c.work);
@@ -140,6 +146,10 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   };
   on_cuda.profile = [](const train::TrainConfig& config, const train::Dataset& train_set,
                        std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
+  on_cuda.fingerprint = [&cuda](const results::FingerprintCase& c, nlohmann::json* ran) {
+    (*ran)["device"] = cuda.device;
+    return cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction).executor;
+  };
 
   const std::filesystem::path directory = args.out.empty()
                                               ? std::filesystem::path("results") / suite.name

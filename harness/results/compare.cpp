@@ -102,6 +102,15 @@ ResultFile parse_result(const nlohmann::json& document, std::string_view source)
         throw bad(fmt::format("{}.{} is not a number", member("metrics"), name));
       record.metrics[name] = value.get<double>();
     }
+    if (r.contains("features")) {
+      if (!r["features"].is_object()) throw bad(member("features") + " is not an object");
+      for (const auto& [name, value] : r["features"].items()) {
+        if (!value.is_string()) {
+          throw bad(fmt::format("{}.{} is not a string", member("features"), name));
+        }
+        record.features[name] = value.get<std::string>();
+      }
+    }
     file.records.push_back(std::move(record));
   }
   if (file.completeness) {
@@ -186,15 +195,22 @@ std::size_t Comparison::count(ChangeKind kind) const {
                                                 [&](const Change& c) { return c.kind == kind; }));
 }
 
+std::size_t Comparison::feature_regressions() const {
+  return static_cast<std::size_t>(std::count_if(
+      features.begin(), features.end(), [](const FeatureChange& f) { return f.regression; }));
+}
+
 bool Comparison::gate_fails() const {
   return count(ChangeKind::regression) + count(ChangeKind::new_failure) +
-             count(ChangeKind::missing) >
+             count(ChangeKind::missing) + feature_regressions() >
          0;
 }
 
 Comparison compare(const ResultFile& base, const ResultFile& current,
                    const CompareOptions& options) {
   Comparison result;
+  const bool same_device =
+      base.device.kind == current.device.kind && base.device.name == current.device.name;
   for (const auto& b : base.records) {
     const ResultRecord* n = find(current, b.key);
     if (n == nullptr) {
@@ -217,6 +233,12 @@ Comparison compare(const ResultFile& base, const ResultFile& current,
         result.changes.push_back({ChangeKind::regression, b.key, metric, base_value, it->second});
       } else if (-worse_by > threshold) {
         result.changes.push_back({ChangeKind::improvement, b.key, metric, base_value, it->second});
+      }
+    }
+    for (const auto& [feature, base_value] : b.features) {
+      const auto it = n->features.find(feature);
+      if (it != n->features.end() && it->second != base_value) {
+        result.features.push_back({b.key, feature, base_value, it->second, same_device});
       }
     }
   }

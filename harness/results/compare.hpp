@@ -28,6 +28,9 @@ struct ResultRecord {
   std::string key;
   bool pass = false;
   std::map<std::string, double> metrics;
+  // A fingerprint's inferred parameters in words (record.hpp); empty for the other kinds and for
+  // records from before ampbench wrote them.
+  std::map<std::string, std::string> features;
 };
 // What a record says of its completeness (record.hpp, Expected): the cases it should hold, and
 // whether its run finished.
@@ -87,11 +90,25 @@ struct Change {
   std::optional<double> current;
 };
 
+// A fingerprint parameter with another value in the new record than in the base's: "fraction_bits
+// 24 -> 25". A regression when both files are from the same device (kind and name: a Tensor Core
+// that computes differently on the same device), a difference between the devices otherwise. A
+// parameter one record has and the other lacks is not a change.
+struct FeatureChange {
+  std::string key;
+  std::string feature;
+  std::string base;
+  std::string current;
+  bool regression = false;
+};
+
 struct Comparison {
   std::size_t matched = 0;
   std::vector<Change> changes;
+  std::vector<FeatureChange> features;
   std::size_t count(ChangeKind kind) const;
-  // A regression, a new failure or a missing record: what fails the gate.
+  std::size_t feature_regressions() const;
+  // A regression, a new failure, a missing record or a feature regression: what fails the gate.
   bool gate_fails() const;
 };
 

@@ -200,6 +200,43 @@ TextTable accuracy_table(const DeviceComparison& c) {
   return table;
 }
 
+// Per fingerprint case and parameter, each device's inferred value beside the preset's (from the
+// case's detail, ampbench.fingerprint/1); the rows of a parameter in which the devices differ are
+// marked.
+TextTable fingerprint_table(const DeviceComparison& c) {
+  TextTable table{
+      {"case · parameter", "device", "status", "inferred", "preset", "matches the preset"}, {}};
+  for (const auto& k : c.cases) {
+    if (k.kind != "fingerprint") continue;
+    std::vector<std::string> parameters;
+    std::map<std::string, std::string> preset;
+    for (const auto& on : k.on) {
+      if (!on || on->detail == nullptr) continue;
+      for (const auto& row : fingerprint_rows({{"kind", "fingerprint"}, {"detail", *on->detail}})) {
+        if (preset.emplace(row.parameter, row.preset).second) parameters.push_back(row.parameter);
+      }
+    }
+    for (const auto& parameter : parameters) {
+      const bool differ = std::find(k.disagreements.begin(), k.disagreements.end(), parameter) !=
+                          k.disagreements.end();
+      for (std::size_t d = 0; d < c.devices.size(); ++d) {
+        const auto& on = k.on[d];
+        std::string inferred = kAbsent;
+        std::string matches = "-";
+        if (on && on->features.contains(parameter)) {
+          inferred = on->features.at(parameter);
+          matches = inferred == preset[parameter] ? "yes" : "NO";
+        }
+        const std::string status = !on ? "absent" : on->pass ? "pass" : "fail";
+        table.rows.push_back({{fmt::format("{} · {}", k.key, parameter), c.devices[d].label,
+                               status_of(on), inferred, preset[parameter], matches},
+                              differ ? status + " disagree" : status});
+      }
+    }
+  }
+  return table;
+}
+
 // The policies of a training or profile case, from its metrics "P.NAME", in first-seen order.
 std::vector<std::string> policies_of(const CaseAcross& k, const char* suffix) {
   std::vector<std::string> policies;
@@ -475,6 +512,15 @@ std::string html_comparison(const DeviceComparison& c) {
                          svg::escape(k.key), profile_charts(c, k));
     }
   }
+  const TextTable fingerprints = fingerprint_table(c);
+  if (!fingerprints.rows.empty()) {
+    out += "<h2>Fingerprint</h2>\n";
+    out +=
+        "<p class=\"explain\">The Tensor Core parameters each device's feature tests inferred "
+        "(docs/fingerprint.md), against the preset each case names; the rows of a parameter in "
+        "which the devices differ are marked.</p>\n";
+    out += html_of(fingerprints, "comparison fingerprint");
+  }
   return out + std::string(html::kPageEnd);
 }
 
@@ -491,7 +537,7 @@ std::string markdown_comparison(const DeviceComparison& c) {
   }
   for (const auto& [title, table] :
        {std::pair{"Accuracy", accuracy_table(c)}, std::pair{"Training", training_table(c)},
-        std::pair{"Profiles", profile_table(c)}}) {
+        std::pair{"Profiles", profile_table(c)}, std::pair{"Fingerprint", fingerprint_table(c)}}) {
     if (!table.rows.empty()) out += fmt::format("## {}\n\n{}", title, markdown_of(table));
   }
   return out;

@@ -70,6 +70,13 @@ std::vector<std::string> find_disagreements(const CaseAcross& c, double toleranc
       if (std::abs(it->second - value) > std::max(tolerance * std::abs(value), floor)) add(metric);
     }
   }
+  for (const auto& [feature, value] : first->features) {
+    for (const auto& on : c.on) {
+      if (!on || &*on == first) continue;
+      const auto it = on->features.find(feature);
+      if (it != on->features.end() && it->second != value) add(feature);
+    }
+  }
   return found;
 }
 
@@ -145,8 +152,8 @@ DeviceComparison compare_devices(std::span<const ResultDocument> results,
       c.on.resize(std::max(c.on.size(), column + 1));
       const auto& record = records[i];
       const bool has_detail = record.contains("detail") && record["detail"].is_object();
-      c.on[column] =
-          CaseOnDevice{r.key, r.pass, r.metrics, has_detail ? &record["detail"] : nullptr};
+      c.on[column] = CaseOnDevice{r.key, r.pass, r.metrics, r.features,
+                                  has_detail ? &record["detail"] : nullptr};
     }
     // A record without cases still names its device.
     if (column_of.empty()) column_for(files[d].device.kind == "gpu" ? "cuda" : "", "");

@@ -32,16 +32,18 @@ struct CaseOnDevice {
   std::string key;  // the record's own key
   bool pass = false;
   std::map<std::string, double> metrics;
-  const nlohmann::json* detail = nullptr;  // nothing when the record holds none
+  std::map<std::string, std::string> features;  // a fingerprint's inferred parameters
+  const nlohmann::json* detail = nullptr;       // nothing when the record holds none
 };
 
 struct CaseAcross {
   std::string key;                              // without the parts that name the device (case_key)
-  std::string kind;                             // "audit", "train" or "profile"
+  std::string kind;                             // "audit", "train", "profile" or "fingerprint"
   std::vector<std::optional<CaseOnDevice>> on;  // per device column; nothing where it lacks it
   // "status" when the devices' verdicts differ, then every judged metric (compare.hpp's
   // direction_of) in which a device differs from the first device that has the case by more
-  // than max(tolerance * |first|, floor): compare's rule.
+  // than max(tolerance * |first|, floor): compare's rule; then every fingerprint parameter in
+  // which a device's inferred value is not the first device's.
   std::vector<std::string> disagreements;
 };
 

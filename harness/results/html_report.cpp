@@ -468,6 +468,23 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
         "emulating them costs.</p>\n<div class=\"charts\">{}</div>\n",
         escape(text_of(detail, "backend")), profile_chart(detail));
   }
+  for (const auto& record : records) {
+    const auto rows = fingerprint_rows(record);
+    if (rows.empty()) continue;
+    out += fmt::format(
+        "<h3>Fingerprint: {}</h3>\n<p class=\"explain\">{}: the Tensor Core parameters the "
+        "feature tests inferred, against the preset {}.</p>\n<table class=\"fingerprint\">"
+        "<thead><tr><th>parameter</th><th>inferred</th><th>preset</th><th>match</th></tr>"
+        "</thead><tbody>\n",
+        escape(text_of(record, "key")), escape(text_of(record["detail"], "executor")),
+        escape(text_of(record["detail"], "preset")));
+    for (const auto& row : rows) {
+      out += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                         row.match ? "pass" : "fail", escape(row.parameter), escape(row.inferred),
+                         escape(row.preset), row.match ? "yes" : "NO");
+    }
+    out += "</tbody></table>\n";
+  }
   std::vector<std::string> ops;
   std::map<std::string, std::vector<AuditRecord>> by_op;
   for (const auto& record : records) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/fingerprint/record.hpp"
 #include "harness/train/profile_record.hpp"
 
 namespace ampbench::results {
@@ -65,6 +66,29 @@ Record run_profile(const ProfileConfig& profile, const BackendRunners& runners,
   record.pass = true;
   record.metrics = profile_metrics(result);
   record.detail = train::to_json(result, backend);
+  return record;
+}
+
+Record run_fingerprint(const FingerprintCase& c, const BackendRunners& runners) {
+  nlohmann::json ran;
+  const std::unique_ptr<fingerprint::Executor> executor =
+      runners.fingerprint ? runners.fingerprint(c, &ran)
+                          : std::make_unique<fingerprint::ModelExecutor>(c.preset);
+  const fingerprint::Fingerprint fp = fingerprint::take_fingerprint(*executor);
+  const std::vector<fingerprint::Comparison> rows =
+      fingerprint::compare(fp.parameters, fingerprint::predicted_parameters(c.preset));
+  Record record;
+  record.kind = "fingerprint";
+  record.pass = fingerprint::all_match(rows);
+  for (const auto& row : rows) {
+    record.features[row.parameter] = row.inferred;
+    if (!row.match) {
+      record.breaches.push_back(fmt::format("{}: inferred {}, the preset {} has {}", row.parameter,
+                                            row.inferred, c.preset.name, row.preset));
+    }
+  }
+  record.detail = fingerprint::to_json(fp, c.preset, rows);
+  if (!ran.is_null()) record.detail["ran"] = std::move(ran);
   return record;
 }
 
@@ -129,9 +153,10 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
   Record record;
   try {
     const bool elsewhere = c.backend != "cpu";
-    const bool runnable = c.kind() == "audit"   ? static_cast<bool>(runners.kernel)
-                          : c.kind() == "train" ? static_cast<bool>(runners.train)
-                                                : static_cast<bool>(runners.profile);
+    const bool runnable = c.kind() == "audit"     ? static_cast<bool>(runners.kernel)
+                          : c.kind() == "train"   ? static_cast<bool>(runners.train)
+                          : c.kind() == "profile" ? static_cast<bool>(runners.profile)
+                                                  : static_cast<bool>(runners.fingerprint);
     if (elsewhere && !runnable) {
       throw std::invalid_argument(fmt::format("no {} backend for this case", c.backend));
     }
@@ -141,8 +166,10 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
       record = run_audit_case(*audit_case, c.backend, budgets, on.kernel);
     } else if (const auto* training = std::get_if<train::TrainConfig>(&c.work)) {
       record = run_training(*training, on);
+    } else if (const auto* profile = std::get_if<ProfileConfig>(&c.work)) {
+      record = run_profile(*profile, on, c.backend);
     } else {
-      record = run_profile(std::get<ProfileConfig>(c.work), on, c.backend);
+      record = run_fingerprint(std::get<FingerprintCase>(c.work), on);
     }
   } catch (const std::exception& e) {
     record = Record{};
@@ -209,9 +236,12 @@ std::map<std::string, double> profile_metrics(const train::ProfileResult& result
 }
 
 nlohmann::json to_json(const Record& r) {
-  return {{"key", r.key},           {"kind", r.kind},       {"status", r.pass ? "pass" : "fail"},
-          {"breaches", r.breaches}, {"metrics", r.metrics}, {"seconds", r.seconds},
-          {"detail", r.detail}};
+  nlohmann::json record{
+      {"key", r.key},           {"kind", r.kind},       {"status", r.pass ? "pass" : "fail"},
+      {"breaches", r.breaches}, {"metrics", r.metrics}, {"seconds", r.seconds}};
+  if (!r.features.empty()) record["features"] = r.features;
+  record["detail"] = r.detail;
+  return record;
 }
 
 nlohmann::json result_document(std::string_view suite, const Shard& shard,

@@ -5,12 +5,14 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "harness/audit/budgets.hpp"
+#include "harness/fingerprint/fingerprint.hpp"
 #include "harness/results/device.hpp"
 #include "harness/results/suite.hpp"
 
@@ -45,24 +47,32 @@ nlohmann::json to_json(const Environment& environment);
 
 struct Record {
   std::string key;
-  std::string kind;  // "audit", "train" or "profile"
+  std::string kind;  // "audit", "train", "profile" or "fingerprint"
   bool pass = false;
   std::vector<std::string> breaches;
   std::map<std::string, double> metrics;  // finite numbers only
+  // A fingerprint's inferred parameters in words, parameter -> value ("fraction_bits" -> "24",
+  // "output_rounding" -> "truncation", "unknown"); empty for the other kinds. compare reports a
+  // changed one as a change.
+  std::map<std::string, std::string> features;
   double seconds = 0;
-  // the case's ampbench.audit/1 case, ampbench.train/1 or ampbench.profile-run/1 record
+  // the case's ampbench.audit/1 case, ampbench.train/1, ampbench.profile-run/1 or
+  // ampbench.fingerprint/1 record
   nlohmann::json detail;
 };
 
 // Runs one case: an audit case against the budgets; a training run on the model's default data
 // set with 512 samples held out, as `ampbench train` does; a profile run on the model's default
-// data set, as `ampbench profile` does (it always passes: its numbers are reported). A case that
-// throws is a failed record whose breach says why.
+// data set, as `ampbench profile` does (it always passes: its numbers are reported); a fingerprint
+// through the preset's model, compared with the preset, as `ampbench fingerprint --preset P` does
+// (it passes when every parameter matches; each mismatch is a breach). A case that throws is a
+// failed record whose breach says why.
 //
 // A case on a backend other than the CPU (c.backend != "cpu") runs through `runners`, which must
 // hold the function its kind needs: an audit case's kernel (audit::run_kernel_case), writing into
 // `ran` what ran (the device, the library call), which the record's detail keeps under "ran"; a
-// training run or a profile run as train::train and train::profile_steps take them.
+// training run or a profile run as train::train and train::profile_steps take them; a fingerprint's
+// executor on that backend, writing what ran into `ran` likewise.
 using KernelFor = std::function<audit::Kernel(const audit::Case& c, nlohmann::json* ran)>;
 struct BackendRunners {
   KernelFor kernel;
@@ -72,6 +82,8 @@ struct BackendRunners {
   std::function<train::ProfileResult(const train::TrainConfig&, const train::Dataset& train_set,
                                      std::size_t warmup)>
       profile;
+  std::function<std::unique_ptr<fingerprint::Executor>(const FingerprintCase&, nlohmann::json* ran)>
+      fingerprint;
 };
 Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
                 const BackendRunners& runners = {});

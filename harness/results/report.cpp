@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "harness/results/compare.hpp"
@@ -45,7 +46,29 @@ double seconds_of(const nlohmann::json& record) {
 // The metrics a reader looks at first: an audit's normwise error, largest ulp error and fraction
 // correctly rounded; a training run's eval-loss error and accuracy per policy; a profile run's
 // median step time per policy.
+std::vector<FingerprintRow> fingerprint_rows(const nlohmann::json& record) {
+  std::vector<FingerprintRow> rows;
+  if (text_of(record, "kind") != "fingerprint" || !record.contains("detail")) return rows;
+  const auto& detail = record["detail"];
+  if (!detail.is_object() || !detail.contains("parameters") || !detail["parameters"].is_array()) {
+    return rows;
+  }
+  for (const auto& p : detail["parameters"]) {
+    rows.push_back({text_of(p, "parameter"), text_of(p, "inferred"), text_of(p, "preset"),
+                    p.contains("match") && p["match"] == true});
+  }
+  return rows;
+}
+
 std::string main_metrics(const nlohmann::json& record) {
+  if (text_of(record, "kind") == "fingerprint") {
+    const auto rows = fingerprint_rows(record);
+    if (rows.empty()) return "";
+    const auto matching = std::count_if(rows.begin(), rows.end(),
+                                        [](const FingerprintRow& row) { return row.match; });
+    return fmt::format("{} of {} parameters match {}", matching, rows.size(),
+                       text_of(record["detail"], "preset"));
+  }
   if (!record.contains("metrics") || !record["metrics"].is_object()) return "";
   const auto& m = record["metrics"];
   std::string text;
@@ -117,6 +140,18 @@ std::string markdown_report(std::span<const ResultDocument> results) {
                        partial ? fmt::format(", {} not run (the run stopped before them)",
                                              completeness->missing.size())
                                : "");
+    for (const auto& record : records_of(r)) {
+      const auto rows = fingerprint_rows(record);
+      if (rows.empty()) continue;
+      out += fmt::format("### Fingerprint {} ({})\n\n", markdown_cell(text_of(record, "key")),
+                         markdown_cell(text_of(record["detail"], "executor")));
+      out += "| parameter | inferred | preset | match |\n|---|---|---|---|\n";
+      for (const auto& row : rows) {
+        out += fmt::format("| {} | {} | {} | {} |\n", row.parameter, markdown_cell(row.inferred),
+                           markdown_cell(row.preset), row.match ? "yes" : "**NO**");
+      }
+      out += "\n";
+    }
   }
   return out;
 }

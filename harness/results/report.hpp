@@ -37,7 +37,8 @@ std::string html_report(std::span<const ResultDocument> results);
 std::string junit_report(std::span<const ResultDocument> results);
 
 // The fields of a record the writers share: a string member or "-", the breaches, the seconds (0
-// when absent), an audit's or a training run's main metrics as one line of text, and the number of
+// when absent), an audit's, a training run's, a profile run's or a fingerprint's main metrics as
+// one line of text (a fingerprint's: how many parameters match its preset), and the number of
 // records of a result that did not pass.
 std::string text_of(const nlohmann::json& j, const char* key);
 // A Markdown table cell's text: a '|' would end the cell.
@@ -46,6 +47,15 @@ std::vector<std::string> breaches_of(const nlohmann::json& record);
 double seconds_of(const nlohmann::json& record);
 std::string main_metrics(const nlohmann::json& record);
 std::size_t failures_of(const ResultDocument& r);
+// A fingerprint record's parameters against its preset, from its detail (ampbench.fingerprint/1):
+// one row per parameter; none for the other kinds, or a fingerprint that failed before its tests.
+struct FingerprintRow {
+  std::string parameter;
+  std::string inferred;
+  std::string preset;
+  bool match = false;
+};
+std::vector<FingerprintRow> fingerprint_rows(const nlohmann::json& record);
 // The completeness the record states (parse_result's); nothing when it does not say.
 std::optional<Completeness> completeness_of(const ResultDocument& r);
 

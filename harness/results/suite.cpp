@@ -305,6 +305,43 @@ void expand_profile(const Reader& reader, const toml::table& table, std::uint64_
   cases.push_back(SuiteCase{std::move(key), std::move(profile)});
 }
 
+// One case per preset: "fingerprint/PRESET", and "/instruction=NAME" for an instruction other than
+// auto. A preset named twice, in one entry or in two with the same instruction, is an error at
+// its second mention.
+void expand_fingerprint(const Reader& reader, const toml::table& table,
+                        std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[fingerprint]]";
+  reader.check_keys(table, kTable, {"presets", "instruction"});
+  std::string instruction = "auto";
+  if (const toml::node* node = table.get("instruction")) {
+    instruction = reader.string(*node, "[[fingerprint]] instruction");
+    if (instruction != "auto" && instruction != "mma" && instruction != "wgmma") {
+      reader.fail(*node, "[[fingerprint]] instruction",
+                  fmt::format("unknown instruction '{}' (auto, mma, wgmma)", instruction));
+    }
+  }
+  std::vector<std::string_view> known;
+  for (const auto& preset : numeric::mma_presets()) known.emplace_back(preset.name);
+  for (const auto& [name, item] :
+       reader.strings(required(reader, table, "presets", kTable), "[[fingerprint]] presets")) {
+    const std::optional<numeric::MmaModel> preset = numeric::mma_model_named(name);
+    if (!preset) {
+      reader.fail(*item, "[[fingerprint]] presets",
+                  fmt::format("unknown preset '{}' (known: {})", name, fmt::join(known, ", ")));
+    }
+    std::string key = "fingerprint/" + name;
+    if (instruction != "auto") key += "/instruction=" + instruction;
+    for (const auto& c : cases) {
+      if (c.key == key) {
+        reader.fail(
+            *item, "[[fingerprint]] presets",
+            fmt::format("'{}' is fingerprinted by an earlier entry too (the case {})", name, key));
+      }
+    }
+    cases.push_back(SuiteCase{std::move(key), FingerprintCase{*preset, instruction}});
+  }
+}
+
 // The array of tables `name`, or nothing when the suite has none.
 std::vector<const toml::table*> tables(const Reader& reader, const toml::table& root,
                                        std::string_view name) {
@@ -345,9 +382,9 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   }
   Suite suite;
   const Reader reader(source_name, suite.files);
-  reader.check_keys(
-      root, "",
-      {"name", "description", "seed", "tolerance", "budgets", "audit", "train", "profile"});
+  reader.check_keys(root, "",
+                    {"name", "description", "seed", "tolerance", "budgets", "audit", "train",
+                     "profile", "fingerprint"});
   const toml::node* name = root.get("name");
   if (name == nullptr) {
     throw SuiteError(fmt::format("{}:1:1: name: missing (every suite has a name)", source_name));
@@ -393,21 +430,23 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   for (const auto* table : tables(reader, root, "profile")) {
     expand_profile(reader, *table, suite.seed, directory, suite.cases);
   }
+  for (const auto* table : tables(reader, root, "fingerprint")) {
+    expand_fingerprint(reader, *table, suite.cases);
+  }
   if (suite.cases.empty()) {
     throw SuiteError(fmt::format(
-        "{}:1:1: the suite has no [[audit]], [[train]] or [[profile]] entries", source_name));
+        "{}:1:1: the suite has no [[audit]], [[train]], [[profile]] or [[fingerprint]] entries",
+        source_name));
   }
   // A budget for a policy neither built in nor the suite's would never apply.
   std::vector<std::string> policy_names;
   for (const auto& c : suite.cases) {
     if (const auto* audit_case = std::get_if<audit::Case>(&c.work)) {
       policy_names.push_back(audit_case->policy.name);
-      continue;
-    }
-    const auto* training = std::get_if<train::TrainConfig>(&c.work);
-    for (const auto& p :
-         (training != nullptr ? *training : std::get<ProfileConfig>(c.work).config).policies) {
-      policy_names.push_back(p.name);
+    } else if (const auto* training = std::get_if<train::TrainConfig>(&c.work)) {
+      for (const auto& p : training->policies) policy_names.push_back(p.name);
+    } else if (const auto* profile = std::get_if<ProfileConfig>(&c.work)) {
+      for (const auto& p : profile->config.policies) policy_names.push_back(p.name);
     }
   }
   try {
@@ -428,7 +467,8 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
 
 std::string_view SuiteCase::kind() const {
   if (std::holds_alternative<audit::Case>(work)) return "audit";
-  return std::holds_alternative<train::TrainConfig>(work) ? "train" : "profile";
+  if (std::holds_alternative<train::TrainConfig>(work)) return "train";
+  return std::holds_alternative<ProfileConfig>(work) ? "profile" : "fingerprint";
 }
 
 Suite load_suite(const std::string& path) {

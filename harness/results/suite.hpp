@@ -18,6 +18,7 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/audit/budgets.hpp"
+#include "harness/numeric/mma.hpp"
 #include "harness/train/trainer.hpp"
 
 namespace ampbench::results {
@@ -39,14 +40,24 @@ struct ProfileConfig {
   std::size_t warmup = 3;
 };
 
-// One case of a suite: an audit case, a training run holding all its policies, or a profile run.
+// A fingerprint case: the Tensor Core feature tests (harness/fingerprint/) with the preset's input
+// format and accumulator, their inferred parameters compared with the preset's (`ampbench
+// fingerprint --preset P`). On the CPU the preset's model answers the probes; on the GPU the
+// device's matrix instructions, chosen by `instruction`.
+struct FingerprintCase {
+  numeric::MmaModel preset;
+  std::string instruction = "auto";  // "auto", "mma" or "wgmma"
+};
+
+// One case of a suite: an audit case, a training run holding all its policies, a profile run or a
+// fingerprint.
 struct SuiteCase {
   // "audit/gemm/128x128x128/amp-fp16/normal/seed=1", "train/mlp/steps=20/seed=1",
-  // "profile/mlp/steps=20/warmup=3/seed=1"
+  // "profile/mlp/steps=20/warmup=3/seed=1", "fingerprint/hopper-fp16[/instruction=wgmma]"
   std::string key;
-  std::variant<audit::Case, train::TrainConfig, ProfileConfig> work;
-  std::string backend = "cpu";  // what runs it: "cpu", or "cuda" (an audit case only)
-  // "audit", "train" or "profile": the record's kind and the key's first part.
+  std::variant<audit::Case, train::TrainConfig, ProfileConfig, FingerprintCase> work;
+  std::string backend = "cpu";  // what runs it: "cpu", or "cuda"
+  // "audit", "train", "profile" or "fingerprint": the record's kind and the key's first part.
   std::string_view kind() const;
 };
 
@@ -59,7 +70,7 @@ struct Suite {
   double tolerance = 0.1;
   std::string budgets_path;  // empty: no budgets file (the built-in rules only)
   std::vector<audit::Budget> budgets;
-  // audit entries in file order, then training entries, then profile entries
+  // audit entries in file order, then training, profile and fingerprint entries
   std::vector<SuiteCase> cases;
   // Every file the suite reads: the suite itself (load_suite), its budgets, its policy files and
   // the tensor files of its file: distributions; what a run must not write over.

@@ -91,7 +91,7 @@ TEST(FingerprintCli, CudaWithoutAUsableGpuExitsWith3) {
   if (run.status == 0 || run.status == 1) GTEST_SKIP() << "a GPU ran the fingerprint";
   EXPECT_EQ(run.status, 3) << run.err;
   EXPECT_TRUE(run.err.find("this build has no CUDA backend") != std::string::npos ||
-              run.err.find("no usable GPU: ") != std::string::npos)
+              run.err.find("no usable CUDA device: ") != std::string::npos)
       << run.err;
   EXPECT_TRUE(run.out.empty());
 }

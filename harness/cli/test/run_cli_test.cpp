@@ -246,6 +246,48 @@ TEST_F(RunCli, TheCudaBackendRunsWhereThereIsAGpuAndSaysWhyNotElsewhere) {
   EXPECT_TRUE(training_listed) << result["not_run"].dump();
 }
 
+// A fingerprint entry runs the preset's model on the CPU: the record keeps the inferred parameters
+// as features, and compare names a changed one. On the same device it fails the gate; beside a
+// record of another device it is a difference the gate lets through.
+TEST_F(RunCli, AFingerprintRecordsItsFeaturesAndCompareNamesAChangedOne) {
+  const std::string suite =
+      write("f.toml", "name = \"f\"\n[[fingerprint]]\npresets = [\"ampere-bf16\"]\n");
+  const Outcome run = ampbench("run " + suite + " --out " + path("f") + " --history none");
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("[1/1] fingerprint/ampere-bf16  PASS  10 parameter(s), 0 off the preset"),
+            std::string::npos)
+      << run.out;
+  const std::string base = path("f/result.json");
+  auto record = nlohmann::json::parse(slurp(base));
+  const auto& fingerprint = record["records"][0];
+  EXPECT_EQ(fingerprint["kind"], "fingerprint");
+  EXPECT_EQ(fingerprint["metrics"], nlohmann::json::object());
+  EXPECT_EQ(fingerprint["features"]["fraction_bits"], "24");
+  EXPECT_EQ(fingerprint["detail"]["schema"], "ampbench.fingerprint/1");
+  EXPECT_EQ(ampbench("compare " + base + " " + base).status, 0);
+
+  record["records"][0]["features"]["fraction_bits"] = "25";
+  const std::string changed = write("changed.json", record.dump());
+  const Outcome same = ampbench("compare " + base + " " + changed);
+  EXPECT_EQ(same.status, 1) << same.out << same.err;
+  EXPECT_NE(same.out.find("regression   fraction_bits                           24            25"
+                          "  fingerprint/ampere-bf16"),
+            std::string::npos)
+      << same.out;
+  EXPECT_NE(same.out.find("1 fingerprint feature regression(s) (same device). FAIL"),
+            std::string::npos)
+      << same.out;
+
+  record["environment"]["device"]["name"] = "another CPU";
+  const std::string other = write("other.json", record.dump());
+  const Outcome two = ampbench("compare " + base + " " + other);
+  EXPECT_EQ(two.status, 0) << two.out << two.err;
+  EXPECT_NE(two.out.find("differs      fraction_bits"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("1 fingerprint feature(s) differing between the devices. PASS"),
+            std::string::npos)
+      << two.out;
+}
+
 TEST_F(RunCli, AnUnknownBackendIsNamed) {
   const std::string suite = write("tiny.toml", kTiny);
   const Outcome run = ampbench("run " + suite + " --backend tpu --out " + path("x"));

@@ -110,7 +110,9 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.tags: dict[str, int] = {}
         self.headings: list[str] = []
-        self.rows: list[tuple[str, list[str]]] = []  # (class, cells) of the table's body
+        self.rows: list[tuple[str, list[str]]] = []  # (class, cells) of the tables' bodies
+        self.tables: dict[str, list[tuple[str, list[str]]]] = {}  # the same, by the table's class
+        self._table = ""
         self.charts: list[dict] = []  # aria-label, polyline point counts, crosses
         self._text: list[str] | None = None
         self._in_body = False
@@ -120,10 +122,13 @@ class Dom(html.parser.HTMLParser):
         self.tags[tag] = self.tags.get(tag, 0) + 1
         if tag in ("h1", "h2", "h3", "td"):
             self._text = []
+        elif tag == "table":
+            self._table = a.get("class", "")
         elif tag == "tbody":
             self._in_body = True
         elif tag == "tr" and self._in_body:
             self.rows.append((a.get("class", ""), []))
+            self.tables.setdefault(self._table, []).append(self.rows[-1])
         elif tag == "svg":
             self.charts.append({"title": a.get("aria-label", ""), "polylines": [], "crosses": 0})
         elif tag == "polyline" and self.charts:
@@ -157,9 +162,24 @@ def check_dom(text: str, result: dict) -> str:
                     "Profile: profile/mlp/steps=2/warmup=1/seed=1/batch=16", "Time"]:
         if heading not in dom.headings:
             fail(f"no heading {heading!r} in {dom.headings}")
-    if [cells[0] for _, cells in dom.rows] != [r["key"] for r in records]:
-        fail(f"table rows {[cells[0] for _, cells in dom.rows]} are not the records' keys")
-    for (cls, cells), record in zip(dom.rows, records):
+    cases = dom.tables.get("records", [])
+    if [cells[0] for _, cells in cases] != [r["key"] for r in records]:
+        fail(f"table rows {[cells[0] for _, cells in cases]} are not the records' keys")
+    # A fingerprint case: its heading and a row per parameter, inferred against the preset.
+    fingerprints = [r for r in records if r["kind"] == "fingerprint"]
+    if not fingerprints:
+        fail("the suite has no fingerprint case")
+    parameters = [row["parameter"] for r in fingerprints for row in r["detail"]["parameters"]]
+    for record in fingerprints:
+        if f"Fingerprint: {record['key']}" not in dom.headings:
+            fail(f"no heading for {record['key']} in {dom.headings}")
+    rows = dom.tables.get("fingerprint", [])
+    if [cells[0] for _, cells in rows] != parameters:
+        fail(f"fingerprint rows {[cells[0] for _, cells in rows]}, expected {parameters}")
+    for cls, cells in rows:
+        if cells[3] != ("yes" if cells[1] == cells[2] else "NO") or cls != ("pass" if cells[3] == "yes" else "fail"):
+            fail(f"fingerprint row {cells} (class {cls!r}): the match is not inferred == preset")
+    for (cls, cells), record in zip(cases, records):
         if cls != record["status"] or cells[2] != record["status"].upper():
             fail(f"row {cells[0]}: class {cls!r}, status {cells[2]!r}; record says {record['status']}")
     charts = {c["title"]: c for c in dom.charts}
@@ -207,6 +227,14 @@ def fixture_device(result: dict, name: str, sms: int, scale: float) -> dict:
                 for metric in ("normwise_rel_error", "max_ulp"):
                     if metric in record["metrics"]:
                         record["metrics"][metric] *= scale
+        elif record["kind"] == "fingerprint":
+            # GPU A infers another fused step than the preset's: a feature the devices differ in.
+            if scale > 1:
+                record["features"]["fused_k"] = "4"
+                record["status"] = "fail"
+                for row in record["detail"]["parameters"]:
+                    if row["parameter"] == "fused_k":
+                        row["inferred"], row["match"] = "4", False
         elif record["kind"] == "train":
             for run in record["detail"]["runs"]:
                 for step in run["steps"]:
@@ -229,9 +257,24 @@ def check_comparison_dom(text: str, records: list, devices: int) -> str:
         fail("the comparison page has a <script>")
     for heading in ["ampbench device comparison · browser", "Devices", "Accuracy", "Training",
                     "Training: train/mlp/steps=6/seed=1/batch=16", "Profiles",
-                    "Profile: profile/mlp/steps=2/warmup=1/seed=1/batch=16"]:
+                    "Profile: profile/mlp/steps=2/warmup=1/seed=1/batch=16", "Fingerprint"]:
         if heading not in dom.headings:
             fail(f"comparison: no heading {heading!r} in {dom.headings}")
+    # The fingerprint: a row per case, parameter and device; the rows of the one parameter the
+    # fixture GPU A changed are marked as differing when it is on the page, and none otherwise.
+    rows = dom.tables.get("comparison fingerprint", [])
+    for record in (r for r in records if r["kind"] == "fingerprint"):
+        for parameter in record["features"]:
+            on = [(cls, cells) for cls, cells in rows if cells[0] == f"{record['key']} · {parameter}"]
+            if len(on) != devices:
+                fail(f"comparison: {len(on)} fingerprint row(s) of {record['key']} {parameter}, "
+                     f"expected {devices}")
+            differ = parameter == "fused_k" and any(cells[3] == "4" for _, cells in on)
+            if any(("disagree" in cls) != differ for cls, _ in on):
+                fail(f"comparison: fingerprint rows of {parameter} {on}: marked wrongly "
+                     f"(the devices {'differ' if differ else 'agree'})")
+    if devices == 3 and not any("disagree" in cls for cls, _ in rows):
+        fail("comparison: GPU A's changed fused_k is not marked")
     audits = [r["key"] for r in records if r["kind"] == "audit"]
     rows = [cells for _, cells in dom.rows if cells and cells[0] in audits]
     for key in audits:

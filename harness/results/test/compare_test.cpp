@@ -138,6 +138,51 @@ TEST(Compare, UnjudgedAndOneSidedMetricsAreNotRegressions) {
   EXPECT_TRUE(compare(base, current).changes.empty());
 }
 
+// A fingerprint parameter that changed is named with both values: on the same device a regression
+// that fails the gate, between two devices a difference that does not. The status change it brings
+// is reported as for any kind; a parameter only one record has is no change.
+TEST(Compare, AChangedFingerprintFeatureIsARegressionOnTheSameDeviceOnly) {
+  const auto on = [](const std::string& gpu, const std::string& features) {
+    return parse_result(nlohmann::json::parse(R"({"schema": "ampbench.result/1", "suite": "t",
+        "environment": {"gpu": ")" + gpu + R"(", "cpu": "Test CPU"}, "records": [
+        {"key": "fingerprint/hopper-fp16/backend=cuda", "kind": "fingerprint", "status": "pass",
+         "metrics": {}, "features": )" + features +
+                                              R"(},
+        {"key": "g", "status": "pass", "metrics": {"max_ulp": 3}}]})"),
+                        "test.json");
+  };
+  const std::string h200 = "NVIDIA H200, compute capability 9.0";
+  const auto base = on(h200, R"({"fraction_bits": "25", "fused_k": "16", "monotonic": "no"})");
+  const auto changed = on(h200, R"({"fraction_bits": "24", "fused_k": "16"})");
+  EXPECT_EQ(base.records[0].features.at("fraction_bits"), "25");
+  const Comparison same = compare(base, changed);
+  ASSERT_EQ(same.features.size(), 1u);
+  EXPECT_EQ(same.features[0].key, "fingerprint/hopper-fp16/backend=cuda");
+  EXPECT_EQ(same.features[0].feature, "fraction_bits");
+  EXPECT_EQ(same.features[0].base, "25");
+  EXPECT_EQ(same.features[0].current, "24");
+  EXPECT_TRUE(same.features[0].regression);
+  EXPECT_EQ(same.feature_regressions(), 1u);
+  EXPECT_TRUE(same.changes.empty());  // no metric, no status change
+  EXPECT_TRUE(same.gate_fails());
+  EXPECT_FALSE(compare(base, base).gate_fails());
+
+  const Comparison two = compare(base, on("NVIDIA H100, compute capability 9.0",
+                                          R"({"fraction_bits": "24", "fused_k": "16"})"));
+  ASSERT_EQ(two.features.size(), 1u);
+  EXPECT_FALSE(two.features[0].regression);
+  EXPECT_EQ(two.feature_regressions(), 0u);
+  EXPECT_FALSE(two.gate_fails());
+
+  // A record from before features were written: nothing to compare them with.
+  const auto old = parse_result(nlohmann::json::parse(R"({"schema": "ampbench.result/1",
+      "environment": {"gpu": ")" + h200 + R"(", "cpu": "Test CPU"}, "records": [
+      {"key": "fingerprint/hopper-fp16/backend=cuda", "status": "pass", "metrics": {}}]})"),
+                                "old.json");
+  EXPECT_TRUE(old.records[0].features.empty());
+  EXPECT_TRUE(compare(old, changed).features.empty());
+}
+
 TEST(Compare, ADocumentThatIsNotAResultRecordIsNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {"[1]", "bad.json: not an ampbench.result/1 record: the document is not a JSON object"},
@@ -158,6 +203,13 @@ TEST(Compare, ADocumentThatIsNotAResultRecordIsNamed) {
       {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass", "metrics": {}},
           {"key": "a", "status": "pass", "metrics": {}}]})",
        "bad.json: not an ampbench.result/1 record: records[1].key repeats a"},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass",
+          "metrics": {}, "features": ["fraction_bits"]}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].features is not an object"},
+      {R"({"schema": "ampbench.result/1", "records": [{"key": "a", "status": "pass",
+          "metrics": {}, "features": {"fraction_bits": 24}}]})",
+       "bad.json: not an ampbench.result/1 record: records[0].features.fraction_bits is not a "
+       "string"},
   };
   for (const auto& [text, message] : cases) {
     try {

@@ -206,6 +206,68 @@ TEST(DeviceComparison, TrainingAndProfileRunsLineUpPerPolicy) {
   }
 }
 
+// A fingerprint case on two GPUs: each device's inferred value beside the preset, per parameter;
+// the parameter in which they differ is a disagreement and its rows are marked, the others not.
+TEST(DeviceComparison, TheFingerprintSetsEachDevicesParametersBesideThePreset) {
+  const auto fingerprint = [](const char* status, const char* fused_k) {
+    return nlohmann::json{
+        {"key", "fingerprint/hopper-fp16/backend=cuda"},
+        {"kind", "fingerprint"},
+        {"status", status},
+        {"metrics", nlohmann::json::object()},
+        {"features", {{"fraction_bits", "25"}, {"fused_k", fused_k}}},
+        {"detail",
+         {{"preset", "hopper-fp16"},
+          {"parameters",
+           {{{"parameter", "fraction_bits"}, {"inferred", "25"}, {"preset", "25"}, {"match", true}},
+            {{"parameter", "fused_k"},
+             {"inferred", fused_k},
+             {"preset", "16"},
+             {"match", std::string(fused_k) == "16"}}}}}}}
+        .dump();
+  };
+  const std::vector<ResultDocument> results{
+      on_device("h200.json", kH200, "[" + fingerprint("pass", "16") + "]"),
+      on_device("a100.json", kA100, "[" + fingerprint("fail", "8") + "]")};
+  const DeviceComparison c = compare_devices(results, false);
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].key, "fingerprint/hopper-fp16");
+  EXPECT_EQ(c.cases[0].kind, "fingerprint");
+  EXPECT_EQ(c.cases[0].disagreements, (std::vector<std::string>{"status", "fused_k"}));
+  const std::string md = markdown_comparison(c);
+  EXPECT_NE(md.find("## Fingerprint\n\n| case · parameter | device | status | inferred | preset | "
+                    "matches the preset |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| fingerprint/hopper-fp16 · fused_k | TEST FIXTURE A100 (sm 8.0) | FAIL | 8 | "
+                    "16 | NO |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("| fingerprint/hopper-fp16 · fused_k | TEST FIXTURE H200 (sm 9.0) | PASS | 16 | "
+              "16 | yes |\n"),
+      std::string::npos)
+      << md;
+  const std::string html = html_comparison(c);
+  EXPECT_NE(html.find("<h2>Fingerprint</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"fail disagree\"><td class=\"key\">fingerprint/hopper-fp16 · "
+                      "fused_k</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"pass\"><td class=\"key\">fingerprint/hopper-fp16 · "
+                      "fraction_bits</td>"),
+            std::string::npos);
+  // The single-record report lists the case's parameters against the preset.
+  const std::string report = markdown_report(std::span(results).first(1));
+  EXPECT_NE(report.find("| fingerprint/hopper-fp16/backend=cuda | fingerprint | PASS | 2 of 2 "
+                        "parameters match hopper-fp16 |"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("| parameter | inferred | preset | match |\n|---|---|---|---|\n"
+                        "| fraction_bits | 25 | 25 | yes |\n| fused_k | 16 | 16 | yes |\n"),
+            std::string::npos)
+      << report;
+}
+
 TEST(DeviceComparison, BadInputIsNamed) {
   const auto message = [](const std::vector<ResultDocument>& documents, bool side_by_side) {
     try {

@@ -83,6 +83,55 @@ TEST(Record, TrainingMetricsArePerPolicyAndRelativeToTheReference) {
   EXPECT_EQ(m.at("reference.eval_loss"), 0.5);
 }
 
+// On the CPU a fingerprint case probes the preset's own model: every parameter matches, and the
+// record keeps each inferred parameter as words beside no metrics.
+TEST(Record, AFingerprintCaseKeepsItsInferredParametersAsFeatures) {
+  const Suite suite = parse_suite("name = \"f\"\n[[fingerprint]]\npresets = [\"ampere-fp16\"]\n",
+                                  "f.toml", "/nonexistent");
+  const Record record = run_case(suite.cases[0], suite.budgets);
+  EXPECT_EQ(record.key, "fingerprint/ampere-fp16");
+  EXPECT_EQ(record.kind, "fingerprint");
+  EXPECT_TRUE(record.pass) << (record.breaches.empty() ? "" : record.breaches[0]);
+  EXPECT_TRUE(record.metrics.empty());
+  EXPECT_EQ(record.detail["schema"], "ampbench.fingerprint/1");
+  EXPECT_EQ(record.detail["preset"], "ampere-fp16");
+  ASSERT_EQ(record.features.size(), record.detail["parameters"].size());
+  for (const auto& row : record.detail["parameters"]) {
+    EXPECT_EQ(record.features.at(row["parameter"].get<std::string>()), row["inferred"]);
+  }
+  EXPECT_EQ(record.features.at("fraction_bits"), "24");
+  EXPECT_EQ(record.features.at("fused_k"), "8");
+  EXPECT_EQ(to_json(record)["features"]["fraction_bits"], "24");
+}
+
+// Another backend's executor answers through the runners: here Hopper's model standing in for a
+// device asked to be an Ampere. Its differences fail the case, one breach per parameter, and what
+// ran is kept.
+TEST(Record, AFingerprintThatDiffersFromThePresetFailsWithEachParameterABreach) {
+  const Suite suite = parse_suite("name = \"f\"\n[[fingerprint]]\npresets = [\"ampere-fp16\"]\n",
+                                  "f.toml", "/nonexistent");
+  SuiteCase on_gpu = suite.cases[0];
+  on_gpu.backend = "cuda";
+  BackendRunners runners;
+  runners.fingerprint = [](const FingerprintCase& c, nlohmann::json* ran) {
+    EXPECT_STREQ(c.preset.name, "ampere-fp16");
+    (*ran)["device"] = "stand-in";
+    return std::make_unique<fingerprint::ModelExecutor>(*numeric::mma_model_named("hopper-fp16"));
+  };
+  const Record record = run_case(on_gpu, suite.budgets, runners);
+  EXPECT_FALSE(record.pass);
+  EXPECT_EQ(record.detail["ran"]["device"], "stand-in");
+  EXPECT_EQ(record.features.at("fraction_bits"), "25");
+  EXPECT_EQ(record.features.at("fused_k"), "16");
+  ASSERT_FALSE(record.breaches.empty());
+  EXPECT_EQ(record.breaches[0], "fraction_bits: inferred 25, the preset ampere-fp16 has 24");
+  // Without a runner for it, a case for another backend is a failed record that says so.
+  const Record none = run_case(on_gpu, suite.budgets);
+  EXPECT_FALSE(none.pass);
+  EXPECT_EQ(none.kind, "fingerprint");
+  EXPECT_EQ(none.breaches.at(0), "error: no cuda backend for this case");
+}
+
 TEST(Environment, TheCpuIsTheFirstModelNameOfProcCpuinfo) {
   EXPECT_EQ(cpu_model("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) "
                       "CPU @ 2.20GHz\nmodel name\t: other\n"),

@@ -123,6 +123,33 @@ steps = 2
   EXPECT_EQ(std::get<ProfileConfig>(suite.cases[2].work).warmup, 0u);
 }
 
+// A fingerprint entry makes one case per preset, after the other kinds, with the preset's formats;
+// an instruction other than auto is in the key, and the same preset under another instruction is
+// another case.
+TEST(Suite, FingerprintEntriesMakeOneCasePerPresetAfterTheOthers) {
+  const Suite suite = parse(R"(name = "f"
+[[fingerprint]]
+presets = ["hopper-fp16", "ampere-bf16"]
+[[fingerprint]]
+presets = ["hopper-fp16"]
+instruction = "wgmma"
+[[profile]]
+model = "mlp"
+policies = ["fp32"]
+steps = 2
+)");
+  EXPECT_EQ(keys(suite.cases),
+            (std::vector<std::string>{"profile/mlp/steps=2/warmup=3/seed=1",
+                                      "fingerprint/hopper-fp16", "fingerprint/ampere-bf16",
+                                      "fingerprint/hopper-fp16/instruction=wgmma"}));
+  EXPECT_EQ(suite.cases[1].kind(), "fingerprint");
+  const auto& ampere = std::get<FingerprintCase>(suite.cases[2].work);
+  EXPECT_STREQ(ampere.preset.name, "ampere-bf16");
+  EXPECT_EQ(ampere.preset.input.name, numeric::formats::bf16.name);
+  EXPECT_EQ(ampere.instruction, "auto");
+  EXPECT_EQ(std::get<FingerprintCase>(suite.cases[3].work).instruction, "wgmma");
+}
+
 // Each case on each backend, case by case; another backend's keys name it, and what it cannot run
 // is listed with the reason.
 TEST(Suite, CasesOnSeveralBackendsKeepTheirOrderAndListWhatCannotRun) {
@@ -166,8 +193,8 @@ policies = ["policies/example.toml"]
 TEST(Suite, TheShippedSuitesParse) {
   const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
   EXPECT_EQ(quick.name, "quick");
-  EXPECT_EQ(quick.cases.size(), 19u);
-  EXPECT_EQ(quick.cases.back().key, "profile/mlp/steps=10/warmup=2/seed=1");
+  EXPECT_EQ(quick.cases.size(), 21u);
+  EXPECT_EQ(quick.cases.back().key, "fingerprint/hopper-bf16");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
   EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3);
   EXPECT_EQ(nightly.cases.back().key, "train/transformer/steps=100/seed=1");
@@ -225,7 +252,27 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
       {"name = \"a/b\"\n", "suites/x.toml:1:8: name: must be a non-empty name"},
       {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2:11: budgets: "},
       {"name = \"x\"\n",
-       "suites/x.toml:1:1: the suite has no [[audit]], [[train]] or [[profile]] entries"},
+       "suites/x.toml:1:1: the suite has no [[audit]], [[train]], [[profile]] or [[fingerprint]] "
+       "entries"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = [\"hopper-fp16\", \"pascal-fp16\"]\n",
+       "suites/x.toml:3:27: [[fingerprint]] presets: unknown preset 'pascal-fp16' (known: "
+       "volta-fp16"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = [\"hopper-fp16\"]\ninstruction = \"hmma\"\n",
+       "suites/x.toml:4:15: [[fingerprint]] instruction: unknown instruction 'hmma' (auto, mma, "
+       "wgmma)"},
+      {"name = \"x\"\n[[fingerprint]]\ninstruction = \"mma\"\n",
+       "suites/x.toml:2:1: [[fingerprint]]: missing key 'presets'"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = [\"hopper-fp16\"]\nformat = \"fp16\"\n",
+       "suites/x.toml:4:10: [[fingerprint]] format: unknown key (known: presets, instruction)"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = [\"ada-fp16\", \"ada-fp16\"]\n",
+       "suites/x.toml:3:24: [[fingerprint]] presets: 'ada-fp16' appears twice"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = [\"ada-fp16\"]\n[[fingerprint]]\n"
+       "presets = [\"turing-fp16\", \"ada-fp16\"]\ninstruction = \"auto\"\n",
+       "suites/x.toml:5:27: [[fingerprint]] presets: 'ada-fp16' is fingerprinted by an earlier "
+       "entry "
+       "too (the case fingerprint/ada-fp16)"},
+      {"name = \"x\"\n[[fingerprint]]\npresets = 3\n",
+       "suites/x.toml:3:11: [[fingerprint]] presets: must be a non-empty array of strings"},
       {"name = \"x\"\naudit = 3\n", "suites/x.toml:2:9: audit: must be an array of tables"},
       {"name = \"x\"\n[[audit]\n", "suites/x.toml:2:9: "},
       {"name = \"x\"\n[[audit]]\nops = [\"dot\"]\npolicies = [\"fp32\", \"fp32\"]\n",
