@@ -148,7 +148,9 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
                        std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
   on_cuda.fingerprint = [&cuda](const results::FingerprintCase& c, nlohmann::json* ran) {
     (*ran)["device"] = cuda.device;
-    return cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction).executor;
+    MmaExecutor device = cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction);
+    if (!device.arch.empty()) (*ran)["architecture"] = device.arch;
+    return std::move(device.executor);
   };
 
   const std::filesystem::path directory = args.out.empty()

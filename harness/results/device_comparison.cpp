@@ -171,13 +171,14 @@ DeviceComparison compare_devices(std::span<const ResultDocument> results,
       }
     }
   }
-  // Columns of one device (--side-by-side) are told apart by their place and file.
+  // Columns of one device (--side-by-side) are told apart by their place and file, the place first
+  // so that a chart legend cut to its first characters still tells them apart.
   std::map<std::string, std::size_t> columns_of;
   for (const auto& column : comparison.devices) ++columns_of[column.label];
   for (std::size_t i = 0; i < comparison.devices.size(); ++i) {
     DeviceColumn& column = comparison.devices[i];
     if (columns_of[column.label] > 1) {
-      column.label = fmt::format("{} · #{} {}", column.label, i + 1, column.source);
+      column.label = fmt::format("#{} {} · {}", i + 1, column.label, column.source);
     }
   }
   for (auto& c : cases) {

@@ -75,8 +75,18 @@ Record run_fingerprint(const FingerprintCase& c, const BackendRunners& runners) 
       runners.fingerprint ? runners.fingerprint(c, &ran)
                           : std::make_unique<fingerprint::ModelExecutor>(c.preset);
   const fingerprint::Fingerprint fp = fingerprint::take_fingerprint(*executor);
+  // A device is judged against its own architecture's preset for the case's formats (the runner
+  // names the architecture in `ran`), as `ampbench fingerprint --backend cuda` judges it: an A100
+  // is no failed Hopper. The case's preset stands when the device has none for those formats.
+  numeric::MmaModel compared = c.preset;
+  if (const auto arch = ran.find("architecture"); arch != ran.end() && arch->is_string()) {
+    if (auto own =
+            numeric::mma_model(arch->get<std::string>(), c.preset.input, c.preset.accumulator())) {
+      compared = *own;
+    }
+  }
   const std::vector<fingerprint::Comparison> rows =
-      fingerprint::compare(fp.parameters, fingerprint::predicted_parameters(c.preset));
+      fingerprint::compare(fp.parameters, fingerprint::predicted_parameters(compared));
   Record record;
   record.kind = "fingerprint";
   record.pass = fingerprint::all_match(rows);
@@ -84,10 +94,10 @@ Record run_fingerprint(const FingerprintCase& c, const BackendRunners& runners) 
     record.features[row.parameter] = row.inferred;
     if (!row.match) {
       record.breaches.push_back(fmt::format("{}: inferred {}, the preset {} has {}", row.parameter,
-                                            row.inferred, c.preset.name, row.preset));
+                                            row.inferred, compared.name, row.preset));
     }
   }
-  record.detail = fingerprint::to_json(fp, c.preset, rows);
+  record.detail = fingerprint::to_json(fp, compared, rows);
   if (!ran.is_null()) record.detail["ran"] = std::move(ran);
   return record;
 }

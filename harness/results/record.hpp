@@ -72,7 +72,9 @@ struct Record {
 // hold the function its kind needs: an audit case's kernel (audit::run_kernel_case), writing into
 // `ran` what ran (the device, the library call), which the record's detail keeps under "ran"; a
 // training run or a profile run as train::train and train::profile_steps take them; a fingerprint's
-// executor on that backend, writing what ran into `ran` likewise.
+// executor on that backend, writing what ran into `ran` likewise, and the device's architecture
+// as `ran["architecture"]` ("hopper"): the fingerprint is then compared with that architecture's
+// preset for the case's formats (the case's preset where it has none).
 using KernelFor = std::function<audit::Kernel(const audit::Case& c, nlohmann::json* ran)>;
 struct BackendRunners {
   KernelFor kernel;

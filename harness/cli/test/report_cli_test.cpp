@@ -198,15 +198,15 @@ TEST(ReportCli, ARealRecordBesideItself) {
   std::size_t audits = 0;
   for (const auto& r : record["records"]) audits += r["kind"] == "audit";
   std::size_t rows = 0;
-  for (auto at = page.find("<td class=\"device\">CPU emulation on "); at != std::string::npos;
-       at = page.find("<td class=\"device\">CPU emulation on ", at + 1)) {
+  for (auto at = page.find("<td class=\"device\">#"); at != std::string::npos;
+       at = page.find("<td class=\"device\">#", at + 1)) {
     ++rows;
   }
   EXPECT_GT(audits, 100u);
   // Each audit case twice, and each training and profile policy twice too.
   EXPECT_GE(rows, 2 * audits);
   EXPECT_NE(page.find("0 where the devices disagree"), std::string::npos);
-  EXPECT_NE(page.find(" · #2 " + baseline), std::string::npos);
+  EXPECT_NE(page.find(" · " + baseline), std::string::npos);
   std::remove(html.c_str());
   std::remove(temp_path("self.md").c_str());
 }

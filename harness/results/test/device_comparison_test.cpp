@@ -80,10 +80,10 @@ TEST(DeviceComparison, EachEmulatedModelIsAColumnBesideTheGpu) {
   for (const auto& d : c.devices) labels.push_back(d.label);
   EXPECT_EQ(labels, (std::vector<std::string>{
                         "TEST FIXTURE H200 (sm 9.0)",
-                        "CPU emulation on Test CPU · #2 cpu.json",
+                        "#2 CPU emulation on Test CPU · cpu.json",
                         "CPU emulation (mma=hopper) on Test CPU",
                         "CPU emulation (mma=volta) on Test CPU",
-                        "CPU emulation on Test CPU · #5 all.json",
+                        "#5 CPU emulation on Test CPU · all.json",
                         "TEST FIXTURE A100 (sm 8.0)",
                     }));
   ASSERT_EQ(c.cases.size(), 1u);
@@ -290,8 +290,8 @@ TEST(DeviceComparison, BadInputIsNamed) {
   // --side-by-side sets one device's records side by side, told apart by place and file.
   const std::vector<ResultDocument> twice{a, a};
   const DeviceComparison c = compare_devices(twice, true);
-  EXPECT_EQ(c.devices[0].label, "TEST FIXTURE A100 (sm 8.0) · #1 a.json");
-  EXPECT_EQ(c.devices[1].label, "TEST FIXTURE A100 (sm 8.0) · #2 a.json");
+  EXPECT_EQ(c.devices[0].label, "#1 TEST FIXTURE A100 (sm 8.0) · a.json");
+  EXPECT_EQ(c.devices[1].label, "#2 TEST FIXTURE A100 (sm 8.0) · a.json");
 }
 
 TEST(DeviceComparison, OnlyWholeRecordsOfDifferentDevicesMakeAComparison) {

@@ -125,6 +125,16 @@ TEST(Record, AFingerprintThatDiffersFromThePresetFailsWithEachParameterABreach) 
   EXPECT_EQ(record.features.at("fused_k"), "16");
   ASSERT_FALSE(record.breaches.empty());
   EXPECT_EQ(record.breaches[0], "fraction_bits: inferred 25, the preset ampere-fp16 has 24");
+  // A device that says its architecture is judged against that architecture's preset for the
+  // case's formats: Hopper's model is a Hopper, and passes.
+  runners.fingerprint = [](const FingerprintCase&, nlohmann::json* ran) {
+    (*ran)["architecture"] = "hopper";
+    return std::make_unique<fingerprint::ModelExecutor>(*numeric::mma_model_named("hopper-fp16"));
+  };
+  const Record own = run_case(on_gpu, suite.budgets, runners);
+  EXPECT_TRUE(own.pass) << (own.breaches.empty() ? "" : own.breaches[0]);
+  EXPECT_EQ(own.detail["preset"], "hopper-fp16");
+  EXPECT_EQ(own.features.at("fraction_bits"), "25");
   // Without a runner for it, a case for another backend is a failed record that says so.
   const Record none = run_case(on_gpu, suite.budgets);
   EXPECT_FALSE(none.pass);
