@@ -145,7 +145,7 @@ steps = 2
   EXPECT_EQ(suite.cases[1].kind(), "fingerprint");
   const auto& ampere = std::get<FingerprintCase>(suite.cases[2].work);
   EXPECT_STREQ(ampere.preset.name, "ampere-bf16");
-  EXPECT_EQ(ampere.preset.input.name, numeric::formats::bf16.name);
+  EXPECT_TRUE(numeric::same_format(ampere.preset.input, numeric::formats::bf16));
   EXPECT_EQ(ampere.instruction, "auto");
   EXPECT_EQ(std::get<FingerprintCase>(suite.cases[3].work).instruction, "wgmma");
 }
