@@ -457,6 +457,19 @@ std::string profile_charts(const DeviceComparison& c, const CaseAcross& k) {
   return out + svg::bar_chart(ratio);
 }
 
+// A heading and the charts of each case of one kind ("train", "profile").
+std::string charts_per_case(const DeviceComparison& c, std::string_view kind,
+                            std::string_view heading,
+                            std::string (*charts)(const DeviceComparison&, const CaseAcross&)) {
+  std::string out;
+  for (const auto& k : c.cases) {
+    if (k.kind != kind) continue;
+    out += fmt::format("<h3>{}: {}</h3>\n<div class=\"charts\">{}</div>\n", heading,
+                       svg::escape(k.key), charts(c, k));
+  }
+  return out;
+}
+
 std::string summary_text(const DeviceComparison& c) {
   return fmt::format(
       "{} case(s) on {} devices; {} where the devices disagree beyond the tolerance ({:g} "
@@ -493,11 +506,7 @@ std::string html_comparison(const DeviceComparison& c) {
   const TextTable training = training_table(c);
   if (!training.rows.empty()) {
     out += "<h2>Training</h2>\n" + html_of(training, "comparison training");
-    for (const auto& k : c.cases) {
-      if (k.kind != "train") continue;
-      out += fmt::format("<h3>Training: {}</h3>\n<div class=\"charts\">{}</div>\n",
-                         svg::escape(k.key), training_charts(c, k));
-    }
+    out += charts_per_case(c, "train", "Training", training_charts);
   }
   const TextTable profiles = profile_table(c);
   if (!profiles.rows.empty()) {
@@ -506,18 +515,15 @@ std::string html_comparison(const DeviceComparison& c) {
         "<p class=\"explain\">On the CPU emulation the times are the emulator's, not a GPU's; "
         "shares, peak memory and counters come from the GPU's attribution and CUPTI range "
         "profiler (docs/profiling.md).</p>\n";
-    for (const auto& k : c.cases) {
-      if (k.kind != "profile") continue;
-      out += fmt::format("<h3>Profile: {}</h3>\n<div class=\"charts\">{}</div>\n",
-                         svg::escape(k.key), profile_charts(c, k));
-    }
+    out += charts_per_case(c, "profile", "Profile", profile_charts);
   }
   const TextTable fingerprints = fingerprint_table(c);
   if (!fingerprints.rows.empty()) {
     out += "<h2>Fingerprint</h2>\n";
     out +=
         "<p class=\"explain\">The Tensor Core parameters each device's feature tests inferred "
-        "(docs/fingerprint.md), against the preset each case names; the rows of a parameter in "
+        "(docs/fingerprint.md), against the preset each was compared with (a device's own "
+        "architecture's for the case's formats); the rows of a parameter in "
         "which the devices differ are marked.</p>\n";
     out += html_of(fingerprints, "comparison fingerprint");
   }
