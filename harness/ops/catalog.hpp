@@ -6,6 +6,10 @@
 //   run_cpu(op, shape, ...)        the emulated result under an arithmetic (backends/cpu)
 //   reference(op, shape, ...)      the exact result correctly rounded to the output format, at all
 //                                  output positions or a seeded sample of them, and the bounds
+//
+// Each op is defined once, by a record in its family's file (definition.hpp: matmul.cpp,
+// convolution.cpp, reduction.cpp, softmax.cpp, normalization.cpp, activation.cpp, elementwise.cpp,
+// attention.cpp); the functions below answer from those records.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +27,8 @@
 
 namespace ampbench::ops {
 
+// Every op of the catalog, in the order `ampbench ops` and `audit --all` list them (append a new
+// one); each defined once, in its family's file (definition.hpp).
 enum class Op {
   gemm,
   bmm,
@@ -51,16 +57,16 @@ enum class Op {
   cross_entropy_backward,
   relu_backward,
   gelu_backward,
-  silu_backward,
-  layer_norm_backward,
   layer_norm_backward_gamma,
   layer_norm_backward_beta,
+  layer_norm_backward,
+  silu_backward,
   conv2d,
   conv2d_backward_data,
   conv2d_backward_filter,
+  gelu_tanh_backward,
   fma,
   cast,
-  gelu_tanh_backward,
   attention_backward_q,
   attention_backward_k,
   attention_backward_v,
@@ -72,6 +78,11 @@ enum class Op {
   batch_norm_backward_gamma,
   batch_norm_backward_beta,
 };
+
+// The constants of the ops, as PyTorch's modules default them.
+inline constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm
+inline constexpr double kRmsNormEps = 1e-6;    // fixed (torch.nn.RMSNorm: the dtype's epsilon)
+inline constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm1d/2d
 
 struct OpInfo {
   Op op;

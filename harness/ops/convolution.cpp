@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "harness/ops/definition.hpp"
+
 namespace ampbench::ops::convolution {
 namespace {
 
@@ -208,3 +210,112 @@ std::vector<GemmPart> lower(Pass pass, const Geometry& g, const Inputs& in) {
 }
 
 }  // namespace ampbench::ops::convolution
+
+// ---- the convolution family: conv2d and its two gradients, each a set of lowered gemms
+// -----------
+
+namespace ampbench::ops {
+namespace {
+// The family's own names (a unity build compiles the families as one unit).
+namespace convolution_family {
+
+convolution::Pass pass_of(const OpInfo& op) {
+  return op.op == Op::conv2d                 ? convolution::Pass::forward
+         : op.op == Op::conv2d_backward_data ? convolution::Pass::backward_data
+                                             : convolution::Pass::backward_filter;
+}
+
+std::vector<Operand> conv_operands(const OpInfo& op, const Shape& shape) {
+  return convolution::operands(pass_of(op), convolution::geometry(shape));
+}
+
+std::vector<std::size_t> conv_output(const OpInfo& op, const Shape& shape) {
+  return convolution::output_shape(pass_of(op), convolution::geometry(shape));
+}
+
+// Stride 1, no padding, no dilation (the operands cannot tell them); groups from the channels of
+// x and w.
+Shape conv_shape(const OpInfo& op, const std::vector<std::vector<std::size_t>>& shapes) {
+  if (shapes.size() != 2 || shapes[0].size() != 4 || shapes[1].size() != 4) return {};
+  const auto& first = shapes[0];
+  const auto& second = shapes[1];
+  convolution::Geometry g;
+  if (op.op == Op::conv2d || op.op == Op::conv2d_backward_filter) {
+    g.batch = first[0];
+    g.channels = first[1];
+    g.height = first[2];
+    g.width = first[3];
+  }
+  if (op.op == Op::conv2d) {  // x N C H W, w O C/g R S
+    g.filters = second[0];
+    g.kernel_h = second[2];
+    g.kernel_w = second[3];
+    g.groups = second[1] > 0 && g.channels % second[1] == 0 ? g.channels / second[1] : 1;
+  } else if (op.op == Op::conv2d_backward_data) {  // dy N O OH OW, w O C/g R S
+    g.batch = first[0];
+    g.filters = first[1];
+    g.kernel_h = second[2];
+    g.kernel_w = second[3];
+    g.channels = second[1];
+    g.height = first[2] + g.kernel_h - 1;
+    g.width = first[3] + g.kernel_w - 1;
+  } else {  // x N C H W, dy N O OH OW
+    g.filters = second[1];
+    g.kernel_h = g.height >= second[2] ? g.height - second[2] + 1 : 0;
+    g.kernel_w = g.width >= second[3] ? g.width - second[3] + 1 : 0;
+  }
+  if (g.kernel_h == 0 || g.kernel_w == 0 || g.filters % g.groups != 0) return {};
+  return convolution::to_shape(g);
+}
+
+Shape conv_parse(const OpInfo& op, std::string_view text) {
+  return convolution::parse(op.name, text);
+}
+
+// The lowered (im2col) operand must fit the audit's limit too.
+void check_lowered(const OpInfo& op, const Shape& shape, std::string_view text) {
+  checked_product({convolution::lowered_elements(pass_of(op), convolution::geometry(shape))},
+                  fmt::format("{} shape '{}': the lowered (im2col) operand", op.name, text));
+}
+
+std::vector<GemmPart> conv_parts(const OpInfo& op, const Shape& shape, const Inputs& in) {
+  return convolution::lower(pass_of(op), convolution::geometry(shape), in);
+}
+
+constexpr std::string_view kConvSyntax = "NxCxHxW:KxRxS";
+constexpr std::string_view kConvShape = "4x32x16x16:32x3x3,pad=1";
+constexpr std::string_view kSummationBound = "recursive summation (gamma)";
+
+// Each pass a set of lowered gemms.
+constexpr Definition pass(OpInfo info) {
+  return {.info = info,
+          .operands = conv_operands,
+          .output_shape = conv_output,
+          .shape_of = conv_shape,
+          .reference_kind = "exact",
+          .gemm_parts = conv_parts,
+          .tensor_core = true,
+          .parse = conv_parse,
+          .check = check_lowered};
+}
+
+constexpr Definition kConvolution[] = {
+    pass({Op::conv2d, "conv2d", "convolution", kConvSyntax, kConvShape,
+          "y = x * w (cross-correlation, NCHW), x N x C x H x W, w K x C/groups x R x S; options "
+          ",stride= ,pad= ,dilation= (A or HxW) ,groups=",
+          kSummationBound}),
+    pass({Op::conv2d_backward_data, "conv2d_backward_data", "convolution", kConvSyntax, kConvShape,
+          "dx from dy (N x K x OH x OW) and w, for the forward conv2d", kSummationBound, "conv2d"}),
+    pass({Op::conv2d_backward_filter, "conv2d_backward_filter", "convolution", kConvSyntax,
+          kConvShape, "dw from x and dy (N x K x OH x OW), for the forward conv2d", kSummationBound,
+          "conv2d"}),
+};
+
+}  // namespace convolution_family
+}  // namespace
+
+std::span<const Definition> convolution_ops() {
+  return convolution_family::kConvolution;
+}
+
+}  // namespace ampbench::ops

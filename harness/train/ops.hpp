@@ -28,7 +28,9 @@
 
 namespace ampbench::train {
 
-inline constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
+// The norms' epsilons are the catalog's (harness/ops/catalog.hpp).
+using ops::kBatchNormEps;
+using ops::kLayerNormEps;
 
 // What the backward of linear and layer_norm give, in either implementation.
 template <class Tensor>
@@ -47,8 +49,6 @@ template <class Tensor>
 struct AttentionGradients {
   Tensor dq, dk, dv;
 };
-
-inline constexpr double kBatchNormEps = 1e-5;  // torch.nn.BatchNorm2d's default
 
 // A tensor of the emulated backend: every value is a value of `format`.
 struct EmulatedTensor {

@@ -62,9 +62,9 @@ std::vector<double> run_cast(const CastPlan& plan, const ops::Inputs& in, nlohma
 
 // ---- the backend's own op kernels ---------------------------------------------------------------
 
-// The catalog's epsilons (harness/ops/catalog.cpp: torch.nn.LayerNorm's default, and rms_norm's).
-constexpr float kLayerNormEps = 1e-5F;
-constexpr float kRmsNormEps = 1e-6F;
+// The catalog's epsilons (harness/ops/catalog.hpp), in the kernels' binary32.
+constexpr float kLayerNormEps = static_cast<float>(ops::kLayerNormEps);
+constexpr float kRmsNormEps = static_cast<float>(ops::kRmsNormEps);
 
 kernels::Activation activation_of(ops::Op op) {
   switch (op) {
