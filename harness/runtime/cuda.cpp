@@ -1,0 +1,191 @@
+#include "harness/runtime/cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+#include <variant>
+
+#include "harness/backends/cuda/training_plan.hpp"
+
+#if AMPBENCH_HAVE_CUDA
+#include "harness/backends/cuda/kernel.hpp"
+#include "harness/backends/cuda/train.hpp"
+#include "kernels/device.hpp"
+#include "kernels/mma_executor.hpp"
+#endif
+
+namespace ampbench::runtime {
+
+Opening open_backends(Request request) {
+  return opening_for(request, request == Request::cpu ? CudaStatus{} : probe_cuda());
+}
+
+std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_view backend) {
+  if (backend == "cpu" || std::holds_alternative<results::FingerprintCase>(c.work)) {
+    return std::nullopt;
+  }
+  const auto* audit_case = std::get_if<audit::Case>(&c.work);
+  if (audit_case == nullptr) {
+    const auto* training = std::get_if<train::TrainConfig>(&c.work);
+    const train::TrainConfig& config =
+        training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
+    for (const auto& p : config.policies) {
+      if (auto why = backends::cuda::why_not_trainable(p, config.model)) return why;
+    }
+    return std::nullopt;
+  }
+  if (audit_case->mma) {
+    return std::string(
+        "a Tensor Core model case is the CPU's emulation of one; on the GPU "
+        "the case without the model runs the hardware itself");
+  }
+  const backends::cuda::Planning planned = backends::cuda::plan(
+      *audit_case->op, audit::precision_of(audit_case->policy, *audit_case->op));
+  if (!planned.plan) return planned.reason;
+  return std::nullopt;
+}
+
+results::BackendRunners cuda_runners(const CudaStatus& cuda) {
+  results::BackendRunners runners;
+  runners.kernel = [device = cuda.device](const audit::Case& c, nlohmann::json* ran) {
+    const backends::cuda::Planning planned =
+        backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
+    (*ran)["device"] = device;
+    return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
+  };
+  runners.train = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                     const train::Dataset& eval_set) {
+    return cuda_train(config, train_set, eval_set, {});
+  };
+  runners.profile = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                       std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
+  runners.fingerprint = [device = cuda.device](const results::FingerprintCase& c,
+                                               nlohmann::json* ran) {
+    (*ran)["device"] = device;
+    MmaExecutor executor = cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction);
+    if (!executor.arch.empty()) (*ran)["architecture"] = executor.arch;
+    return std::move(executor.executor);
+  };
+  return runners;
+}
+
+#if AMPBENCH_HAVE_CUDA
+
+namespace {
+
+results::Device structured(const kernels::DeviceStatus& status,
+                           const kernels::LibraryVersions& versions) {
+  results::Device d;
+  d.kind = "gpu";
+  d.name = status.name;
+  d.compute_capability = fmt::format("{}.{}", status.compute_major, status.compute_minor);
+  d.sms = status.multiprocessors;
+  d.memory_bytes = static_cast<std::int64_t>(status.memory_bytes);
+  if (status.clock_khz > 0) d.sm_clock_mhz = status.clock_khz / 1000;
+  if (status.memory_clock_khz > 0) d.memory_clock_mhz = status.memory_clock_khz / 1000;
+  d.driver = kernels::to_string(versions.cuda_driver);
+  d.cuda_runtime = kernels::to_string(versions.cuda_runtime);
+  d.cublas = kernels::to_string(versions.cublas);
+  d.cudnn = kernels::to_string(versions.cudnn);
+  const char* tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
+  d.tf32_override = tf32 == nullptr ? "unset" : tf32;
+  return d;
+}
+
+}  // namespace
+
+bool built_with_cuda() {
+  return true;
+}
+
+std::string cuda_library_versions() {
+  return kernels::describe(kernels::library_versions());
+}
+
+CudaStatus probe_cuda() {
+  CudaStatus backend;
+  try {
+    const kernels::DeviceStatus status = kernels::probe_device();
+    backend.available = status.available;
+    backend.gpu = kernels::describe(status);
+    backend.libraries = kernels::describe(kernels::library_versions());
+    if (!status.available) {
+      backend.unavailable = "no usable CUDA device: " + status.error;
+      return backend;
+    }
+    backend.device = backends::cuda::device_record(status, kernels::library_versions());
+    backend.gpu_device = structured(status, kernels::library_versions());
+  } catch (const std::exception& e) {  // memory, or a library that failed to say its version
+    backend.available = false;
+    backend.unavailable = fmt::format("no usable CUDA device: {}", e.what());
+  }
+  return backend;
+}
+
+audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
+                          const backends::cuda::Plan& plan, nlohmann::json* detail) {
+  return backends::cuda::make_kernel(op, shape, plan, detail);
+}
+
+train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
+                              const train::Dataset& eval_set,
+                              const std::function<void(std::size_t)>& progress, bool both) {
+  return both ? backends::cuda::train_on_device_and_cpu(config, train_set, eval_set, progress)
+              : backends::cuda::train_on_device(config, train_set, eval_set, progress);
+}
+
+train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
+                                  std::size_t warmup, bool hardware_metrics) {
+  return backends::cuda::profile_on_device(config, train_set, warmup, hardware_metrics);
+}
+
+MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
+                              std::string_view instruction) {
+  const kernels::DeviceStatus device = kernels::probe_device();
+  const char* arch = fingerprint::mma_architecture(device.compute_major, device.compute_minor);
+  const auto kind = instruction == "mma"     ? kernels::MmaInstruction::mma
+                    : instruction == "wgmma" ? kernels::MmaInstruction::wgmma
+                                             : kernels::MmaInstruction::automatic;
+  return {kernels::make_mma_executor(input, accumulator, kind), arch == nullptr ? "" : arch};
+}
+
+#else
+
+bool built_with_cuda() {
+  return false;
+}
+
+std::string cuda_library_versions() {
+  return "";
+}
+
+CudaStatus probe_cuda() {
+  return cuda_not_built();
+}
+
+audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,
+                          nlohmann::json*) {
+  throw std::logic_error("cuda_kernel: this build has no CUDA backend");
+}
+
+train::TrainResult cuda_train(const train::TrainConfig&, const train::Dataset&,
+                              const train::Dataset&, const std::function<void(std::size_t)>&,
+                              bool) {
+  throw std::logic_error("cuda_train: this build has no CUDA backend");
+}
+
+train::ProfileResult cuda_profile(const train::TrainConfig&, const train::Dataset&, std::size_t,
+                                  bool) {
+  throw std::logic_error("cuda_profile: this build has no CUDA backend");
+}
+
+MmaExecutor cuda_mma_executor(const numeric::Format&, numeric::MmaAccumulator, std::string_view) {
+  throw std::logic_error("cuda_mma_executor: this build has no CUDA backend");
+}
+
+#endif
+
+}  // namespace ampbench::runtime
