@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 # Exported as ampbench::<name>: ampbench::audit, ampbench::results, ...
 set(ampbench_exported
   numeric files io metrics policy inputs backend_cpu fingerprint ops audit train profile results
-  reference_exact reference_mp)
+  runtime reference_exact reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)
   set_target_properties(ampbench_${name} PROPERTIES EXPORT_NAME ${name})
@@ -25,13 +25,14 @@ install(TARGETS ${ampbench_export_targets} EXPORT ampbenchTargets
 if(AMPBENCH_CLI)
   install(TARGETS ampbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-# Headers of the exported libraries only: not the command line's, and not the CUDA backend's,
-# which is not exported (its headers include kernels/, which is not installed).
+# Headers of the exported libraries only: not the command line's, not the CUDA backend's, which is
+# not exported (its headers include kernels/, which is not installed), and not the registry's CUDA
+# side (harness/runtime/cuda.hpp, which names the CUDA backend's plan).
 foreach(dir harness reference)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp"
     PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN cli EXCLUDE
-    REGEX "/harness/backends/cuda$" EXCLUDE)
+    REGEX "/harness/backends/cuda$" EXCLUDE REGEX "/harness/runtime/cuda\\.hpp$" EXCLUDE)
 endforeach()
 install(DIRECTORY suites/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ampbench/suites)
 

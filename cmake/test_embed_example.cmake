@@ -28,3 +28,5 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/scripts/embed-example -B ${WORK_DIR}/buil
      "-DCMAKE_CXX_FLAGS=${FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${FLAGS}")
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${WORK_DIR}/build/audit_my_softmax)
+# --backend through the installed backend registry (ampbench::runtime): all runs the CPU alone.
+step(${WORK_DIR}/build/audit_my_softmax --backend all)

@@ -17,13 +17,14 @@
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/conv_plan.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/inputs/distributions.hpp"
 #include "harness/inputs/tensor_file.hpp"
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -122,19 +123,15 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
     err << kCommand << ": give exactly one of --op OP and --all\n";
     return kExitUsage;
   }
-  const bool on_cpu = args.backend == "cpu" || args.backend == "all";
-  bool on_cuda = args.backend == "cuda" || args.backend == "all";
-  if (!on_cpu && !on_cuda) {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
-                       kCommand, args.backend);
-    return kExitUsage;
-  }
+  const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
+  if (!request) return kExitUsage;
   // The device first: without one, --backend cuda has nothing to check the rest for, and all
   // runs the CPU alone.
-  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
-  if (!opened) return kExitNoDevice;
-  const CudaBackend& cuda = *opened;
-  on_cuda = cuda.available;
+  const runtime::Opening opened = runtime::open_backends(*request);
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const runtime::CudaStatus& cuda = opened.cuda;
+  const bool on_cpu = opened.runs.cpu;
+  const bool on_cuda = opened.runs.cuda;
   std::optional<backends::cuda::GemmCompute> gemm_compute;
   std::optional<kernels::ConvolutionMath> conv_math;
   if (!read_cuda_choice(args, "--gemm-compute", args.gemm_compute, "compute type",
@@ -279,7 +276,7 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
                                           ? std::string("built-in only (bound ratio <= 1, no "
                                                         "NaN/Inf mismatches)")
                                           : budgets_path);
-  const std::string cuda_unavailable = args.backend == "all" && !on_cuda ? cuda.unavailable : "";
+  const std::string& cuda_unavailable = opened.cpu_alone;
   if (!cuda_unavailable.empty()) {
     out << fmt::format("cuda: unavailable, {}; the CPU backend runs alone\n", cuda_unavailable);
   }
@@ -341,7 +338,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
         if (on_cpu) results.emplace_back(audit::run_case(c, budgets), nlohmann::json());
         if (planned != nullptr && planned->plan) {
           nlohmann::json detail;
-          const audit::Kernel kernel = cuda_kernel(*c.op, c.shape, *planned->plan, &detail);
+          const audit::Kernel kernel =
+              runtime::cuda_kernel(*c.op, c.shape, *planned->plan, &detail);
           audit::CaseResult result = audit::run_kernel_case(c, kernel, "cuda", budgets);
           results.emplace_back(std::move(result), std::move(detail));
         }

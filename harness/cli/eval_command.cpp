@@ -10,12 +10,13 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
 #include "harness/numeric/options.hpp"
 #include "harness/numeric/ulp.hpp"
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -78,13 +79,10 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   const policy::OpPrecision precision = audit::precision_of(policy, *op);
-  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
-                       kCommand, args.backend);
-    return kExitUsage;
-  }
-  const bool on_cpu = args.backend != "cuda";
-  bool on_cuda = args.backend != "cpu";
+  const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
+  if (!request) return kExitUsage;
+  const bool on_cpu = runtime::selection_of(*request).cpu;
+  bool on_cuda = runtime::selection_of(*request).cuda;
   if (on_cpu) {
     if (const auto problem = audit::why_not_runnable(*op, policy, model.has_value())) {
       err << fmt::format("{}: --policy: {}\n", kCommand, *problem);
@@ -148,11 +146,11 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   }
   // Last of the checks, as it makes the device's context.
   // Without one, cuda stops (exit 3) and all runs the CPU alone, saying why.
-  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
-  if (!opened) return kExitNoDevice;
-  const CudaBackend& cuda = *opened;
-  const std::string& cuda_unavailable = cuda.unavailable;
-  on_cuda = cuda.available;
+  const runtime::Opening opened = runtime::open_backends(*request);
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const runtime::CudaStatus& cuda = opened.cuda;
+  const std::string& cuda_unavailable = opened.cpu_alone;
+  on_cuda = opened.runs.cuda;
 
   // Each backend's output, CPU first.
   struct Output {
@@ -172,7 +170,7 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
     }
     if (on_cuda) {
       Output gpu{"cuda", {}, nlohmann::json::object()};
-      gpu.values = cuda_kernel(*op, shape, *cuda_plan, &gpu.ran["call"])(in);
+      gpu.values = runtime::cuda_kernel(*op, shape, *cuda_plan, &gpu.ran["call"])(in);
       gpu.ran["device"] = cuda.device;
       runs.push_back(std::move(gpu));
     }

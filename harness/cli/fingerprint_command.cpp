@@ -9,12 +9,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/fingerprint/fingerprint.hpp"
 #include "harness/fingerprint/record.hpp"
 #include "harness/numeric/mma.hpp"
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -33,15 +34,17 @@ std::optional<numeric::Format> input_format(const std::string& name) {
 // The executor of --backend cuda and the architecture of its device, or the exit status and a
 // message on `err` when there is none.
 struct DeviceExecutor {
-  MmaExecutor device;
+  runtime::MmaExecutor device;
   int status = kExitOk;
 };
 
 DeviceExecutor cuda_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
                              const std::string& instruction, std::ostream& err) {
-  if (!open_for_backend(kCommand, "cuda", err)) return {{}, kExitNoDevice};
+  if (refused(kCommand, runtime::open_backends(runtime::Request::cuda), err)) {
+    return {{}, kExitNoDevice};
+  }
   try {
-    return {cuda_mma_executor(input, accumulator, instruction), kExitOk};
+    return {runtime::cuda_mma_executor(input, accumulator, instruction), kExitOk};
   } catch (const std::invalid_argument& e) {
     err << fmt::format("{}: --backend cuda: {}\n", kCommand, e.what());
     return {{}, kExitUsage};
@@ -80,11 +83,9 @@ int run_fingerprint(const FingerprintArgs& args, std::ostream& out, std::ostream
     input = named->input;
     accumulator = named->accumulator();
   }
-  if (args.backend != "cpu" && args.backend != "cuda") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
-                       args.backend);
-    return kExitUsage;
-  }
+  const std::optional<runtime::Request> request =
+      read_backend(kCommand, args.backend, err, runtime::kOneBackend);
+  if (!request) return kExitUsage;
   if (args.instruction != "auto" && args.instruction != "mma" && args.instruction != "wgmma") {
     err << fmt::format("{}: --instruction: unknown instruction '{}' (auto, mma, wgmma)\n", kCommand,
                        args.instruction);

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "harness/backends/cuda/training_plan.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
+#include "harness/runtime/cuda.hpp"
 #include "harness/train/limits.hpp"
 #include "harness/train/profile_record.hpp"
 
@@ -150,12 +151,10 @@ void write_hardware_metrics(std::ostream& out, const train::ProfileResult& resul
 
 int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   // ---- everything is checked before any work starts -----------------------------------------
-  if (args.backend != "cpu" && args.backend != "cuda") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda)\n", kCommand,
-                       args.backend);
-    return kExitUsage;
-  }
-  const bool on_cuda = args.backend == "cuda";
+  const std::optional<runtime::Request> request =
+      read_backend(kCommand, args.backend, err, runtime::kOneBackend);
+  if (!request) return kExitUsage;
+  const bool on_cuda = runtime::selection_of(*request).cuda;
   if (args.hardware_metrics && !on_cuda) {
     err << fmt::format(
         "{}: --hardware-metrics: needs --backend cuda (the CPU backend has no hardware "
@@ -199,9 +198,9 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   // Last of the checks, as it makes the device's context.
-  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
-  if (!opened) return kExitNoDevice;
-  const CudaBackend& cuda = *opened;
+  const runtime::Opening opened = runtime::open_backends(*request);
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const runtime::CudaStatus& cuda = opened.cuda;
 
   // ---- the run ----------------------------------------------------------------------------------
   if (on_cuda) {
@@ -220,7 +219,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   out.flush();
   train::ProfileResult result;
   try {
-    result = on_cuda ? cuda_profile(config, data, args.warmup, args.hardware_metrics)
+    result = on_cuda ? runtime::cuda_profile(config, data, args.warmup, args.hardware_metrics)
                      : train::profile_steps(config, data, args.warmup);
   } catch (const std::runtime_error& e) {  // a failed CUDA, cuBLAS or CUPTI call
     err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, e.what());

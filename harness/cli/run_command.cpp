@@ -16,18 +16,16 @@
 #include <ostream>
 #include <string>
 #include <system_error>
-#include <variant>
 #include <vector>
 
-#include "harness/backends/cuda/plan.hpp"
-#include "harness/backends/cuda/training_plan.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/build_info.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/results/history.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -92,66 +90,17 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   }
   // The backends: the CPU, the GPU or both. A GPU that cannot be used stops `cuda` here, before
   // any work; `all` then runs the CPU alone and says so.
-  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
-                       kCommand, args.backend);
-    return kExitUsage;
-  }
+  const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
+  if (!request) return kExitUsage;
   // Probed whatever the backend: the run's environment names the GPU, or why there is none.
-  const CudaBackend cuda = open_cuda_backend();
-  if (!cuda.available && args.backend == "cuda") {
-    err << fmt::format("{}: --backend cuda: {}\n", kCommand, cuda.unavailable);
-    return kExitNoDevice;
-  }
-  std::vector<std::string> backends;
-  if (args.backend != "cuda") backends.emplace_back("cpu");
-  if (cuda.available && args.backend != "cpu") backends.emplace_back("cuda");
+  const runtime::Opening opened = runtime::opening_for(*request, runtime::probe_cuda());
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const runtime::CudaStatus& cuda = opened.cuda;
+  const std::vector<std::string> backends = runtime::names_of(opened.runs);
   // What the CUDA backend cannot run is listed, never silently left out.
-  const auto why_not = [](const results::SuiteCase& c,
-                          const std::string& backend) -> std::optional<std::string> {
-    if (backend == "cpu" || std::holds_alternative<results::FingerprintCase>(c.work)) {
-      return std::nullopt;
-    }
-    const auto* audit_case = std::get_if<audit::Case>(&c.work);
-    if (audit_case == nullptr) {
-      const auto* training = std::get_if<train::TrainConfig>(&c.work);
-      const train::TrainConfig& config =
-          training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
-      for (const auto& p : config.policies) {
-        if (auto why = backends::cuda::why_not_trainable(p, config.model)) return why;
-      }
-      return std::nullopt;
-    }
-    if (audit_case->mma) {
-      return std::string(
-          "a Tensor Core model case is the CPU's emulation of one; on the GPU "
-          "the case without the model runs the hardware itself");
-    }
-    const backends::cuda::Planning planned = backends::cuda::plan(
-        *audit_case->op, audit::precision_of(audit_case->policy, *audit_case->op));
-    if (!planned.plan) return planned.reason;
-    return std::nullopt;
-  };
-  const results::BackendCases on_backends = results::on_backends(suite.cases, backends, why_not);
-  results::BackendRunners on_cuda;
-  on_cuda.kernel = [&cuda](const audit::Case& c, nlohmann::json* ran) {
-    const backends::cuda::Planning planned =
-        backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
-    (*ran)["device"] = cuda.device;
-    return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
-  };
-  on_cuda.train = [](const train::TrainConfig& config, const train::Dataset& train_set,
-                     const train::Dataset& eval_set) {
-    return cuda_train(config, train_set, eval_set, {});
-  };
-  on_cuda.profile = [](const train::TrainConfig& config, const train::Dataset& train_set,
-                       std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
-  on_cuda.fingerprint = [&cuda](const results::FingerprintCase& c, nlohmann::json* ran) {
-    (*ran)["device"] = cuda.device;
-    MmaExecutor device = cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction);
-    if (!device.arch.empty()) (*ran)["architecture"] = device.arch;
-    return std::move(device.executor);
-  };
+  const results::BackendCases on_backends =
+      results::on_backends(suite.cases, backends, runtime::why_not_on);
+  const results::BackendRunners on_cuda = runtime::cuda_runners(cuda);
 
   const std::filesystem::path directory = args.out.empty()
                                               ? std::filesystem::path("results") / suite.name
@@ -207,19 +156,18 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> suite_keys;
   for (const auto& c : on_backends.cases) suite_keys.push_back(c.key);
   environment.device =
-      cuda.available && args.backend != "cpu"
-          ? cuda.gpu_device
-          : results::cpu_emulation(environment.cpu, results::mma_of_keys(suite_keys));
+      opened.runs.cuda ? cuda.gpu_device
+                       : results::cpu_emulation(environment.cpu, results::mma_of_keys(suite_keys));
   environment.seed = suite.seed;
   environment.started = results::utc_now();
   out << fmt::format("suite {}: {} of {} case(s) (shard {}); budgets: {}; results: {}\n",
                      suite.name, cases.size(), on_backends.cases.size(), results::to_string(shard),
                      suite.budgets_path.empty() ? "built-in only" : suite.budgets_path,
                      result_path);
-  if (args.backend != "cpu") {
+  if (*request != runtime::Request::cpu) {
     out << fmt::format(
         "backends: {}{}\n", fmt::join(backends, ", "),
-        cuda.available ? "" : fmt::format(" (cuda unavailable: {})", cuda.unavailable));
+        opened.cpu_alone.empty() ? "" : fmt::format(" (cuda unavailable: {})", opened.cpu_alone));
   }
   nlohmann::json not_run = nlohmann::json::array();
   for (const auto& [key, why] : on_backends.not_run) {
@@ -243,7 +191,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
         results::result_document(suite.name, shard, environment, records, expected, complete);
     document["backend"] = args.backend;
     document["tolerance"] = suite.tolerance;
-    if (!cuda.available && args.backend == "all") document["cuda_unavailable"] = cuda.unavailable;
+    if (!opened.cpu_alone.empty()) document["cuda_unavailable"] = opened.cpu_alone;
     document["not_run"] = not_run;
     if (auto problem = write_json_file(result_path, document)) {
       err << fmt::format("{}: {}: {}\n", kCommand, result_path, *problem);

@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "harness/backends/cuda/training_plan.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/cli/cuda_backend.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
+#include "harness/runtime/cuda.hpp"
 #include "harness/train/limits.hpp"
 #include "harness/train/trainer.hpp"
 
@@ -62,12 +63,9 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   auto policies = read_policies(kCommand, split_list(args.policies), err);
   if (!policies) return kExitUsage;
   config.policies = std::move(*policies);
-  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "all") {
-    err << fmt::format("{}: --backend: unknown backend '{}' (available: cpu, cuda, all)\n",
-                       kCommand, args.backend);
-    return kExitUsage;
-  }
-  bool on_cuda = args.backend != "cpu";
+  const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
+  if (!request) return kExitUsage;
+  bool on_cuda = runtime::selection_of(*request).cuda;
   if (on_cuda) {
     for (const auto& p : config.policies) {
       if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
@@ -165,11 +163,11 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   const train::Split split = train::split(data, args.eval, args.seed);
   // Last of the checks, as it makes the device's context.
   // Without one, cuda stops (exit 3) and all trains on the CPU alone, saying why.
-  const std::optional<CudaBackend> opened = open_for_backend(kCommand, args.backend, err);
-  if (!opened) return kExitNoDevice;
-  const CudaBackend& cuda = *opened;
-  const std::string& cuda_unavailable = cuda.unavailable;
-  on_cuda = cuda.available;
+  const runtime::Opening opened = runtime::open_backends(*request);
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const runtime::CudaStatus& cuda = opened.cuda;
+  const std::string& cuda_unavailable = opened.cpu_alone;
+  on_cuda = opened.runs.cuda;
 
   // ---- the run ----------------------------------------------------------------------------------
   out << fmt::format(
@@ -197,7 +195,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
         err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, config.steps);
     };
     if (on_cuda) {
-      result = cuda_train(config, split.train, split.eval, progress, args.backend == "all");
+      result = runtime::cuda_train(config, split.train, split.eval, progress, opened.runs.cpu);
     } else {
       result = train::train(config, split.train, split.eval, progress);
       result.cuda_unavailable = cuda_unavailable;

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/build_info.hpp"
-#if AMPBENCH_HAVE_CUDA
-#include "kernels/device.hpp"
-#endif
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 
@@ -14,11 +12,11 @@ std::string version_text() {
       fmt::format("ampbench {} (git {}, {} {}, {}, CUDA backend: {})", build_info::kVersion,
                   build_info::kGitRevision, build_info::kCompiler, build_info::kCompilerVersion,
                   build_info::kBuildType, build_info::kCuda);
-#if AMPBENCH_HAVE_CUDA
   // The libraries this process loaded, which can differ from the headers it was built with.
-  text += '\n';
-  text += kernels::describe(kernels::library_versions());
-#endif
+  if (runtime::built_with_cuda()) {
+    text += '\n';
+    text += runtime::cuda_library_versions();
+  }
   return text;
 }
 

@@ -2,12 +2,16 @@
 // backends: the same operands, the correctly rounded reference, the metrics and the built-in
 // checks. The textbook kernel overflows exp() for inputs near 100 and returns NaN; the kernel that
 // subtracts the row maximum first does not. Exit status 0 when the audit tells them apart.
+// `--backend cpu|cuda|all` is read with ampbench's backend registry, as its commands read it: the
+// example has CPU kernels only, so cuda is refused (exit 3) and all runs the CPU alone.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <harness/audit/audit.hpp>
 #include <harness/ops/catalog.hpp>
 #include <harness/policy/policy.hpp>
+#include <harness/runtime/backend.hpp>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -35,8 +39,27 @@ std::vector<double> my_softmax(const ampbench::ops::Inputs& inputs) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   namespace ab = ampbench;
+  if (argc != 1 && !(argc == 3 && std::string_view(argv[1]) == "--backend")) {
+    std::fprintf(stderr, "usage: audit_my_softmax [--backend cpu|cuda|all]\n");
+    return 2;
+  }
+  const ab::runtime::ParsedRequest parsed = ab::runtime::parse_request(argc == 3 ? argv[2] : "cpu");
+  if (!parsed.request) {
+    std::fprintf(stderr, "audit_my_softmax: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  ab::runtime::CudaStatus gpu;  // this project's GPU: it has none
+  gpu.unavailable = "this example has no GPU kernels";
+  const ab::runtime::Opening opening = ab::runtime::opening_for(*parsed.request, gpu);
+  if (opening.refused()) {
+    std::fprintf(stderr, "audit_my_softmax: %s\n", opening.refusal.c_str());
+    return 3;
+  }
+  if (!opening.cpu_alone.empty()) {
+    std::printf("cuda: unavailable, %s; the CPU kernels run alone\n", opening.cpu_alone.c_str());
+  }
   ab::audit::Case c;
   c.op = ab::ops::find_op("softmax");
   c.shape = ab::ops::parse_shape(*c.op, "64x1024");

@@ -1,9 +1,14 @@
-#include "harness/cli/cuda_backend.hpp"
+#include "harness/runtime/cuda.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
+#include <utility>
+#include <variant>
+
+#include "harness/backends/cuda/training_plan.hpp"
 
 #if AMPBENCH_HAVE_CUDA
 #include "harness/backends/cuda/kernel.hpp"
@@ -12,17 +17,59 @@
 #include "kernels/mma_executor.hpp"
 #endif
 
-namespace ampbench::cli {
+namespace ampbench::runtime {
 
-std::optional<CudaBackend> open_for_backend(std::string_view command, std::string_view backend,
-                                            std::ostream& err) {
-  if (backend == "cpu") return CudaBackend{};
-  CudaBackend cuda = open_cuda_backend();
-  if (!cuda.available && backend == "cuda") {
-    err << fmt::format("{}: --backend cuda: {}\n", command, cuda.unavailable);
+Opening open_backends(Request request) {
+  return opening_for(request, request == Request::cpu ? CudaStatus{} : probe_cuda());
+}
+
+std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_view backend) {
+  if (backend == "cpu" || std::holds_alternative<results::FingerprintCase>(c.work)) {
     return std::nullopt;
   }
-  return cuda;
+  const auto* audit_case = std::get_if<audit::Case>(&c.work);
+  if (audit_case == nullptr) {
+    const auto* training = std::get_if<train::TrainConfig>(&c.work);
+    const train::TrainConfig& config =
+        training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
+    for (const auto& p : config.policies) {
+      if (auto why = backends::cuda::why_not_trainable(p, config.model)) return why;
+    }
+    return std::nullopt;
+  }
+  if (audit_case->mma) {
+    return std::string(
+        "a Tensor Core model case is the CPU's emulation of one; on the GPU "
+        "the case without the model runs the hardware itself");
+  }
+  const backends::cuda::Planning planned = backends::cuda::plan(
+      *audit_case->op, audit::precision_of(audit_case->policy, *audit_case->op));
+  if (!planned.plan) return planned.reason;
+  return std::nullopt;
+}
+
+results::BackendRunners cuda_runners(const CudaStatus& cuda) {
+  results::BackendRunners runners;
+  runners.kernel = [device = cuda.device](const audit::Case& c, nlohmann::json* ran) {
+    const backends::cuda::Planning planned =
+        backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
+    (*ran)["device"] = device;
+    return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
+  };
+  runners.train = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                     const train::Dataset& eval_set) {
+    return cuda_train(config, train_set, eval_set, {});
+  };
+  runners.profile = [](const train::TrainConfig& config, const train::Dataset& train_set,
+                       std::size_t warmup) { return cuda_profile(config, train_set, warmup); };
+  runners.fingerprint = [device = cuda.device](const results::FingerprintCase& c,
+                                               nlohmann::json* ran) {
+    (*ran)["device"] = device;
+    MmaExecutor executor = cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction);
+    if (!executor.arch.empty()) (*ran)["architecture"] = executor.arch;
+    return std::move(executor.executor);
+  };
+  return runners;
 }
 
 #if AMPBENCH_HAVE_CUDA
@@ -50,18 +97,31 @@ results::Device structured(const kernels::DeviceStatus& status,
 
 }  // namespace
 
-CudaBackend open_cuda_backend() {
-  const kernels::DeviceStatus status = kernels::probe_device();
-  CudaBackend backend;
-  backend.available = status.available;
-  backend.gpu = kernels::describe(status);
-  backend.libraries = kernels::describe(kernels::library_versions());
-  if (!status.available) {
-    backend.unavailable = "no usable CUDA device: " + status.error;
-    return backend;
+bool built_with_cuda() {
+  return true;
+}
+
+std::string cuda_library_versions() {
+  return kernels::describe(kernels::library_versions());
+}
+
+CudaStatus probe_cuda() {
+  CudaStatus backend;
+  try {
+    const kernels::DeviceStatus status = kernels::probe_device();
+    backend.available = status.available;
+    backend.gpu = kernels::describe(status);
+    backend.libraries = kernels::describe(kernels::library_versions());
+    if (!status.available) {
+      backend.unavailable = "no usable CUDA device: " + status.error;
+      return backend;
+    }
+    backend.device = backends::cuda::device_record(status, kernels::library_versions());
+    backend.gpu_device = structured(status, kernels::library_versions());
+  } catch (const std::exception& e) {  // memory, or a library that failed to say its version
+    backend.available = false;
+    backend.unavailable = fmt::format("no usable CUDA device: {}", e.what());
   }
-  backend.device = backends::cuda::device_record(status, kernels::library_versions());
-  backend.gpu_device = structured(status, kernels::library_versions());
   return backend;
 }
 
@@ -94,13 +154,16 @@ MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumula
 
 #else
 
-CudaBackend open_cuda_backend() {
-  return {false,
-          "this build has no CUDA backend (configure with the CUDA toolkit)",
-          {},
-          "not probed: this build has no CUDA backend",
-          "none: this build has no CUDA backend",
-          {}};
+bool built_with_cuda() {
+  return false;
+}
+
+std::string cuda_library_versions() {
+  return "";
+}
+
+CudaStatus probe_cuda() {
+  return cuda_not_built();
 }
 
 audit::Kernel cuda_kernel(const ops::OpInfo&, const ops::Shape&, const backends::cuda::Plan&,
@@ -125,4 +188,4 @@ MmaExecutor cuda_mma_executor(const numeric::Format&, numeric::MmaAccumulator, s
 
 #endif
 
-}  // namespace ampbench::cli
+}  // namespace ampbench::runtime

@@ -1,0 +1,78 @@
+// The CUDA backend through the registry (backend.hpp), in every build: the device probe, a
+// request's backends with the device probed only when the GPU is asked for, and the CUDA
+// backend's entry points (the audit's kernel of a plan, training and profiling on the device, the
+// fingerprint's executor, a suite's cases). Only this file's implementation knows whether the
+// build has CUDA. Not installed: it names the CUDA backend's plan (harness/backends/cuda), whose
+// headers are not.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness/audit/audit.hpp"
+#include "harness/backends/cuda/plan.hpp"
+#include "harness/fingerprint/fingerprint.hpp"
+#include "harness/numeric/mma.hpp"
+#include "harness/results/record.hpp"
+#include "harness/results/suite.hpp"
+#include "harness/runtime/backend.hpp"
+#include "harness/train/trainer.hpp"
+
+namespace ampbench::runtime {
+
+// Whether this build has the CUDA backend.
+bool built_with_cuda();
+
+// The CUDA library versions this process loaded, in one line (they can differ from the headers
+// the build used); "" in a build without CUDA.
+std::string cuda_library_versions();
+
+// Probes the device (making its context): never throws. Without CUDA in the build,
+// cuda_not_built().
+CudaStatus probe_cuda();
+
+// opening_for(request, the device's status), the device probed only when the request asks for the
+// GPU (for cpu it is not probed and says nothing).
+Opening open_backends(Request request);
+
+// backends::cuda::make_kernel; only to be called when probe_cuda() found a device (a build
+// without CUDA throws std::logic_error).
+audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
+                          const backends::cuda::Plan& plan, nlohmann::json* detail);
+
+// backends::cuda::train_on_device and profile_on_device (the latter with NVTX ranges around every
+// phase, and with hardware_metrics the CUPTI range profiler's counters); likewise only after
+// probe_cuda() found a device.
+// `both`: backends::cuda::train_on_device_and_cpu, each policy on the CPU and on the device.
+train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
+                              const train::Dataset& eval_set,
+                              const std::function<void(std::size_t)>& progress, bool both = false);
+train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
+                                  std::size_t warmup, bool hardware_metrics = false);
+
+// The fingerprint's executor on the device's matrix units (kernels::make_mma_executor) for an
+// instruction "auto", "mma" or "wgmma", and the device's architecture as
+// fingerprint::mma_architecture names it ("" when it names none); likewise only after
+// probe_cuda() found a device. Throws std::invalid_argument where no kernel exists for the
+// combination, std::runtime_error (CudaError included) where the device cannot run it.
+struct MmaExecutor {
+  std::unique_ptr<fingerprint::Executor> executor;
+  std::string arch;
+};
+MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
+                              std::string_view instruction);
+
+// A suite's cases on the backends (results::on_backends): why case `c` cannot run on `backend`
+// ("cpu" runs every case; on "cuda" a training or profile run whose policies the device cannot
+// train, an audit case of a Tensor Core model or of an op without a CUDA plan), or nothing.
+std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_view backend);
+// The runners of a suite's cases on the device `cuda` (available): each writes the device's
+// record into what ran.
+results::BackendRunners cuda_runners(const CudaStatus& cuda);
+
+}  // namespace ampbench::runtime

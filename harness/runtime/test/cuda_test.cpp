@@ -1,0 +1,75 @@
+// The CUDA side of the registry on whatever machine runs the tests: the probe never throws and,
+// without a usable device (or without CUDA in the build), says why; the request's backends follow
+// the rule; a suite's cases are told apart by what the device can run.
+#include "harness/runtime/cuda.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "harness/results/suite.hpp"
+
+namespace ampbench::runtime {
+namespace {
+
+TEST(CudaProbe, NeverThrowsAndSaysWhyThereIsNoDevice) {
+  CudaStatus status;
+  ASSERT_NO_THROW(status = probe_cuda());
+  EXPECT_FALSE(status.gpu.empty());
+  if (status.available) {
+    EXPECT_EQ(status.unavailable, "");
+    EXPECT_TRUE(status.device.is_object());
+    EXPECT_EQ(status.gpu_device.kind, "gpu");
+    return;
+  }
+  EXPECT_EQ(status.gpu_device.kind, "unknown");
+  if (built_with_cuda()) {
+    EXPECT_EQ(status.unavailable.rfind("no usable CUDA device: ", 0), 0u) << status.unavailable;
+    EXPECT_GT(status.unavailable.size(), std::string("no usable CUDA device: ").size());
+  } else {
+    EXPECT_EQ(status.unavailable, cuda_not_built().unavailable);
+    EXPECT_EQ(cuda_library_versions(), "");
+  }
+}
+
+TEST(CudaProbe, OpeningFollowsTheRuleForTheDeviceFound) {
+  const bool device = probe_cuda().available;
+  const Opening cpu = open_backends(Request::cpu);
+  EXPECT_EQ(cpu.runs, (Selection{true, false}));
+  EXPECT_EQ(cpu.cuda.gpu, "");  // not probed
+  const Opening cuda = open_backends(Request::cuda);
+  EXPECT_EQ(cuda.refused(), !device);
+  EXPECT_EQ(cuda.runs.cuda, device);
+  const Opening all = open_backends(Request::all);
+  EXPECT_FALSE(all.refused());
+  EXPECT_EQ(all.runs, (Selection{true, device}));
+  EXPECT_EQ(all.cpu_alone.empty(), device);
+}
+
+TEST(CudaEntryPoints, WithoutCudaInTheBuildTheyRefuseToRun) {
+  if (built_with_cuda()) GTEST_SKIP() << "a CUDA build: the entry points run on a device";
+  EXPECT_THROW(cuda_mma_executor(numeric::formats::fp16, numeric::MmaAccumulator::fp32, "auto"),
+               std::logic_error);
+}
+
+TEST(CudaSuiteCases, TheCpuRunsEveryCaseAndTheGpuWhatItsPlannerAllows) {
+  const results::Suite suite = results::parse_suite(
+      "name = \"t\"\nseed = 3\n"
+      "[[audit]]\nops = [\"dot\"]\nshapes = [\"16\"]\npolicies = [\"fp32\"]\n"
+      "[[audit]]\nops = [\"gemm\"]\nshapes = [\"8x8x8\"]\npolicies = [\"amp-fp16\"]\n"
+      "mma = \"hopper\"\n",
+      "t.toml", ".");
+  ASSERT_EQ(suite.cases.size(), 2u);
+  for (const auto& c : suite.cases) EXPECT_EQ(why_not_on(c, "cpu"), std::nullopt) << c.key;
+  EXPECT_EQ(why_not_on(suite.cases[0], "cuda"), std::nullopt);
+  const auto mma = why_not_on(suite.cases[1], "cuda");
+  ASSERT_TRUE(mma.has_value());
+  EXPECT_NE(mma->find("Tensor Core model"), std::string::npos) << *mma;
+  // Every kind of case has its runner on the device (called only where there is one).
+  const results::BackendRunners runners = cuda_runners(probe_cuda());
+  EXPECT_TRUE(runners.kernel && runners.train && runners.profile && runners.fingerprint);
+}
+
+}  // namespace
+}  // namespace ampbench::runtime
