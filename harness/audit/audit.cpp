@@ -13,18 +13,13 @@
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/options.hpp"
+#include "harness/ops/autocast.hpp"
 #include "reference/exact/uint128.hpp"
 
 namespace ampbench::audit {
 
-const numeric::Format& held_format(const ops::Operand& operand,
-                                   const policy::OpPrecision& precision) {
-  switch (operand.held_in) {
-    case ops::HeldIn::output: return precision.output;
-    case ops::HeldIn::accumulation: return precision.accumulate;
-    case ops::HeldIn::input: break;
-  }
-  return precision.input;
+numeric::Format held_format(const ops::Operand& operand, const policy::OpPrecision& precision) {
+  return ops::conversion(operand, precision).format;
 }
 
 Generated generate_operands(const Case& c, const policy::OpPrecision& precision) {
@@ -262,7 +257,7 @@ OperandSet read_operands(const ops::OpInfo& op, const policy::OpPrecision& preci
   std::map<std::pair<ops::HeldIn, std::size_t>, std::map<std::string, inputs::Loaded>> reread;
   const auto held = [&](const ops::Operand& o,
                         std::size_t k) -> const std::map<std::string, inputs::Loaded>& {
-    const numeric::Format& f = held_format(o, precision);
+    const numeric::Format f = held_format(o, precision);
     if (!stochastic && numeric::same_format(f, precision.input)) return tensors;
     const auto key = std::pair{o.held_in, stochastic ? k : 0};
     auto found = reread.find(key);

@@ -104,10 +104,10 @@ CaseResult run_kernel_case(const Case& c, const Kernel& kernel, std::string back
 // why there is none (listing the architectures and presets).
 numeric::MmaModel mma_for(const std::string& name, const policy::Policy& p);
 
-// The format an operand is held in under `precision` (ops::HeldIn): the input format, or the
-// output format (linear's bias) or the accumulation format (gemm's C).
-const numeric::Format& held_format(const ops::Operand& operand,
-                                   const policy::OpPrecision& precision);
+// The format an operand is held in under `precision` (ops::conversion): the input format, or the
+// output format (linear's bias) or the accumulation format (gemm's C); binary32 for a parameter
+// a promote entry keeps in its own format (batch norm's weight and bias under autocast).
+numeric::Format held_format(const ops::Operand& operand, const policy::OpPrecision& precision);
 
 // The operands of `op` given by name, as `ampbench eval` takes them: `read` gives every tensor
 // converted with a conversion (the policy's input format and mode; for an operand held in another

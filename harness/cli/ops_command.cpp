@@ -27,6 +27,7 @@ int run_ops(bool json, std::ostream& out) {
           fmt::format("{}{}{}", operands.empty() ? "" : ", ", o.name, o.optional ? "?" : "");
       const char* held = o.held_in == ops::HeldIn::output         ? "output"
                          : o.held_in == ops::HeldIn::accumulation ? "accumulation"
+                         : o.held_in == ops::HeldIn::input_or_own ? "input_or_own"
                                                                   : "input";
       operand_list.push_back({{"name", o.name},
                               {"index", o.is_index},

@@ -237,6 +237,13 @@ std::vector<Operand> operands(const OpInfo& op, const Shape& shape) {
   return definition(op).operands(op, shape);
 }
 
+std::vector<Operand> operand_roles(const OpInfo& op) {
+  const Definition& d = definition(op);
+  return operands(op, d.parse
+                          ? convolution::to_shape({})
+                          : Shape{std::vector<std::size_t>((op.shape_syntax.size() + 1) / 2, 1)});
+}
+
 std::vector<std::size_t> output_shape(const OpInfo& op, const Shape& shape) {
   const Definition& d = definition(op);
   if (d.output_shape) return d.output_shape(op, shape);
@@ -263,9 +270,7 @@ Shape shape_from_operands(const OpInfo& op, const std::vector<std::vector<std::s
   }
   const auto names = [&] {
     std::string list;
-    const Shape ones =
-        d.parse ? convolution::to_shape({}) : Shape{std::vector<std::size_t>(sizes, 1)};
-    for (const auto& o : operands(op, ones)) {
+    for (const auto& o : operand_roles(op)) {
       list += fmt::format("{}{}", list.empty() ? "" : ", ", o.name);
     }
     return list;

@@ -125,8 +125,10 @@ enum class Role : std::uint8_t { data, parameter };
 // The format a value operand is held in, as autocast and the kernels hold it: the op's input
 // format (the cast of its inputs); its output format (linear's bias and the dy of its bias
 // gradient: addmm's epilogue adds the bias in the output's type, autograd sums dy in it); or its
-// accumulation format (gemm's C, as a Tensor Core's accumulator holds it).
-enum class HeldIn : std::uint8_t { input, output, accumulation };
+// accumulation format (gemm's C, as a Tensor Core's accumulator holds it); or the input format
+// except under a promote entry, where it keeps its own (batch norm's weight and bias: autocast
+// leaves the fp32 parameters of a half-precision input's batch norm as they are).
+enum class HeldIn : std::uint8_t { input, output, accumulation, input_or_own };
 
 // An operand to generate: its name, shape, and whether it is an index (cross-entropy targets:
 // integers in [0, classes), not values of a format).
@@ -142,6 +144,9 @@ struct Operand {
   HeldIn held_in = HeldIn::input;
 };
 std::vector<Operand> operands(const OpInfo& op, const Shape& shape);
+// The operands' names and parts without a shape (their `shape` is that of a unit-sized op): what
+// the type flow (autocast.hpp) reads.
+std::vector<Operand> operand_roles(const OpInfo& op);
 std::size_t element_count(const std::vector<std::size_t>& shape);
 // The output's shape and the length of the sums inside it (k of a gemm; the row length of a
 // softmax), for bounds and reports.

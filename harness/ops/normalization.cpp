@@ -19,6 +19,18 @@ std::vector<Operand> x_gamma_beta(const OpInfo&, const Shape& shape) {
   const auto& s = shape.sizes;
   return {{"x", {s[0], s[1]}}, parameter("gamma", {s[1]}), parameter("beta", {s[1]})};
 }
+// Batch norm's weight and bias: kept in their own format under a promote entry (HeldIn).
+std::vector<Operand> batch_x_gamma_beta(const OpInfo&, const Shape& shape) {
+  const auto& s = shape.sizes;
+  return {{"x", {s[0], s[1]}},
+          parameter("gamma", {s[1]}, HeldIn::input_or_own),
+          parameter("beta", {s[1]}, HeldIn::input_or_own)};
+}
+std::vector<Operand> batch_x_dy_gamma(const OpInfo&, const Shape& shape) {
+  const auto& s = shape.sizes;
+  return {
+      {"x", {s[0], s[1]}}, {"dy", {s[0], s[1]}}, parameter("gamma", {s[1]}, HeldIn::input_or_own)};
+}
 std::vector<Operand> x_gamma(const OpInfo&, const Shape& shape) {
   const auto& s = shape.sizes;
   return {{"x", {s[0], s[1]}}, parameter("gamma", {s[1]})};
@@ -413,7 +425,7 @@ constexpr Definition kNormalization[] = {
               "training mode: (x - batch mean) / sqrt(batch var + 1e-5) * gamma + beta, per "
               "channel",
               "none"},
-     .operands = x_gamma_beta,
+     .operands = batch_x_gamma_beta,
      .run = batch_norm_run,
      .reference = batch_norm_reference,
      .check = check_batch},
@@ -434,7 +446,7 @@ constexpr Definition kNormalization[] = {
            "dx = gamma rstd (dy - mean dy - xhat mean(dy xhat)), per channel, for the "
            "training-mode batch_norm",
            "none", "batch_norm"},
-          x_dy_gamma, batch_norm_backward_run, batch_norm_backward_reference),
+          batch_x_dy_gamma, batch_norm_backward_run, batch_norm_backward_reference),
     parameter_gradient(
         {Op::batch_norm_backward_gamma, "batch_norm_backward_gamma", "normalization", "NxC",
          "256x256",

@@ -152,6 +152,15 @@ policy::OpPrecision EmulatedOps::resolved(policy::Op op,
   return policy::resolve(policy_.precision(op), inputs);
 }
 
+ops::Autocast EmulatedOps::autocast(std::string_view catalog_op, policy::Op op,
+                                    std::span<const numeric::Format> inputs) const {
+  return ops::Autocast(*ops::find_op(catalog_op), resolved(op, inputs));
+}
+
+EmulatedTensor EmulatedOps::convert(const Tensor& t, const ops::Conversion& c) {
+  return c.kept ? t : cast(t, c.format, c.mode);
+}
+
 EmulatedTensor EmulatedOps::cast(const Tensor& t, const Format& to, numeric::Rounding mode) {
   if (policy::contains(to, t.format)) return Tensor{t.values, to};
   Tensor r{std::vector<double>(t.values.size()), to};
@@ -166,15 +175,16 @@ EmulatedTensor EmulatedOps::cast(const Tensor& t, const Format& to, numeric::Rou
 EmulatedTensor EmulatedOps::linear(const Tensor& x, const Tensor& w, const Tensor& b,
                                    std::size_t rows, std::size_t in, std::size_t out) {
   const auto range = phase("linear");
-  const auto q = resolved(policy::Op::linear, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor wa = cast(w, q.input, q.input_mode);
   // The bias is added in the output's type, as addmm's cuBLASLt epilogue adds it: under tf32 the
   // bias is not rounded to tf32 (only the product's inputs are).
-  const Tensor ba = cast(b, q.output, q.input_mode);
+  const auto flow = autocast("linear", policy::Op::linear, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor wa = convert(w, flow.operand(1));
+  const Tensor ba = convert(b, flow.operand(2));
   return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, out, in, xa.values, wa.values,
                     {}, ba.values, events_),
-          q.output};
+          flow.result()};
 }
 
 EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const Tensor& w,
@@ -182,37 +192,42 @@ EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const
                                                           std::size_t rows, std::size_t in,
                                                           std::size_t out, bool need_dx) {
   const auto range = phase("linear_backward");
-  const auto q = resolved(policy::Op::linear, std::initializer_list<Format>{x.format});
-  const auto a = arithmetic(q);
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
+  // dx = dy w^T (gemm_backward_a), dw = x^T dy (gemm_backward_b), db (linear_backward_bias).
+  const std::initializer_list<Format> inputs{x.format};
+  const auto dx_flow = autocast("gemm_backward_a", policy::Op::linear, inputs);
+  const auto dw_flow = autocast("gemm_backward_b", policy::Op::linear, inputs);
+  const auto db_flow = autocast("linear_backward_bias", policy::Op::linear, inputs);
+  const auto a = arithmetic(dw_flow.precision());
+  const Tensor xa = convert(x, dw_flow.operand(0));
+  const Tensor dya = convert(dy, dw_flow.operand(1));
   LinearGradients g;
   if (need_dx) {
-    const Tensor wa = cast(w, q.input, q.input_mode);
-    g.dx = cast({cpu::gemm(a, cpu::Summation::sequential, rows, in, out, dya.values,
-                           transposed(wa.values, in, out), {}, {}, events_),
-                 q.output},
-                x.format, q.mode);
+    const Tensor wa = convert(w, dx_flow.operand(1));
+    g.dx = convert({cpu::gemm(a, cpu::Summation::sequential, rows, in, out, dya.values,
+                              transposed(wa.values, in, out), {}, {}, events_),
+                    dx_flow.result()},
+                   dx_flow.gradient(x.format));
   }
-  g.dw = cast({cpu::gemm(a, cpu::Summation::sequential, in, out, rows,
-                         transposed(xa.values, rows, in), dya.values, {}, {}, events_),
-               q.output},
-              w.format, q.mode);
+  g.dw = convert({cpu::gemm(a, cpu::Summation::sequential, in, out, rows,
+                            transposed(xa.values, rows, in), dya.values, {}, {}, events_),
+                  dw_flow.result()},
+                 dw_flow.gradient(w.format));
   // The bias gradient, dy summed over the rows (as the same product with a row of ones), from dy in
   // the output's type: autograd's sum(0) of dy, which under tf32 is not rounded to tf32.
-  const Tensor dyb = cast(dy, q.output, q.input_mode);
+  const Tensor dyb = convert(dy, db_flow.operand(0));
   const std::vector<double> ones(rows, 1.0);
-  g.db = cast(
+  g.db = convert(
       {cpu::gemm(a, cpu::Summation::sequential, 1, out, rows, ones, dyb.values, {}, {}, events_),
-       q.output},
-      b.format, q.mode);
+       db_flow.result()},
+      db_flow.gradient(b.format));
   return g;
 }
 
 EmulatedTensor EmulatedOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
   const auto range = phase("gelu");
-  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
+  const auto flow = autocast("gelu", policy::Op::gelu, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   return {cpu::bias_activation(arithmetic(q), cpu::Activation::gelu, xa.values, rows, cols, {},
                                events_),
           q.output};
@@ -220,9 +235,11 @@ EmulatedTensor EmulatedOps::gelu(const Tensor& x, std::size_t rows, std::size_t 
 
 EmulatedTensor EmulatedOps::gelu_backward(const Tensor& x, const Tensor& dy) {
   const auto range = phase("gelu_backward");
-  const auto q = resolved(policy::Op::gelu, std::initializer_list<Format>{x.format, dy.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
+  const auto flow = autocast("gelu_backward", policy::Op::gelu,
+                             std::initializer_list<Format>{x.format, dy.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
   return cast({cpu::activation_backward(arithmetic(q), cpu::Activation::gelu, xa.values, dya.values,
                                         events_),
                q.output},
@@ -232,10 +249,12 @@ EmulatedTensor EmulatedOps::gelu_backward(const Tensor& x, const Tensor& dy) {
 EmulatedTensor EmulatedOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        std::size_t rows, std::size_t cols) {
   const auto range = phase("layer_norm");
-  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor ga = cast(gamma, q.input, q.input_mode);
-  const Tensor ba = cast(beta, q.input, q.input_mode);
+  const auto flow =
+      autocast("layer_norm", policy::Op::layer_norm, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor ga = convert(gamma, flow.operand(1));
+  const Tensor ba = convert(beta, flow.operand(2));
   return {cpu::layer_norm(arithmetic(q), xa.values, rows, cols, kLayerNormEps, ga.values, ba.values,
                           events_),
           q.output};
@@ -247,11 +266,13 @@ EmulatedOps::LayerNormGradients EmulatedOps::layer_norm_backward(const Tensor& x
                                                                  std::size_t rows,
                                                                  std::size_t cols) {
   const auto range = phase("layer_norm_backward");
-  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
+  const auto flow = autocast("layer_norm_backward", policy::Op::layer_norm,
+                             std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
   const auto a = arithmetic(q);
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
-  const Tensor ga = cast(gamma, q.input, q.input_mode);
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
+  const Tensor ga = convert(gamma, flow.operand(2));
   LayerNormGradients g;
   g.dx = cast({cpu::layer_norm_backward(a, xa.values, dya.values, rows, cols, kLayerNormEps,
                                         ga.values, events_),
@@ -267,8 +288,10 @@ EmulatedOps::LayerNormGradients EmulatedOps::layer_norm_backward(const Tensor& x
 double EmulatedOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
                                   std::size_t rows, std::size_t classes) {
   const auto range = phase("cross_entropy");
-  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
-  const Tensor la = cast(logits, q.input, q.input_mode);
+  const auto flow = autocast("cross_entropy", policy::Op::cross_entropy,
+                             std::initializer_list<Format>{logits.format});
+  const auto& q = flow.precision();
+  const Tensor la = convert(logits, flow.operand(0));
   return cpu::cross_entropy(arithmetic(q), la.values, targets, rows, classes, 0.0, events_);
 }
 
@@ -277,8 +300,10 @@ EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
                                                    std::size_t rows, std::size_t classes,
                                                    double d_loss) {
   const auto range = phase("cross_entropy_backward");
-  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
-  const Tensor la = cast(logits, q.input, q.input_mode);
+  const auto flow = autocast("cross_entropy_backward", policy::Op::cross_entropy,
+                             std::initializer_list<Format>{logits.format});
+  const auto& q = flow.precision();
+  const Tensor la = convert(logits, flow.operand(0));
   const double upstream = numeric::round_to(q.compute, q.mode, d_loss).value;
   return cast({cpu::cross_entropy_backward(arithmetic(q), la.values, targets, rows, classes,
                                            events_, upstream),
@@ -289,9 +314,10 @@ EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
 EmulatedTensor EmulatedOps::conv2d(const Tensor& x, const Tensor& w,
                                    const ops::convolution::Geometry& g) {
   const auto range = phase("conv2d");
-  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor wa = cast(w, q.input, q.input_mode);
+  const auto flow = autocast("conv2d", policy::Op::conv, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor wa = convert(w, flow.operand(1));
   return {lowered_gemms(q, ops::convolution::Pass::forward, g, xa, wa), q.output};
 }
 
@@ -300,10 +326,14 @@ EmulatedOps::ConvolutionGradients EmulatedOps::conv2d_backward(const Tensor& x, 
                                                                const ops::convolution::Geometry& g,
                                                                bool need_dx) {
   const auto range = phase("conv2d_backward");
-  const auto q = resolved(policy::Op::conv, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor wa = cast(w, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
+  // dx from dy and w (conv2d_backward_data), dw from x and dy (conv2d_backward_filter).
+  const std::initializer_list<Format> inputs{x.format};
+  const auto dx_flow = autocast("conv2d_backward_data", policy::Op::conv, inputs);
+  const auto dw_flow = autocast("conv2d_backward_filter", policy::Op::conv, inputs);
+  const auto& q = dw_flow.precision();
+  const Tensor xa = convert(x, dw_flow.operand(0));
+  const Tensor wa = convert(w, dx_flow.operand(1));
+  const Tensor dya = convert(dy, dw_flow.operand(1));
   ConvolutionGradients grads;
   if (need_dx) {
     grads.dx = cast({lowered_gemms(q, ops::convolution::Pass::backward_data, g, dya, wa), q.output},
@@ -330,12 +360,14 @@ EmulatedTensor EmulatedOps::batch_norm(const Tensor& x, const Tensor& gamma, con
                                        std::size_t batch, std::size_t channels,
                                        std::size_t spatial) {
   const auto range = phase("batch_norm");
-  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
+  const auto flow =
+      autocast("batch_norm", policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
   // formats (model.half()) holds the weight in its input format.
-  const Tensor ga = q.promote ? gamma : cast(gamma, q.input, q.input_mode);
-  const Tensor ba = q.promote ? beta : cast(beta, q.input, q.input_mode);
+  const Tensor ga = convert(gamma, flow.operand(1));
+  const Tensor ba = convert(beta, flow.operand(2));
   const auto y = cpu::batch_norm(
       arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
       batch * spatial, channels, kBatchNormEps, ga.values, ba.values, events_);
@@ -346,10 +378,12 @@ EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
     const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, std::size_t batch,
     std::size_t channels, std::size_t spatial) {
   const auto range = phase("batch_norm_backward");
-  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
-  const Tensor ga = q.promote ? gamma : cast(gamma, q.input, q.input_mode);
+  const auto flow = autocast("batch_norm_backward", policy::Op::batch_norm,
+                             std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
+  const Tensor ga = convert(gamma, flow.operand(2));
   auto g = cpu::batch_norm_backward(
       arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
       relayout(dya.values, batch, channels, spatial, Layout::channels_last), batch * spatial,
@@ -364,8 +398,9 @@ EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
 
 EmulatedTensor EmulatedOps::relu(const Tensor& x) {
   const auto range = phase("relu");
-  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
+  const auto flow = autocast("relu", policy::Op::relu, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, xa.values, 1, xa.values.size(),
                                {}, events_),
           q.output};
@@ -373,9 +408,11 @@ EmulatedTensor EmulatedOps::relu(const Tensor& x) {
 
 EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
   const auto range = phase("relu_backward");
-  const auto q = resolved(policy::Op::relu, std::initializer_list<Format>{x.format, dy.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
-  const Tensor dya = cast(dy, q.input, q.input_mode);
+  const auto flow = autocast("relu_backward", policy::Op::relu,
+                             std::initializer_list<Format>{x.format, dy.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
   return cast({cpu::activation_backward(arithmetic(q), cpu::Activation::relu, xa.values, dya.values,
                                         events_),
                q.output},
@@ -384,16 +421,20 @@ EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
 
 EmulatedTensor EmulatedOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
   const auto range = phase("mean_pool");
-  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input, q.input_mode);
+  const auto flow =
+      autocast("mean_pool", policy::Op::mean, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   return {cpu::mean_rows(arithmetic(q), xa.values, rows, cols, events_), q.output};
 }
 
 EmulatedTensor EmulatedOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t,
                                                std::size_t cols) {
   const auto range = phase("mean_pool_backward");
-  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
-  const Tensor dya = cast(dy, q.input, q.input_mode);
+  const auto flow =
+      autocast("mean_pool_backward", policy::Op::mean, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor dya = convert(dy, flow.operand(1));
   return cast({cpu::mean_rows_backward(arithmetic(q), dya.values, cols, events_), q.output},
               x.format, q.mode);
 }
@@ -404,9 +445,11 @@ EmulatedTensor EmulatedOps::gradient_for(const Tensor& input, const Tensor& grad
 
 EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
   const auto range = phase("add");
-  const auto q = resolved(policy::Op::add, std::initializer_list<Format>{a.format, b.format});
-  const Tensor aa = cast(a, q.input, q.input_mode);
-  const Tensor ba = cast(b, q.input, q.input_mode);
+  const auto flow =
+      autocast("add", policy::Op::add, std::initializer_list<Format>{a.format, b.format});
+  const auto& q = flow.precision();
+  const Tensor aa = convert(a, flow.operand(0));
+  const Tensor ba = convert(b, flow.operand(1));
   return {cpu::elementwise(arithmetic(q), cpu::Binary::add, aa.values, ba.values, events_),
           q.output};
 }
@@ -414,11 +457,12 @@ EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
 EmulatedTensor EmulatedOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                       std::size_t batch, std::size_t length, std::size_t d) {
   const auto range = phase("attention");
-  const auto p =
-      resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
-  const Tensor qa = cast(q, p.input, p.input_mode);
-  const Tensor ka = cast(k, p.input, p.input_mode);
-  const Tensor va = cast(v, p.input, p.input_mode);
+  const auto flow = autocast("attention", policy::Op::attention,
+                             std::initializer_list<Format>{q.format, k.format, v.format});
+  const auto& p = flow.precision();
+  const Tensor qa = convert(q, flow.operand(0));
+  const Tensor ka = convert(k, flow.operand(1));
+  const Tensor va = convert(v, flow.operand(2));
   const std::size_t per = length * d;
   Tensor out{std::vector<double>(), p.output};
   out.values.reserve(batch * per);
@@ -438,12 +482,13 @@ EmulatedOps::AttentionGradients EmulatedOps::attention_backward(const Tensor& q,
                                                                 std::size_t batch,
                                                                 std::size_t length, std::size_t d) {
   const auto range = phase("attention_backward");
-  const auto p =
-      resolved(policy::Op::attention, std::initializer_list<Format>{q.format, k.format, v.format});
-  const Tensor qa = cast(q, p.input, p.input_mode);
-  const Tensor ka = cast(k, p.input, p.input_mode);
-  const Tensor va = cast(v, p.input, p.input_mode);
-  const Tensor da = cast(d_out, p.input, p.input_mode);
+  const auto flow = autocast("attention_backward_q", policy::Op::attention,
+                             std::initializer_list<Format>{q.format, k.format, v.format});
+  const auto& p = flow.precision();
+  const Tensor qa = convert(q, flow.operand(0));
+  const Tensor ka = convert(k, flow.operand(1));
+  const Tensor va = convert(v, flow.operand(2));
+  const Tensor da = convert(d_out, flow.operand(3));
   const std::size_t per = length * d;
   AttentionGradients g{{{}, p.output}, {{}, p.output}, {{}, p.output}};
   for (std::size_t b = 0; b < batch; ++b) {

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/numeric/format.hpp"
+#include "harness/ops/autocast.hpp"
 #include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
@@ -147,6 +149,11 @@ class EmulatedOps {
 
  private:
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
+  // The type flow of the catalog op `catalog_op` (ops/autocast.hpp) under the policy's precision
+  // for `op` resolved for the data inputs' formats; a tensor converted as it says.
+  ops::Autocast autocast(std::string_view catalog_op, policy::Op op,
+                         std::span<const numeric::Format> inputs) const;
+  Tensor convert(const Tensor& t, const ops::Conversion& c);
   Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode);
   std::vector<double> lowered_gemms(const policy::OpPrecision& q, ops::convolution::Pass pass,
                                     const ops::convolution::Geometry& g, const Tensor& first,

@@ -152,6 +152,20 @@ CudaTensor CudaOps::cast(const Tensor& t, const Format& to) const {
   return cast(t, dtype_of(to));
 }
 
+ops::Autocast CudaOps::autocast(std::string_view catalog_op, policy::Op op,
+                                std::span<const Format> inputs) const {
+  return ops::Autocast(*ops::find_op(catalog_op), resolved(op, inputs));
+}
+
+CudaTensor CudaOps::convert(const Tensor& t, const ops::Conversion& c) const {
+  if (c.kept) return t;
+  if (c.mode != numeric::Rounding::nearest_even) {
+    throw std::logic_error(fmt::format("the device's casts round to nearest even, not {}",
+                                       numeric::rounding_name(c.mode)));
+  }
+  return cast(t, c.format);
+}
+
 CudaTensor CudaOps::constant(std::span<const double> values) const {
   std::vector<float> binary32(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -197,9 +211,10 @@ CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, st
                            std::size_t in, std::size_t out) {
   const auto range = op_range("linear");
   const GemmPlan plan = linear_plan(policy_, x.format);
+  const auto flow = autocast("linear", policy::Op::linear, std::initializer_list<Format>{x.format});
   const Tensor xa = cast(x, dtype_of(plan.inputs));
   const Tensor wa = cast(w, dtype_of(plan.inputs));
-  const Tensor ba = cast(b, dtype_of(plan.output));
+  const Tensor ba = convert(b, flow.operand(2));  // in the output's type (addmm's epilogue)
   Tensor y = empty(rows * out, dtype_of(plan.output));
   // C = X W as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
   const GemmCall call = gemm_call(op_info("gemm"), ops::Shape{{rows, out, in}});
@@ -233,10 +248,14 @@ CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor&
   const void* operands[] = {xa.data(), dya.data()};
   matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dw.data(), nullptr);
   g.dw = cast(dw, w.format);
-  // The bias gradient: dY summed over the rows, in dY's type, as autograd's sum(0) gives it.
-  Tensor db = empty(out, inputs);
-  kernels::column_sums(inputs, dya.data(), db.data(), rows, out, context_->stream);
-  g.db = cast(db, b.format);
+  // The bias gradient: dY summed over the rows in the output's type (linear_backward_bias's dy),
+  // as autograd's sum(0) of dY gives it.
+  const auto db_flow =
+      autocast("linear_backward_bias", policy::Op::linear, std::initializer_list<Format>{x.format});
+  const Tensor dyb = convert(dy, db_flow.operand(0));
+  Tensor db = empty(out, dyb.type);
+  kernels::column_sums(dyb.type, dyb.data(), db.data(), rows, out, context_->stream);
+  g.db = convert(db, db_flow.gradient(b.format));
   return g;
 }
 
@@ -258,21 +277,23 @@ void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, 
   context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
-CudaTensor CudaOps::activation(policy::Op op, kernels::Activation act, const Tensor& x,
-                               std::size_t rows, std::size_t cols) {
-  const auto q = resolved(op, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
+CudaTensor CudaOps::activation(policy::Op op, std::string_view catalog_op, kernels::Activation act,
+                               const Tensor& x, std::size_t rows, std::size_t cols) {
+  const auto flow = autocast(catalog_op, op, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   Tensor y = empty(xa.size, xa.type);
   kernels::bias_activation(xa.type, act, xa.data(), nullptr, y.data(), rows, cols,
                            context_->stream);
   return cast(y, q.output);
 }
 
-CudaTensor CudaOps::activation_gradient(policy::Op op, kernels::Activation act, const Tensor& x,
+CudaTensor CudaOps::activation_gradient(policy::Op op, std::string_view catalog_op,
+                                        kernels::Activation act, const Tensor& x,
                                         const Tensor& dy) {
-  const auto q = resolved(op, std::initializer_list<Format>{x.format, dy.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor dya = cast(dy, q.input);
+  const auto flow = autocast(catalog_op, op, std::initializer_list<Format>{x.format, dy.format});
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
   Tensor dx = empty(xa.size, xa.type);
   kernels::activation_backward(xa.type, act, xa.data(), dya.data(), dx.data(), xa.size,
                                context_->stream);
@@ -281,21 +302,23 @@ CudaTensor CudaOps::activation_gradient(policy::Op op, kernels::Activation act, 
 
 CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
   const auto range = op_range("gelu");
-  return activation(policy::Op::gelu, kernels::Activation::gelu, x, rows, cols);
+  return activation(policy::Op::gelu, "gelu", kernels::Activation::gelu, x, rows, cols);
 }
 
 CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
   const auto range = op_range("gelu_backward");
-  return activation_gradient(policy::Op::gelu, kernels::Activation::gelu, x, dy);
+  return activation_gradient(policy::Op::gelu, "gelu_backward", kernels::Activation::gelu, x, dy);
 }
 
 CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                std::size_t rows, std::size_t cols) {
   const auto range = op_range("layer_norm");
-  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor ga = cast(gamma, q.input);
-  const Tensor ba = cast(beta, q.input);
+  const auto flow =
+      autocast("layer_norm", policy::Op::layer_norm, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor ga = convert(gamma, flow.operand(1));
+  const Tensor ba = convert(beta, flow.operand(2));
   Tensor y = empty(xa.size, xa.type);
   kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), y.data(), nullptr, nullptr, rows,
                       cols, static_cast<float>(train::kLayerNormEps), context_->stream);
@@ -306,11 +329,14 @@ CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const 
                                                          const Tensor& gamma, const Tensor& beta,
                                                          std::size_t rows, std::size_t cols) {
   const auto range = op_range("layer_norm_backward");
-  const auto q = resolved(policy::Op::layer_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor dya = cast(dy, q.input);
-  const Tensor ga = cast(gamma, q.input);
-  const Tensor ba = cast(beta, q.input);
+  // The forward's statistics again (layer_norm's operands), then dx (layer_norm_backward's).
+  const std::initializer_list<Format> inputs{x.format};
+  const auto forward = autocast("layer_norm", policy::Op::layer_norm, inputs);
+  const auto flow = autocast("layer_norm_backward", policy::Op::layer_norm, inputs);
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
+  const Tensor ga = convert(gamma, flow.operand(2));
+  const Tensor ba = convert(beta, forward.operand(2));
   Tensor mean = empty(rows, kernels::DType::f32);
   Tensor rstd = empty(rows, kernels::DType::f32);
   Tensor scratch = empty(xa.size, xa.type);  // the forward's output, not needed
@@ -342,8 +368,9 @@ CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const 
 double CudaOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
                               std::size_t rows, std::size_t classes) {
   const auto range = op_range("cross_entropy");
-  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
-  const Tensor la = cast(logits, q.input);
+  const auto flow = autocast("cross_entropy", policy::Op::cross_entropy,
+                             std::initializer_list<Format>{logits.format});
+  const Tensor la = convert(logits, flow.operand(0));
   const Tensor t = upload_targets(targets);
   Tensor loss = empty(1, kernels::DType::f32);
   kernels::cross_entropy(la.type, la.data(), static_cast<const std::int64_t*>(t.data()),
@@ -355,8 +382,9 @@ CudaTensor CudaOps::cross_entropy_backward(const Tensor& logits,
                                            std::span<const std::int64_t> targets, std::size_t rows,
                                            std::size_t classes, double d_loss) {
   const auto range = op_range("cross_entropy_backward");
-  const auto q = resolved(policy::Op::cross_entropy, std::initializer_list<Format>{logits.format});
-  const Tensor la = cast(logits, q.input);
+  const auto flow = autocast("cross_entropy_backward", policy::Op::cross_entropy,
+                             std::initializer_list<Format>{logits.format});
+  const Tensor la = convert(logits, flow.operand(0));
   const Tensor t = upload_targets(targets);
   Tensor dlogits = empty(la.size, la.type);
   // d_loss is the loss scale over the micro-batches, a binary32 value.

@@ -27,6 +27,7 @@
 
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/numeric/format.hpp"
+#include "harness/ops/autocast.hpp"
 #include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
@@ -193,18 +194,26 @@ class CudaOps {
   Tensor cast(const Tensor& t, const numeric::Format& to) const;
   Tensor upload_targets(std::span<const std::int64_t> targets) const;
   // An activation of rows x cols values under `op`'s precision, and its backward: gelu and relu.
-  Tensor activation(policy::Op op, kernels::Activation act, const Tensor& x, std::size_t rows,
-                    std::size_t cols);
-  Tensor activation_gradient(policy::Op op, kernels::Activation act, const Tensor& x,
-                             const Tensor& dy);
+  Tensor activation(policy::Op op, std::string_view catalog_op, kernels::Activation act,
+                    const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor activation_gradient(policy::Op op, std::string_view catalog_op, kernels::Activation act,
+                             const Tensor& x, const Tensor& dy);
   // Enqueues one product of a linear layer inside a range "gemm m=.. n=.. k=.. dtype=.." (when
   // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
   void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,
               const void* bias);
   policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
+  // The type flow of the catalog op `catalog_op` (ops/autocast.hpp, the emulation's too) under the
+  // policy's precision for `op` resolved for the data inputs' formats; a tensor converted as it
+  // says, to the type that holds the conversion's format (the device casts round to nearest even,
+  // the only mode why_not_trainable lets through).
+  ops::Autocast autocast(std::string_view catalog_op, policy::Op op,
+                         std::span<const numeric::Format> inputs) const;
+  Tensor convert(const Tensor& t, const ops::Conversion& c) const;
   // Batch norm's gamma or beta as the kernels take it, binary32 holding the values of the weight
-  // the op uses (q.promote: the fp32 parameter itself; otherwise rounded to its input format).
-  Tensor batch_norm_weight(const policy::OpPrecision& q, const Tensor& weight) const;
+  // the op uses (kept under a promote entry: the fp32 parameter itself; otherwise rounded to its
+  // input format).
+  Tensor batch_norm_weight(const ops::Conversion& c, const Tensor& weight) const;
   // One cuDNN pass of a convolution, the catalog's op `pass` (conv2d, conv2d_backward_data or
   // conv2d_backward_filter) under the conv precision `q`, inside a range that names it (when
   // phases are recorded); first and second in the pass's operand order, cast to its data type.

@@ -78,20 +78,22 @@ CudaOps::ConvolutionGradients CudaOps::conv2d_backward(const Tensor& x, const Te
   return grads;
 }
 
-CudaTensor CudaOps::batch_norm_weight(const policy::OpPrecision& q, const Tensor& weight) const {
-  // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
-  // formats holds the weight in its input format, which the kernel takes widened (exactly).
-  if (q.promote) return weight;
-  return cast(cast(weight, q.input), kernels::DType::f32);
+CudaTensor CudaOps::batch_norm_weight(const ops::Conversion& c, const Tensor& weight) const {
+  // Under autocast batch norm keeps its fp32 weight (a promote entry: kept); a policy that fixes
+  // its formats holds the weight in its input format, which the kernel takes widened (exactly).
+  if (c.kept) return weight;
+  return cast(convert(weight, c), kernels::DType::f32);
 }
 
 CudaTensor CudaOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                std::size_t batch, std::size_t channels, std::size_t spatial) {
   const auto range = op_range("batch_norm");
-  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor ga = batch_norm_weight(q, gamma);
-  const Tensor ba = batch_norm_weight(q, beta);
+  const auto flow =
+      autocast("batch_norm", policy::Op::batch_norm, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor ga = batch_norm_weight(flow.operand(1), gamma);
+  const Tensor ba = batch_norm_weight(flow.operand(2), beta);
   Tensor y = empty(xa.size, xa.type);
   kernels::batch_norm(xa.type, xa.data(), binary32_data(ga), binary32_data(ba), y.data(), batch,
                       channels, spatial, kBinary32BatchNormEps, context_->stream);
@@ -103,10 +105,11 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
                                                          std::size_t batch, std::size_t channels,
                                                          std::size_t spatial) {
   const auto range = op_range("batch_norm_backward");
-  const auto q = resolved(policy::Op::batch_norm, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
-  const Tensor dya = cast(dy, q.input);
-  const Tensor ga = batch_norm_weight(q, gamma);
+  const auto flow = autocast("batch_norm_backward", policy::Op::batch_norm,
+                             std::initializer_list<Format>{x.format});
+  const Tensor xa = convert(x, flow.operand(0));
+  const Tensor dya = convert(dy, flow.operand(1));
+  const Tensor ga = batch_norm_weight(flow.operand(2), gamma);
   Tensor dx = empty(xa.size, xa.type);
   Tensor dgamma = empty(channels, xa.type);
   Tensor dbeta = empty(channels, xa.type);
@@ -122,18 +125,20 @@ CudaOps::BatchNormGradients CudaOps::batch_norm_backward(const Tensor& x, const 
 
 CudaTensor CudaOps::relu(const Tensor& x) {
   const auto range = op_range("relu");
-  return activation(policy::Op::relu, kernels::Activation::relu, x, 1, x.size);
+  return activation(policy::Op::relu, "relu", kernels::Activation::relu, x, 1, x.size);
 }
 
 CudaTensor CudaOps::relu_backward(const Tensor& x, const Tensor& dy) {
   const auto range = op_range("relu_backward");
-  return activation_gradient(policy::Op::relu, kernels::Activation::relu, x, dy);
+  return activation_gradient(policy::Op::relu, "relu_backward", kernels::Activation::relu, x, dy);
 }
 
 CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
   const auto range = op_range("mean_pool");
-  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, q.input);
+  const auto flow =
+      autocast("mean_pool", policy::Op::mean, std::initializer_list<Format>{x.format});
+  const auto& q = flow.precision();
+  const Tensor xa = convert(x, flow.operand(0));
   Tensor y = empty(rows, xa.type);
   kernels::mean_rows(xa.type, xa.data(), y.data(), rows, cols, context_->stream);
   return cast(y, q.output);
@@ -142,8 +147,9 @@ CudaTensor CudaOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t col
 CudaTensor CudaOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows,
                                        std::size_t cols) {
   const auto range = op_range("mean_pool_backward");
-  const auto q = resolved(policy::Op::mean, std::initializer_list<Format>{x.format});
-  const Tensor dya = cast(dy, q.input);
+  const auto flow =
+      autocast("mean_pool_backward", policy::Op::mean, std::initializer_list<Format>{x.format});
+  const Tensor dya = convert(dy, flow.operand(1));
   Tensor dx = empty(rows * cols, dya.type);
   kernels::mean_rows_backward(dya.type, dya.data(), dx.data(), rows, cols, context_->stream);
   return cast(dx, x.format);

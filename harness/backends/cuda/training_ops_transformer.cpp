@@ -42,9 +42,11 @@ CudaTensor CudaOps::add(const Tensor& a, const Tensor& b) {
   if (a.size != b.size) {
     throw std::invalid_argument(fmt::format("add: a has {} elements and b {}", a.size, b.size));
   }
-  const auto q = resolved(policy::Op::add, std::initializer_list<Format>{a.format, b.format});
-  const Tensor aa = cast(a, q.input);
-  const Tensor ba = cast(b, q.input);
+  const auto flow =
+      autocast("add", policy::Op::add, std::initializer_list<Format>{a.format, b.format});
+  const auto& q = flow.precision();
+  const Tensor aa = convert(a, flow.operand(0));
+  const Tensor ba = convert(b, flow.operand(1));
   Tensor y = empty(aa.size, aa.type);
   kernels::add(aa.type, aa.data(), ba.data(), y.data(), aa.size, context_->stream);
   return cast(y, q.output);

@@ -631,6 +631,12 @@ TEST(CliOps, ListsTheCatalog) {
   EXPECT_EQ((*linear)["operands"][2]["held_in"], "output");
   EXPECT_EQ((*linear)["operands"][2]["parameter"], true);
   EXPECT_EQ((*linear)["operands"][0]["held_in"], "input");
+  // batch norm's gamma: the input format, or its own fp32 under a promote entry (autocast).
+  const auto batch_norm = std::find_if(
+      list.begin(), list.end(), [](const auto& entry) { return entry["op"] == "batch_norm"; });
+  ASSERT_NE(batch_norm, list.end());
+  EXPECT_EQ((*batch_norm)["operands"][1]["name"], "gamma");
+  EXPECT_EQ((*batch_norm)["operands"][1]["held_in"], "input_or_own");
   // Every column starts where its heading does, after two blanks, whatever its longest entry
   // (layer_norm_backward_gamma once ran into its class).
   const Outcome text = ampbench("ops");
