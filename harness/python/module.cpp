@@ -512,18 +512,52 @@ py::object read_result(const std::string& path) {
   return from_json(results::load_result_document(path).document);
 }
 
+// The operands at a shape given as text (`ampbench audit --shape`'s: a convolution's stride,
+// padding, dilation and groups, which its operands cannot tell), as binary64 values: each array
+// must have the shape's operand shape. For ops without class-index operands.
+audit::OperandSet operands_at(const ops::OpInfo& op, const std::string& text,
+                              const std::map<std::string, Doubles>& arrays) {
+  audit::OperandSet set;
+  set.shape = ops::parse_shape(op, text);
+  const std::vector<ops::Operand> expected = ops::operands(op, set.shape);
+  const auto tensors = reader(arrays)(inputs::Conversion(numeric::formats::fp64));
+  for (const auto& [name, loaded] : tensors) {
+    if (std::none_of(expected.begin(), expected.end(),
+                     [&](const ops::Operand& o) { return o.name == name; })) {
+      throw ops::OpError(fmt::format("unknown operand '{}' of {}", name, op.name));
+    }
+  }
+  for (const ops::Operand& o : expected) {
+    if (o.is_index) throw ops::OpError(fmt::format("{}: no shape= for class indices", op.name));
+    const auto it = tensors.find(o.name);
+    if (it == tensors.end() && !o.optional) {
+      throw ops::OpError(fmt::format("missing operand '{}'", o.name));
+    }
+    if (it != tensors.end() && it->second.tensor.shape != o.shape) {
+      throw ops::OpError(fmt::format("{}: operand {} has shape {}, expected {} (shape '{}')",
+                                     op.name, o.name, ops::to_string({it->second.tensor.shape}),
+                                     ops::to_string({o.shape}), text));
+    }
+    set.inputs.values.push_back(it == tensors.end() ? std::vector<double>{}
+                                                    : it->second.tensor.data);
+    set.inputs.indices.emplace_back();
+  }
+  return set;
+}
+
 // The op's reference on the caller's operands (any binary64 values), correctly rounded to `format`
 // in `mode` (ops::reference): at every output position (shaped as the output), or at `samples`
 // positions chosen from `seed` (flat, with their row-major `positions`). `nearest` is the exact
-// value rounded to the nearest binary64.
+// value rounded to the nearest binary64. The shape comes from the operands, or from `shape`.
 py::dict reference_of(const std::string& op_name, const std::map<std::string, Doubles>& arrays,
                       const std::string& format, const std::string& mode, std::size_t samples,
-                      std::uint64_t seed) {
+                      std::uint64_t seed, const std::optional<std::string>& shape) {
   const ops::OpInfo& op = op_named(op_name);
   policy::OpPrecision binary64;
   binary64.input = binary64.compute = binary64.accumulate = binary64.output =
       numeric::formats::fp64;
-  const audit::OperandSet set = audit::read_operands(op, binary64, reader(arrays));
+  const audit::OperandSet set =
+      shape ? operands_at(op, *shape, arrays) : audit::read_operands(op, binary64, reader(arrays));
   const numeric::Format f = format_named(format);
   const numeric::Rounding m = mode_named(mode);
   const ops::Reference ref = [&] {
@@ -614,7 +648,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("read_result", &python::read_result, py::arg("path"));
   m.def("reference", &python::reference_of, py::arg("op"), py::arg("inputs"),
         py::arg("format") = "fp32", py::arg("mode") = "rne", py::arg("samples") = 0,
-        py::arg("seed") = 0);
+        py::arg("seed") = 0, py::arg("shape") = py::none());
   m.def("audit", &python::audit_op, py::arg("op"), py::arg("policy") = "fp32",
         py::arg("shape") = py::none(), py::arg("dist") = "normal", py::arg("seed") = 1,
         py::arg("samples") = 0, py::arg("mma") = py::none(), py::arg("budgets") = py::none());

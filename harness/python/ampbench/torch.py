@@ -13,6 +13,7 @@ in `rec.not_judged` with the reason, never dropped silently.
 """
 
 import contextlib
+import weakref
 
 import numpy as np
 import torch
@@ -31,13 +32,43 @@ def _array(t):
     return t.detach().to("cpu", torch.float64).contiguous().numpy()
 
 
-def _snapshot(a):
-    """An argument as it is now (a tensor copied: the model may overwrite it later)."""
-    if isinstance(a, torch.Tensor):
-        return a.detach().clone()
-    if isinstance(a, (list, tuple)):
-        return type(a)(_snapshot(b) for b in a)
-    return a
+class _Copies:
+    """Tensors as they are now, copied (the model may overwrite them later), each tensor once
+    while it is unchanged: an op's output that the next op takes, or a weight that the forward
+    and the backward take, is copied once. A copy is reused only while the tensor it was taken
+    of lives (its memory cannot hold another tensor), its version counter is unchanged and no op
+    has written to memory it spans since (`written`, before every op that writes an argument)."""
+
+    def __init__(self):
+        self._copies = {}
+
+    @staticmethod
+    def _span(t):
+        """The bytes a tensor's elements lie in: [first, end)."""
+        if t.numel() == 0:
+            return t.data_ptr(), t.data_ptr()
+        last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    def written(self, tensors):
+        """Forget the copies of memory that `tensors` are about to be written to."""
+        spans = [self._span(t) for t in tensors]
+        for key, (_, _, _, (first, end)) in list(self._copies.items()):
+            if any(first < e and f < end for f, e in spans):
+                del self._copies[key]
+
+    def __call__(self, a):
+        if isinstance(a, torch.Tensor):
+            key = (a.data_ptr(), a.dtype, a.device, a.shape, a.stride())
+            hit = self._copies.get(key)
+            if hit is not None and hit[0]() is not None and hit[1] == a._version:
+                return hit[2]
+            copy = a.detach().clone()
+            self._copies[key] = (weakref.ref(a), a._version, copy, self._span(a))
+            return copy
+        if isinstance(a, (list, tuple)):
+            return type(a)(self(b) for b in a)
+        return a
 
 
 def _convert(a):
@@ -313,6 +344,96 @@ def _cast(c):
     return [("cast", {"x": _rows(c["args"][0])}, _out(c, 0))]
 
 
+def _logsumexp(c):
+    x = c["args"][0]
+    if _dims(x, c) != [max(x.ndim - 1, 0)]:
+        return f"logsumexp over dims {_dims(x, c)} of a {x.ndim}-dim tensor (the catalog's: " \
+               "the last)"
+    return [("logsumexp", {"x": _rows(x)}, _out(c, 0))]
+
+
+def _l2_norm(ord_at, ord_name):
+    """norm or linalg_vector_norm: the 2-norm of all the values (the catalog's l2_norm)."""
+    def operands(c):
+        x = c["args"][0]
+        p = _arg(c, ord_name, ord_at, 2)
+        dims = _arg(c, "dim", ord_at + 1, None)
+        if p not in (2, None) or c["kwargs"].get("dtype") is not None:
+            return f"a norm of order {p} or with a dtype (the catalog's l2_norm: order 2, none)"
+        if dims not in (None, []) and sorted(d % max(x.ndim, 1) for d in
+                                             (dims if isinstance(dims, (list, tuple)) else [dims])
+                                             ) != list(range(x.ndim)):
+            return f"a norm over dims {dims} of a {x.ndim}-dim tensor (the catalog's: all)"
+        return [("l2_norm", {"x": x.ravel()}, _out(c, 0))]
+    return operands
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _conv_geometry(c, x_shape, w_shape):
+    """A 2-D convolution's shape text (docs/audit.md's: NxCxHxW:KxRxS and its options), or why the
+    catalog's conv2d cannot be it."""
+    stride, pad, dilation, transposed, output_padding, groups = c["args"][4:10] \
+        if c["aten"] == "aten::convolution_backward" else c["args"][3:9]
+    if len(x_shape) != 4:
+        return None, f"a {len(x_shape) - 2}-d convolution (the catalog's conv2d is 2-d)"
+    if transposed or any(output_padding):
+        return None, "a transposed convolution (the catalog's conv2d is not)"
+    text = "{}x{}x{}x{}:{}x{}x{}".format(*x_shape, w_shape[0], *w_shape[2:])
+    for name, value, default in (("stride", stride, 1), ("pad", pad, 0),
+                                 ("dilation", dilation, 1)):
+        h, w = _pair(value)
+        if (h, w) != (default, default):
+            text += f",{name}={h}" if h == w else f",{name}={h}x{w}"
+    return text + (f",groups={groups}" if groups != 1 else ""), None
+
+
+def _with_bias(x, w, bias, c):
+    """x and w with the bias folded in exactly: x padded explicitly, and one more input channel
+    per group, of ones, whose weight is the bias at the first tap (which always reads inside the
+    padded image): each output gains the product bias x 1 in its sum. The shape text of the
+    convolution the reference then computes."""
+    stride, pad, dilation, _, _, groups = c["args"][3:9]
+    ph, pw = _pair(pad)
+    x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    n, channels, h, width = x.shape
+    x = x.reshape(n, groups, channels // groups, h, width)
+    x = np.concatenate([x, np.ones((n, groups, 1, h, width))], axis=2)
+    x = x.reshape(n, -1, h, width)
+    extra = np.zeros((w.shape[0], 1, *w.shape[2:]))
+    extra[:, 0, 0, 0] = bias
+    w = np.concatenate([w, extra], axis=1)
+    shape, _ = _conv_geometry({**c, "args": [*c["args"][:4], 0, *c["args"][5:]]}, x.shape,
+                              w.shape)
+    return x, w, shape
+
+
+def _convolution(c):
+    x, w, bias = c["args"][:3]
+    shape, why = _conv_geometry(c, x.shape, w.shape)
+    if why:
+        return why
+    out = _out(c, 0)
+    if bias is None:
+        return [("conv2d", {"x": x, "w": w}, out, (shape, shape))]
+    x, w, folded = _with_bias(x, w, bias, c)
+    return [("conv2d", {"x": x, "w": w}, out, (folded, shape))]
+
+
+def _convolution_backward(c):
+    dy, x, w = c["args"][:3]
+    shape, why = _conv_geometry(c, x.shape, w.shape)
+    if why:
+        return why
+    judged = [("conv2d_backward_data", {"dy": dy, "w": w}, _out(c, 0), (shape, shape)),
+              ("conv2d_backward_filter", {"x": x, "dy": dy}, _out(c, 1), (shape, shape)),
+              # the bias's gradient: the sum of dy over the batch and the positions, per filter
+              ("linear_backward_bias", {"dy": _channels_last(dy)}, _out(c, 2))]
+    return _present(judged)
+
+
 OPS = {
     "aten::mm": _matmul,
     "aten::bmm": _matmul,
@@ -340,6 +461,11 @@ OPS = {
     "aten::mean": _mean,
     "aten::nll_loss_forward": _nll_loss,
     "aten::_to_copy": _cast,
+    "aten::logsumexp": _logsumexp,
+    "aten::linalg_vector_norm": _l2_norm(1, "ord"),
+    "aten::norm": _l2_norm(1, "p"),
+    "aten::convolution": _convolution,
+    "aten::convolution_backward": _convolution_backward,
 }
 
 
@@ -356,6 +482,11 @@ class Recorder(TorchDispatchMode):
         self._names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
         self._path, self._hooks, self._forward = [], [], {}
         self._count, self._judged, self._mirror = 0, None, None
+        self._copy = _Copies()
+        self._writes = {}  # ATen op -> the (position, name) of the arguments it writes to
+        # The backward's module paths: the forward ops' autograd nodes, tagged (_tag) with the
+        # module their op ran in, set `_backward` while they run.
+        self._untagged, self._backward = None, ""
 
     def __enter__(self):
         self.settings = {**settings(), "devices": [], "autocast_in_modules": []}
@@ -377,7 +508,22 @@ class Recorder(TorchDispatchMode):
             self.settings["autocast_in_modules"].append(state)
 
     def _leave_module(self, module, _, __):
+        self._tag()
         self._path.pop()
+
+    def _tag(self):
+        """The autograd nodes of the last forward op (set once its dispatch returned) tagged
+        with its module: while the backward runs a node, its ops are that module's."""
+        if self._untagged is None:
+            return
+        path, tensors = self._untagged
+        self._untagged = None
+        for t in tensors:
+            node = t.grad_fn
+            if node is not None and "ampbench.module" not in node.metadata:
+                node.metadata["ampbench.module"] = path
+                node.register_prehook(lambda _, path=path: setattr(self, "_backward", path))
+                node.register_hook(lambda _, __: setattr(self, "_backward", ""))
 
     def _forward_of(self, name, args):
         """What a backward op needs of its forward: softmax's input, layer norm's eps."""
@@ -393,15 +539,37 @@ class Recorder(TorchDispatchMode):
         elif name == "aten::native_layer_norm":
             self._forward[_key(outs[2])] = args[4]
 
+    def _written(self, func, args, kwargs):
+        """The tensors an op writes to (an in-place op's self, an out= argument)."""
+        writes = self._writes.get(func)
+        if writes is None:
+            writes = self._writes[func] = [
+                (i, a.name) for i, a in enumerate(func._schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write]
+        tensors = []
+        for i, name in writes:
+            a = args[i] if i < len(args) else kwargs.get(name)
+            for t in (a if isinstance(a, (list, tuple)) else [a]):
+                if isinstance(t, torch.Tensor):
+                    tensors.append(t)
+        return tensors
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
+        self._tag()
         # The inputs before the op runs (an in-place op overwrites them), converted when judged.
-        snapshot = _snapshot(list(args)) if name in OPS else None
+        snapshot = self._copy(list(args)) if name in OPS else None
+        written = self._written(func, args, kwargs)
+        if written:
+            self._copy.written(written)
         out = func(*args, **kwargs)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         tensors = [o for o in outs if isinstance(o, torch.Tensor)]
-        entry = {"aten": name, "index": self._count, "module": "/".join(p for p in self._path if p),
+        module = "/".join(p for p in self._path if p) if self._path else self._backward
+        if self._path and torch.is_grad_enabled():
+            self._untagged = (module, tensors)
+        entry = {"aten": name, "index": self._count, "module": module,
                  "input_dtypes": [str(a.dtype) for a in args if isinstance(a, torch.Tensor)],
                  "output_dtypes": [str(t.dtype) for t in tensors]}
         self._count += 1
@@ -418,7 +586,7 @@ class Recorder(TorchDispatchMode):
             self.not_judged.append({**entry, "reason": f"output dtype {floating[0].dtype}"})
         else:
             self._remember(name, args, snapshot, outs)
-            kept = [o.detach().clone() if isinstance(o, torch.Tensor) and o.is_floating_point()
+            kept = [self._copy(o) if isinstance(o, torch.Tensor) and o.is_floating_point()
                     else None for o in outs]
             self.captured.append({**entry, "args": snapshot, "kwargs": kwargs, "outputs": kept,
                                   "formats": [FORMATS[o.dtype] if o is not None else None
@@ -456,14 +624,16 @@ class Recorder(TorchDispatchMode):
         self.scaler.append(entry)
         return entry
 
-    def _judge_one(self, entry, op, operands, output, fmt):
+    def _judge_one(self, entry, op, operands, output, fmt, geometry=None):
         count = output.size
         samples = self.samples if self.samples and count > self.samples else 0
-        ref = _core.reference(op, operands, fmt, samples=samples, seed=entry["index"])
+        ref = _core.reference(op, operands, fmt, samples=samples, seed=entry["index"],
+                              shape=geometry[0] if geometry else None)
         summary = _core.metrics(output.ravel()[ref["positions"]], ref["rounded"].ravel(),
                                 ref["nearest"].ravel(), fmt, op=op, policy=f"torch-{fmt}",
                                 budgets=self.budgets)
-        return {**entry, "op": op, "shape": ref["shape"], "format": fmt, "outputs": count,
+        return {**entry, "op": op, "shape": geometry[1] if geometry else ref["shape"],
+                "format": fmt, "outputs": count,
                 "judged_positions": len(ref["positions"]), **summary}
 
     def _mapped(self):
@@ -487,13 +657,20 @@ class Recorder(TorchDispatchMode):
         for entry, mapped in self._mapped():
             if isinstance(mapped, str):
                 continue
-            for op, operands, (output, fmt) in mapped:
+            for op, operands, (output, fmt), *geometry in mapped:
+                if geometry and "," in geometry[0][0]:
+                    compared.append({**entry, "op": op, "shape": geometry[0][1], "policy": policy,
+                                     "why": "eval() takes a convolution's geometry from its "
+                                            "operands (stride 1, no padding or dilation, one "
+                                            f"group), not {geometry[0][0]}"})
+                    continue
                 try:
                     e = _core.eval(op, policy, operands)
                 except (ValueError, RuntimeError) as error:  # arguments the op cannot take
                     compared.append({**entry, "op": op, "policy": policy, "why": f"{op}: {error}"})
                     continue
-                row = {**entry, "op": op, "shape": e["shape"], "format": fmt, "policy": policy,
+                row = {**entry, "op": op, "shape": geometry[0][1] if geometry else e["shape"],
+                       "format": fmt, "policy": policy,
                        "inputs_rounded": e["inputs_rounded"]}
                 if e["formats"]["output"] != fmt:
                     compared.append({**row, "why": f"the policy's output is "
@@ -522,9 +699,9 @@ class Recorder(TorchDispatchMode):
             if isinstance(mapped, str):
                 self.not_judged.append({**entry, "reason": mapped})
                 continue
-            for op, operands, (output, fmt) in mapped:
+            for op, operands, (output, fmt), *geometry in mapped:
                 try:
-                    judged.append(self._judge_one(entry, op, operands, output, fmt))
+                    judged.append(self._judge_one(entry, op, operands, output, fmt, *geometry))
                 except (ValueError, RuntimeError) as e:  # arguments the reference cannot take
                     self.not_judged.append({**entry, "reason": f"{op}: {e}"})
         self._judged = judged

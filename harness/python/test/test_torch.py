@@ -103,6 +103,9 @@ def test_module_paths_and_batch_norm_relu_softmax():
     for op in ("batch_norm_backward", "batch_norm_backward_gamma", "batch_norm_backward_beta",
                "relu_backward", "softmax_backward", "sum"):
         assert op in by_op, (op, by_op)
+    # The backward's ops in the module of the forward op they are the gradient of.
+    assert by_op["batch_norm_backward"] == {"1"} and by_op["relu_backward"] == {"2"}
+    assert by_op["softmax_backward"] == {"4"} and by_op["linear_backward_bias"] == {"0", "3"}
     for j in judged:
         assert j["breaches"] == [], j
 
@@ -223,3 +226,115 @@ def test_grad_scaler_is_observed_and_agrees_with_ampbench():
     assert [s["skipped"] for s in rec.scaler] == [False, True, False, False, False]
     assert all(s["agrees"] for s in rec.scaler), rec.scaler
     assert [s["scale"] for s in rec.scaler] == [2.0**16, 2.0**15, 2.0**15, 2.0**16, 2.0**16]
+
+
+def conv_model():
+    torch.manual_seed(2)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, stride=2), torch.nn.ReLU(),
+                               torch.nn.Conv2d(8, 4, 3, groups=2, bias=False))
+
+
+def test_convolutions_forward_and_backward_are_judged_in_their_modules():
+    model = conv_model()
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    with ampbench.torch.record(model) as rec:
+        model(x).square().sum().backward()
+    judged = {(j["aten"], j["op"], j["module"], j["shape"], j["format"]) for j in rec.judge()}
+    first, second = "2x3x8x8:8x3x3,stride=2,pad=1", "2x8x4x4:4x3x3,groups=2"
+    assert {("aten::convolution", "conv2d", "0", first, "fp32"),
+            ("aten::convolution", "conv2d", "2", second, "fp32"),
+            ("aten::convolution_backward", "conv2d_backward_data", "0", first, "fp32"),
+            ("aten::convolution_backward", "conv2d_backward_filter", "0", first, "fp32"),
+            ("aten::convolution_backward", "linear_backward_bias", "0", "32x8", "fp32"),
+            ("aten::convolution_backward", "conv2d_backward_data", "2", second, "fp32"),
+            ("aten::convolution_backward", "conv2d_backward_filter", "2", second, "fp32"),
+            ("aten::threshold_backward", "relu_backward", "1", "64x4", "fp32")} <= judged, judged
+    # The second convolution has no bias: no bias gradient is judged for it.
+    assert not [j for j in rec.judge() if j["module"] == "2" and j["op"] == "linear_backward_bias"]
+    for j in rec.judge():
+        assert j["breaches"] == [] and j["mismatches"]["nan_vs_number"] == 0, j
+    assert not [n for n in rec.not_judged if n["aten"] in ampbench.torch.OPS], rec.not_judged
+    # The backward's ops outside any module (the loss's) have no module path.
+    assert {j["module"] for j in rec.judge() if j["aten"] == "aten::mul"} == {""}
+    # eval() cannot take the first convolution's geometry: emulate() says so.
+    why = [c for c in rec.emulate("fp32") if c["op"] == "conv2d" and c["module"] == "0"]
+    assert why and "stride=2" in why[0]["why"], why
+
+
+def test_a_convolution_with_bias_is_folded_exactly_and_a_wrong_output_is_seen():
+    torch.manual_seed(3)
+    x, w, b = torch.randn(2, 4, 7, 7), torch.randn(6, 2, 3, 3), torch.randn(6)
+    with ampbench.torch.record(samples=0) as rec:
+        torch.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2),
+                                   groups=2)
+    [c] = [c for c in rec.captured if c["aten"] == "aten::convolution"]
+    [(op, operands, _, (shape, recorded))] = ampbench.torch.OPS["aten::convolution"](
+        {**c, "args": [v.double().numpy() if isinstance(v, torch.Tensor) else v
+                       for v in c["args"]],
+         "outputs": [c["outputs"][0].double().numpy()]})
+    assert recorded == "2x4x7x7:6x3x3,stride=2x1,pad=1x2,dilation=1x2,groups=2"
+    ref = ampbench.reference(op, operands, "fp64", shape=shape)
+    expected = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), stride=(2, 1),
+                                          padding=(1, 2), dilation=(1, 2), groups=2)
+    assert np.allclose(ref["nearest"], expected.numpy(), rtol=1e-14, atol=1e-14)
+    [good] = [j for j in rec.judge() if j["op"] == "conv2d"]
+    assert good["shape"] == recorded and good["max_ulp"] < 1000 and good["breaches"] == []
+    # The same capture with a wrong output (off by 1%, one NaN) judged by the same path.
+    c["outputs"][0] = c["outputs"][0] * 1.01
+    c["outputs"][0].view(-1)[0] = float("nan")
+    rec._judged = None
+    [bad] = [j for j in rec.judge() if j["op"] == "conv2d"]
+    assert bad["max_ulp"] > 10000 and bad["mismatches"]["nan_vs_number"] == 1 and bad["breaches"]
+
+
+def test_a_convolution_under_autocast_is_judged_in_bf16():
+    model = conv_model()
+    x = torch.randn(2, 3, 8, 8)
+    with ampbench.torch.record(model) as rec:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = model(x)
+        y.float().sum().backward()
+    formats = {(j["op"], j["format"]) for j in rec.judge()}
+    assert {("conv2d", "bf16"), ("conv2d_backward_data", "bf16"),
+            ("conv2d_backward_filter", "bf16")} <= formats, formats
+    for j in rec.judge():
+        assert j["mismatches"]["nan_vs_number"] == 0 and j["breaches"] == [], j
+
+
+def test_logsumexp_and_norms():
+    x = torch.randn(3, 5, 7)
+    with ampbench.torch.record() as rec:
+        torch.logsumexp(x, dim=-1)
+        torch.logsumexp(x, dim=1)
+        torch.norm(x)
+        torch.linalg.vector_norm(x)
+        x.norm(p=1)
+        torch.norm(x, dim=1)
+    judged = [(j["aten"], j["op"], j["shape"], j["format"]) for j in rec.judge()]
+    assert judged == [("aten::logsumexp", "logsumexp", "15x7", "fp32"),
+                      ("aten::norm", "l2_norm", "105", "fp32"),
+                      ("aten::linalg_vector_norm", "l2_norm", "105", "fp32")], judged
+    for j in rec.judge():
+        assert j["max_ulp"] <= 2 and j["breaches"] == [], j
+    reasons = [n["reason"] for n in rec.not_judged]
+    assert any("logsumexp over dims [1]" in r for r in reasons), reasons
+    assert any("order 1" in r for r in reasons), reasons
+    assert any("norm over dims [1]" in r for r in reasons), reasons
+
+
+def test_a_tensor_written_in_place_is_copied_again():
+    # Each tensor is copied once while unchanged; an in-place write (or one through a view)
+    # makes the next op that takes it copy it again: each softmax is judged on its own input.
+    x = torch.randn(4, 6)
+    with ampbench.torch.record(samples=0) as rec:
+        torch.softmax(x, dim=-1)
+        x.mul_(3)
+        torch.softmax(x, dim=-1)
+        x[1:].add_(5.0)
+        torch.softmax(x, dim=-1)
+    softmax = [j for j in rec.judge() if j["op"] == "softmax"]
+    assert len(softmax) == 3
+    for j in softmax:  # a stale input would be judged thousands of ulps off
+        assert j["max_ulp"] <= 4, j
+    inputs = [c["args"][0] for c in rec.captured if c["aten"] == "aten::_softmax"]
+    assert torch.equal(inputs[1], inputs[0] * 3) and torch.equal(inputs[2][1:], inputs[1][1:] + 5)
