@@ -26,6 +26,7 @@
 #include "harness/ops/convolution.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
+#include "harness/train/ops_concept.hpp"
 #include "reference/mp/multiprecision.hpp"
 
 namespace ampbench::train {
@@ -239,5 +240,8 @@ class ReferenceOps {
   Tensor lowered_gemms(ops::convolution::Pass pass, const ops::convolution::Geometry& g,
                        const Tensor& first, const Tensor& second);
 };
+
+static_assert(TrainingOps<EmulatedOps>);
+static_assert(TrainingOps<ReferenceOps>);
 
 }  // namespace ampbench::train

@@ -248,6 +248,8 @@ class CudaOps {
   profile::PhaseRecorder* recorder_ = nullptr;
 };
 
+static_assert(train::TrainingOps<CudaOps>);
+
 // Peak bytes in use in the device's default memory pool since the last reset, and the reset.
 std::uint64_t peak_pool_bytes();
 void reset_peak_pool_bytes();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/audit/audit.hpp"
+#include "harness/ops/autocast.hpp"
 #include "harness/ops/catalog.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/train/ops.hpp"
@@ -90,8 +91,12 @@ TEST(CatalogOps, BatchNormBackwardIsTheTrainersOp) {
     const policy::OpPrecision q = precision(p, "batch_norm_backward");
     const EmulatedTensor x = values_in(q.input, kBatch * kChannels, 7);
     const EmulatedTensor dy = values_in(q.input, kBatch * kChannels, 8);
-    const EmulatedTensor gamma = values_in(q.input, kChannels, 9);
-    const EmulatedTensor beta = values_in(q.input, kChannels, 10);
+    // gamma as autocast holds it: in the input format, or kept in fp32 under a promote entry (the
+    // amp policies), where the trainer must not round it either.
+    const numeric::Format held =
+        ops::Autocast(*ops::find_op("batch_norm_backward"), q).operand(2).format;
+    const EmulatedTensor gamma = values_in(held, kChannels, 9);
+    const EmulatedTensor beta = values_in(held, kChannels, 10);
     EmulatedOps ops(p);
     // NCHW with one pixel: the trainer's channels-last relayout is the identity.
     const auto g = ops.batch_norm_backward(x, dy, gamma, beta, kBatch, kChannels, 1);

@@ -87,6 +87,20 @@ void expect_gradients_match_differences(const Model& model, const Dataset& data)
   }
 }
 
+// The ops interface (ops_concept.hpp) holds for the backends and refuses what is not one: a
+// backend without attention's backward, or whose linear returns another type, is no TrainingOps.
+struct WithoutAttentionBackward : EmulatedOps {
+  using EmulatedOps::EmulatedOps;
+  void attention_backward() = delete;
+};
+struct LinearOfAnotherType : ReferenceOps {
+  int linear(const Tensor&, const Tensor&, const Tensor&, std::size_t, std::size_t, std::size_t);
+};
+static_assert(TrainingOps<EmulatedOps> && TrainingOps<ReferenceOps>);
+static_assert(!TrainingOps<WithoutAttentionBackward>);
+static_assert(!TrainingOps<LinearOfAnotherType>);
+static_assert(!TrainingOps<int>);
+
 TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
   expect_gradients_match_differences(Mlp(MlpShape{6, 7, 3}), small_clusters(5));
 }
