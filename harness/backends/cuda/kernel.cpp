@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "harness/backends/cuda/conv_kernel.hpp"
 #include "harness/backends/cuda/lt_matmul.hpp"
 #include "harness/numeric/options.hpp"
+#include "kernels/cnn_kernels.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"
 #include "kernels/op_kernels.hpp"
@@ -25,18 +27,24 @@ kernels::DeviceBuffer<std::byte> on_device(const std::vector<std::byte>& host) {
   return buffer;
 }
 
+// A B, and for linear (`bias_operand`) + its bias through cuBLASLt's bias epilogue, the bias in
+// the output's type as addmm adds it.
 std::vector<double> run_gemm(const GemmCall& call, const GemmPlan& plan, const ops::Inputs& in,
-                             nlohmann::json* detail) {
+                             std::optional<std::size_t> bias_operand, nlohmann::json* detail) {
   const kernels::DeviceBuffer<std::byte> a =
       on_device(to_device(in.values.at(call.a.operand), plan.inputs));
   const kernels::DeviceBuffer<std::byte> b =
       on_device(to_device(in.values.at(call.b.operand), plan.inputs));
+  const kernels::DeviceBuffer<std::byte> bias =
+      on_device(bias_operand ? to_device(in.values.at(*bias_operand), plan.output)
+                             : std::vector<std::byte>{});
   kernels::DeviceBuffer<std::byte> d(call.m * call.n * static_cast<std::uint64_t>(call.batch) *
                                      device_type_bytes(plan.output));
 
   // A handle and workspace per case: the audit runs one product per case, not in a loop.
   LtMatmul matmul;
-  nlohmann::json ran = matmul.run(plan, call, a.data(), b.data(), d.data(), nullptr, nullptr);
+  nlohmann::json ran = matmul.run(plan, call, a.data(), b.data(), d.data(),
+                                  bias_operand ? bias.data() : nullptr, nullptr);
   std::vector<std::byte> out(d.size());
   d.copy_to(out, nullptr);  // the matmul's stream: waits for it and reports its faults
   if (detail != nullptr) *detail = std::move(ran);
@@ -65,6 +73,7 @@ std::vector<double> run_cast(const CastPlan& plan, const ops::Inputs& in, nlohma
 // The catalog's epsilons (harness/ops/catalog.hpp), in the kernels' binary32.
 constexpr float kLayerNormEps = static_cast<float>(ops::kLayerNormEps);
 constexpr float kRmsNormEps = static_cast<float>(ops::kRmsNormEps);
+constexpr float kBatchNormEps = static_cast<float>(ops::kBatchNormEps);
 
 kernels::Activation activation_of(ops::Op op) {
   switch (op) {
@@ -80,13 +89,14 @@ kernels::Activation activation_of(ops::Op op) {
   }
 }
 
-// The operands of one run on the device: values exactly as the plan's type, indices as int64.
+// The operands of one run on the device: values exactly as their type (types[i]; the plan's),
+// indices as int64.
 class DeviceOperands {
  public:
-  DeviceOperands(const ops::Inputs& in, DeviceType type) {
+  DeviceOperands(const ops::Inputs& in, const std::vector<DeviceType>& types) {
     static const std::vector<std::int64_t> kNoIndices;
     for (std::size_t i = 0; i < in.values.size(); ++i) {
-      values_.push_back(on_device(to_device(in.values[i], type)));
+      values_.push_back(on_device(to_device(in.values[i], types.at(i))));
       const std::vector<std::int64_t>& indices = i < in.indices.size() ? in.indices[i] : kNoIndices;
       kernels::DeviceBuffer<std::int64_t> index_buffer(indices.size());
       index_buffer.copy_from(indices, nullptr);
@@ -100,6 +110,18 @@ class DeviceOperands {
   std::vector<kernels::DeviceBuffer<std::byte>> values_;
   std::vector<kernels::DeviceBuffer<std::int64_t>> indices_;
 };
+
+// The device type of each operand of an op kernel: the plan's, but binary32 for batch norm's
+// weight and bias, which the kernels take in binary32 (autocast's fp32 weight, or narrower values
+// widened exactly).
+std::vector<DeviceType> operand_types(const ops::OpInfo& op, const ops::Shape& shape,
+                                      DeviceType type) {
+  std::vector<DeviceType> types;
+  for (const ops::Operand& o : ops::operands(op, shape)) {
+    types.push_back(o.held_in == ops::HeldIn::input_or_own ? DeviceType::f32 : type);
+  }
+  return types;
+}
 
 // Layer norm's backward ops: the forward's statistics, then the gradient this op reports.
 void run_layer_norm_backward(ops::Op op, kernels::DType type, const DeviceOperands& d, void* out,
@@ -115,6 +137,24 @@ void run_layer_norm_backward(ops::Op op, kernels::DType type, const DeviceOperan
                                op == ops::Op::layer_norm_backward_beta ? out : nullptr, rows, cols,
                                nullptr);
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the statistics are freed
+}
+
+// Batch norm's backward ops: the three gradients of one pass, this op's written to `out`, the
+// others to scratch. dgamma and dbeta do not depend on gamma (ones stand in for it).
+void run_batch_norm_backward(ops::Op op, kernels::DType type, const DeviceOperands& d, void* out,
+                             std::size_t rows, std::size_t cols) {
+  const std::size_t bytes = kernels::dtype_bytes(type);
+  kernels::DeviceBuffer<std::byte> dx(rows * cols * bytes), dgamma(cols * bytes),
+      dbeta(cols * bytes);
+  kernels::DeviceBuffer<float> ones(cols);
+  ones.copy_from(std::vector<float>(cols, 1.0F), nullptr);
+  const bool dx_wanted = op == ops::Op::batch_norm_backward;
+  const auto* gamma = dx_wanted ? static_cast<const float*>(d.values(2)) : ones.data();
+  kernels::batch_norm_backward(type, d.values(0), d.values(1), gamma, dx_wanted ? out : dx.data(),
+                               op == ops::Op::batch_norm_backward_gamma ? out : dgamma.data(),
+                               op == ops::Op::batch_norm_backward_beta ? out : dbeta.data(), rows,
+                               cols, 1, kBatchNormEps, nullptr);
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the scratch is freed
 }
 
 // Enqueues the op's launchers on the default stream, writing the output to `out`.
@@ -183,6 +223,26 @@ void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
     case ops::Op::layer_norm_backward_beta:
       run_layer_norm_backward(op, type, d, out, rows, cols);
       return;
+    // Batch norm of N x C as NCHW with one pixel; its weight and bias in binary32 (operand_types).
+    case ops::Op::batch_norm:
+      kernels::batch_norm(type, d.values(0), static_cast<const float*>(d.values(1)),
+                          static_cast<const float*>(d.values(2)), out, rows, cols, 1, kBatchNormEps,
+                          nullptr);
+      return;
+    case ops::Op::batch_norm_backward:
+    case ops::Op::batch_norm_backward_gamma:
+    case ops::Op::batch_norm_backward_beta:
+      run_batch_norm_backward(op, type, d, out, rows, cols);
+      return;
+    case ops::Op::mean_pool:
+      kernels::mean_rows(type, d.values(0), out, rows, cols, nullptr);
+      return;
+    case ops::Op::mean_pool_backward:
+      kernels::mean_rows_backward(type, d.values(1), out, rows, cols, nullptr);
+      return;
+    case ops::Op::linear_backward_bias:
+      kernels::column_sums(type, d.values(0), out, rows, cols, nullptr);
+      return;
     default: throw std::logic_error("no op kernel for this op");
   }
 }
@@ -191,7 +251,7 @@ std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape
                                   const OpKernelPlan& plan, const ops::Inputs& in,
                                   nlohmann::json* detail) {
   const kernels::DType type = dtype_of(plan.type);
-  const DeviceOperands operands(in, plan.type);
+  const DeviceOperands operands(in, operand_types(op, shape, plan.type));
   const std::size_t outputs = ops::element_count(ops::output_shape(op, shape));
   kernels::DeviceBuffer<std::byte> out(outputs * kernels::dtype_bytes(type));
   launch_op_kernel(op.op, shape, type, operands, out.data());
@@ -220,8 +280,10 @@ audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const 
       return run_op_kernel(op, shape, op_kernel, in, detail);
     };
   }
-  return [call = gemm_call(op, shape), gemm = plan.gemm, detail](const ops::Inputs& in) {
-    return run_gemm(call, gemm, in, detail);
+  const std::optional<std::size_t> bias =
+      op.op == ops::Op::linear ? std::optional<std::size_t>(2) : std::nullopt;
+  return [call = gemm_call(op, shape), gemm = plan.gemm, bias, detail](const ops::Inputs& in) {
+    return run_gemm(call, gemm, in, bias, detail);
   };
 }
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/audit/audit.hpp"
@@ -124,17 +125,20 @@ TEST(Unsupported, OpsWithoutAGpuImplementationSaySo) {
   EXPECT_FALSE(p.plan.has_value());
   EXPECT_EQ(p.reason, "attention has no CUDA implementation yet (the CUDA backend runs " +
                           supported_ops() + ")");
-  EXPECT_FALSE(plan_under("batch_norm", "amp-fp16").plan.has_value());
+  EXPECT_FALSE(plan_under("attention_backward_q", "amp-fp16").plan.has_value());
 }
 
 TEST(Unsupported, TheListOfSupportedOpsFollowsTheCatalog) {
   EXPECT_EQ(supported_ops(),
             "gemm, bmm, dot, sum, mean, l2_norm, softmax, log_softmax, logsumexp, layer_norm, "
-            "rms_norm, relu, gelu, gelu_tanh, silu, cross_entropy, add, mul, gemm_backward_a, "
+            "rms_norm, relu, gelu, gelu_tanh, silu, cross_entropy, add, mul, batch_norm, "
+            "gemm_backward_a, "
             "gemm_backward_b, softmax_backward, log_softmax_backward, cross_entropy_backward, "
             "relu_backward, gelu_backward, layer_norm_backward_gamma, layer_norm_backward_beta, "
             "layer_norm_backward, silu_backward, conv2d, conv2d_backward_data, "
-            "conv2d_backward_filter, gelu_tanh_backward, fma, cast");
+            "conv2d_backward_filter, gelu_tanh_backward, fma, cast, linear, linear_backward_bias, "
+            "mean_pool, mean_pool_backward, batch_norm_backward, batch_norm_backward_gamma, "
+            "batch_norm_backward_beta");
 }
 
 // ---- the op kernels
@@ -165,7 +169,14 @@ constexpr const char* kOpKernelOps[] = {"sum",
                                         "silu_backward",
                                         "layer_norm_backward",
                                         "layer_norm_backward_gamma",
-                                        "layer_norm_backward_beta"};
+                                        "layer_norm_backward_beta",
+                                        "batch_norm",
+                                        "batch_norm_backward",
+                                        "batch_norm_backward_gamma",
+                                        "batch_norm_backward_beta",
+                                        "mean_pool",
+                                        "mean_pool_backward",
+                                        "linear_backward_bias"};
 
 OpKernelPlan expect_op_kernel(const Planning& p, DeviceType type) {
   EXPECT_TRUE(p.plan.has_value()) << p.reason;
@@ -225,6 +236,14 @@ TEST(OpKernelPlan, NamesTheLaunchersEachOpCalls) {
       "ampbench::kernels::layer_norm (mean and rstd), ampbench::kernels::layer_norm_backward");
   EXPECT_EQ(expect_op_kernel(plan_under("cross_entropy", "fp16"), DeviceType::f16).launchers,
             "ampbench::kernels::cross_entropy, ampbench::kernels::cast (the binary32 loss)");
+  // The training ops' own kernels: batch norm under autocast in the conv's fp16 output.
+  EXPECT_EQ(expect_op_kernel(plan_under("batch_norm_backward_gamma", "amp-fp16"), DeviceType::f16)
+                .launchers,
+            "ampbench::kernels::batch_norm_backward");
+  EXPECT_EQ(expect_op_kernel(plan_under("mean_pool", "amp-bf16"), DeviceType::bf16).launchers,
+            "ampbench::kernels::mean_rows");
+  EXPECT_EQ(expect_op_kernel(plan_under("linear_backward_bias", "tf32"), DeviceType::f32).launchers,
+            "ampbench::kernels::column_sums");
 }
 
 // One element type for inputs and output: a wider fp32 output takes narrower inputs exactly;
@@ -349,6 +368,18 @@ TEST(GemmCall, BmmIsOneStridedBatchedCall) {
   EXPECT_EQ(c.stride_a, 7 * 5);  // B_b: K x N
   EXPECT_EQ(c.stride_b, 3 * 7);  // A_b: M x K
   EXPECT_EQ(c.stride_d, 3 * 5);
+}
+
+// linear is gemm's call (x and W as A and B); its bias goes to cuBLASLt's epilogue.
+TEST(GemmCall, LinearIsGemmsCallWithTheBiasInTheOutputType) {
+  const ops::Shape shape = ops::parse_shape(op_named("linear"), "3x5x7");
+  const GemmCall linear = gemm_call(op_named("linear"), shape);
+  const GemmCall gemm = gemm_call(op_named("gemm"), shape);
+  EXPECT_EQ(std::tuple(linear.m, linear.n, linear.k, linear.a.operand, linear.b.operand),
+            std::tuple(gemm.m, gemm.n, gemm.k, gemm.a.operand, gemm.b.operand));
+  const Planning planned = plan_under("linear", "tf32");
+  ASSERT_TRUE(planned.plan.has_value()) << planned.reason;
+  EXPECT_EQ(planned.plan->gemm.output, DeviceType::f32);  // the bias: fp32, not tf32
 }
 
 TEST(GemmCall, OtherOpsAreNotGemms) {
