@@ -85,8 +85,10 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err);
 
 // A tensor quantized as a recipe quantizes one GEMM operand (docs/scaling.md).
 struct QuantizeArgs {
-  std::string recipe;      // fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4
+  // fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4, or a recipe file (FILE.toml)
+  std::string recipe;
   std::string role = "x";  // x, w or dy
+  std::string gemm;        // fprop, dgrad or wgrad; empty: fprop for x and w, dgrad for dy
   std::string inputs;      // a tensor file (inputs::read_tensor_file); or --dist and --shape
   std::string dist;        // empty: normal
   std::string shape;       // COLS or ROWSxCOLS; empty: two blocks of the recipe
@@ -101,6 +103,10 @@ struct QuantizeArgs {
   std::string amax_compute_algo = "max";
   std::string amax_history;  // comma-separated, oldest first
   std::optional<std::string> scale;
+  // The Hadamard transform's signs from this seed (recipes that transform the wgrad inputs), when
+  // "--hadamard-seed" is given.
+  std::uint64_t hadamard_seed = 0;
+  bool print_recipe = false;  // print the recipe as TOML and stop
   bool json = false;
   // The options given on the command line ("--margin"), so that a recipe's own option given with
   // another recipe is refused rather than ignored.

@@ -150,10 +150,20 @@ int run_command_line(int argc, char** argv) {
       "quantize",
       "A tensor quantized as an FP8 or microscaling recipe quantizes a GEMM operand: the scales, "
       "every element's bits and value, the dequantized values, their error and the events");
-  quantize->add_option("--recipe", quantize_args.recipe,
-                       "fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4; required");
+  quantize->add_option(
+      "--recipe", quantize_args.recipe,
+      "fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4, or a recipe FILE.toml; required");
   quantize->add_option("--role", quantize_args.role, "The operand: x, w or dy")
       ->capture_default_str();
+  quantize->add_option("--gemm", quantize_args.gemm,
+                       "The GEMM the operand enters: fprop (x, w), dgrad (dy, w) or wgrad (x, dy: "
+                       "the tensor as the weight-gradient GEMM reads it, K along the row); default "
+                       "fprop, dgrad for dy");
+  options::add_unsigned(*quantize, "--hadamard-seed", quantize_args.hadamard_seed, kAnySeed,
+                        "The Hadamard transform's random signs from this seed (default: the "
+                        "recipe's, else Transformer Engine's fixed vector)");
+  quantize->add_flag("--print-recipe", quantize_args.print_recipe,
+                     "Print the recipe (with the options applied) as a TOML recipe file");
   quantize->add_option("--inputs", quantize_args.inputs,
                        "Tensor file (.json, .json#member, .npy), 1 or 2 dimensions");
   quantize->add_option("--dist", quantize_args.dist,

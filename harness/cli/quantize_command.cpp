@@ -21,6 +21,8 @@
 #include "harness/io/json_arrays.hpp"
 #include "harness/io/number_text.hpp"
 #include "harness/numeric/options.hpp"
+#include "harness/quant/hadamard.hpp"
+#include "harness/quant/recipe.hpp"
 #include "harness/quant/scaling.hpp"
 
 namespace ampbench::cli {
@@ -29,72 +31,70 @@ namespace {
 constexpr std::string_view kCommand = "ampbench quantize";
 namespace formats = numeric::formats;
 
-// A recipe as it applies to one operand.
+// A recipe as it applies to one operand of one GEMM.
 struct Plan {
-  std::string recipe;
-  numeric::Format element;
-  std::size_t block_rows = 0;  // 0: the whole dimension
-  std::size_t block_cols = 0;
-  numeric::Rounding mode = numeric::Rounding::nearest_even;
-  quant::ScaleRule rule = quant::ScaleRule::fp32_amax;
-  bool pow2 = false;
+  quant::Recipe recipe;
+  quant::Role role = quant::Role::x;
+  quant::Gemm gemm = quant::Gemm::fprop;
   std::vector<std::string> notes;  // what the output should say about the choices
+
+  const quant::OperandRecipe& op() const { return recipe.operand(role); }
+  quant::OperandRecipe& op() { return recipe.operand(role); }
 };
 
-constexpr std::string_view kRecipes =
-    "fp8-delayed, fp8-current, fp8-block, mxfp8, mxfp6, mxfp4, nvfp4";
+bool given(const QuantizeArgs& a, std::string_view option) {
+  return std::find(a.given.begin(), a.given.end(), option) != a.given.end();
+}
 
+// The recipe (a built-in or a file), the GEMM, and the options that pick within the recipe.
 std::optional<Plan> plan_for(const QuantizeArgs& a, std::string& error) {
   Plan p;
-  p.recipe = a.recipe;
-  const bool grad = a.role == "dy";
-  const bool weight = a.role == "w";
-  if (a.recipe == "fp8-delayed" || a.recipe == "fp8-current") {
-    // TE's Format.HYBRID (the default): e4m3 forward, e5m2 for gradients; E4M3 throughout.
-    p.element = grad && a.fp8_format == "hybrid" ? formats::e5m2 : formats::e4m3;
-    p.rule = a.recipe == "fp8-delayed" ? quant::ScaleRule::fp32_given : quant::ScaleRule::fp32_amax;
-    p.pow2 = a.scales == "pow2";
-  } else if (a.recipe == "fp8-block") {
-    p.element = formats::e4m3;
-    p.block_rows = weight ? 128 : 1;
-    p.block_cols = 128;
-    p.pow2 = a.scales != "fp32";  // TE's Float8BlockScaling: power-of-two scales by default
-  } else if (a.recipe == "mxfp8" || a.recipe == "mxfp6" || a.recipe == "mxfp4") {
-    p.rule = quant::ScaleRule::mx_e8m0;
-    p.block_rows = 1;
-    p.block_cols = 32;
-    const std::string_view fallback = a.recipe == "mxfp8"   ? "e4m3"
-                                      : a.recipe == "mxfp6" ? "e3m2"
-                                                            : "e2m1";
-    const std::string name = a.element.empty() ? std::string(fallback) : a.element;
-    const auto allowed = a.recipe == "mxfp8"   ? std::vector<std::string>{"e4m3", "e5m2"}
-                         : a.recipe == "mxfp6" ? std::vector<std::string>{"e3m2", "e2m3"}
-                                               : std::vector<std::string>{"e2m1"};
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      error = fmt::format("--element {}: {} takes {}", name, a.recipe, fmt::join(allowed, " or "));
-      return std::nullopt;
-    }
-    p.element = *numeric::format_from_name(name);
-  } else if (a.recipe == "nvfp4") {
-    p.rule = quant::ScaleRule::nvfp4;
-    p.element = formats::e2m1;
-    p.block_rows = weight ? 16 : 1;
-    p.block_cols = 16;
-    if (grad) {
-      p.mode = numeric::Rounding::stochastic_proportional;
-      p.notes.push_back("gradients round stochastically (NVFP4 recipe), seeded by --seed");
-    }
-    p.notes.push_back(
-        "the 16x16 random Hadamard transform of the weight-gradient GEMM's inputs is not applied "
-        "here");
-  } else {
-    error = fmt::format("--recipe: unknown recipe '{}' (known: {})", a.recipe, kRecipes);
+  p.role = *quant::role_from_name(a.role);
+  try {
+    p.recipe = quant::recipe_by_name_or_file(a.recipe);
+  } catch (const quant::RecipeError& e) {
+    error = e.source().empty() ? fmt::format("--recipe: {}", e.what()) : e.what();
     return std::nullopt;
   }
-  if (!a.element.empty() && p.rule != quant::ScaleRule::mx_e8m0) {
-    error =
-        fmt::format("--element goes with the MX recipes; {} fixes its element format", a.recipe);
-    return std::nullopt;
+  p.gemm = quant::default_gemm(p.role);
+  if (!a.gemm.empty()) {
+    const auto gemm = quant::gemm_from_name(a.gemm);
+    if (!gemm) {
+      error = fmt::format("--gemm: unknown GEMM '{}' (fprop, dgrad or wgrad)", a.gemm);
+      return std::nullopt;
+    }
+    if (!quant::enters(p.role, *gemm)) {
+      error = fmt::format(
+          "--gemm {}: {} is not an operand of it (fprop y = x w^T, dgrad dx = dy w, wgrad "
+          "dw = dy^T x)",
+          a.gemm, a.role);
+      return std::nullopt;
+    }
+    p.gemm = *gemm;
+  }
+  const std::string& name = p.recipe.name;
+  if (!a.element.empty()) {
+    const auto& allowed = p.recipe.element_options;
+    if (allowed.empty()) {
+      error = fmt::format("--element goes with the MX recipes; {} fixes its element format", name);
+      return std::nullopt;
+    }
+    const auto chosen = std::find_if(allowed.begin(), allowed.end(),
+                                     [&](const auto& f) { return a.element == f.name; });
+    if (chosen == allowed.end()) {
+      std::vector<std::string_view> names;
+      for (const numeric::Format& f : allowed) names.emplace_back(f.name);
+      error = fmt::format("--element {}: {} takes {}", a.element, name, fmt::join(names, " or "));
+      return std::nullopt;
+    }
+    p.op().element = *chosen;
+  }
+  if (p.role == quant::Role::dy && p.op().scale == quant::ScaleChoice::nvfp4 &&
+      numeric::is_stochastic(p.op().rounding)) {
+    p.notes.push_back("gradients round stochastically (NVFP4 recipe), seeded by --seed");
+  } else if (numeric::is_stochastic(p.op().rounding)) {
+    p.notes.push_back(
+        fmt::format("{} rounds stochastically (recipe {}), seeded by --seed", a.role, name));
   }
   if (!a.mode.empty()) {
     const numeric::RoundingSpec mode = numeric::parse_rounding(a.mode);
@@ -102,9 +102,56 @@ std::optional<Plan> plan_for(const QuantizeArgs& a, std::string& error) {
       error = "--mode: " + mode.error;
       return std::nullopt;
     }
-    p.mode = *mode.mode;
+    p.op().rounding = *mode.mode;
   }
   return p;
+}
+
+// The options that change a recipe's own parameters, once they are known to go with it.
+std::optional<std::string> apply_recipe_options(const QuantizeArgs& a, Plan& p) {
+  quant::Recipe& r = p.recipe;
+  if (given(a, "--fp8-format")) {
+    // TE's Format.HYBRID: e5m2 for gradients; E4M3 throughout.
+    r.operand(quant::Role::dy).element =
+        a.fp8_format == "hybrid" ? numeric::formats::e5m2 : numeric::formats::e4m3;
+  }
+  if (given(a, "--scales")) {
+    for (quant::OperandRecipe& o : r.operands) {
+      if (o.scale == quant::ScaleChoice::current || o.scale == quant::ScaleChoice::pow2) {
+        o.scale = a.scales == "pow2" ? quant::ScaleChoice::pow2 : quant::ScaleChoice::current;
+      }
+    }
+  }
+  if (given(a, "--margin")) r.delayed.margin = a.margin;
+  if (given(a, "--amax-history-len")) r.delayed.amax_history_len = a.amax_history_len;
+  if (given(a, "--amax-compute-algo")) {
+    r.delayed.amax_compute_algo =
+        a.amax_compute_algo == "most_recent" ? quant::AmaxAlgo::most_recent : quant::AmaxAlgo::max;
+  }
+  const bool transforms = quant::applies_hadamard(r, p.role, p.gemm);
+  if (given(a, "--hadamard-seed")) {
+    if (!transforms) {
+      return fmt::format(
+          "--hadamard-seed goes with the Hadamard transform: recipe {} applies none to {} in the "
+          "{} GEMM (nvfp4 transforms x and dy with --gemm wgrad)",
+          r.name, a.role, quant::gemm_name(p.gemm));
+    }
+    r.hadamard_seed = a.hadamard_seed;
+  }
+  if (transforms) {
+    p.notes.push_back(fmt::format(
+        "the 16x16 random Hadamard transform is applied along K (the weight-gradient GEMM's "
+        "reduction dimension) in runs of 16 columns, signs 0x{:04x} ({}); the inputs below are "
+        "the transformed values",
+        quant::hadamard_signs(r.hadamard_seed),
+        r.hadamard_seed ? fmt::format("seed {}", *r.hadamard_seed)
+                        : std::string("Transformer Engine's fixed wgrad sign vector")));
+  } else if (r.operand(quant::Role::x).hadamard) {
+    p.notes.push_back(
+        "the 16x16 random Hadamard transform goes with the weight-gradient GEMM's inputs (--gemm "
+        "wgrad with --role x or dy); this operand is not transformed");
+  }
+  return std::nullopt;
 }
 
 // "R" or "RxC" (a vector is one row).
@@ -170,7 +217,8 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
     return kExitUsage;
   };
   if (args.recipe.empty()) {
-    return fail(fmt::format("--recipe is required (known: {})", kRecipes));
+    return fail(fmt::format("--recipe is required (known: {}; or a FILE.toml)",
+                            quant::builtin_recipe_names()));
   }
   if (args.role != "x" && args.role != "w" && args.role != "dy") {
     return fail(fmt::format("--role: unknown role '{}' (x, w or dy)", args.role));
@@ -178,7 +226,7 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
   std::string error;
   std::optional<Plan> plan = plan_for(args, error);
   if (!plan) return fail(error);
-  if (plan->rule != quant::ScaleRule::fp32_given &&
+  if (plan->op().scale != quant::ScaleChoice::delayed &&
       (!args.amax_history.empty() || args.scale.has_value())) {
     return fail("--amax-history and --scale go with --recipe fp8-delayed");
   }
@@ -189,13 +237,28 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
       {"--margin", {"fp8-delayed"}},
       {"--amax-history-len", {"fp8-delayed"}},
       {"--amax-compute-algo", {"fp8-delayed"}}};
+  // A user recipe takes the options of the built-in it starts from.
   for (const auto& [option, recipes] : owners) {
-    const bool given = std::find(args.given.begin(), args.given.end(), option) != args.given.end();
-    if (given && std::find(recipes.begin(), recipes.end(), args.recipe) == recipes.end()) {
+    if (given(args, option) &&
+        std::find(recipes.begin(), recipes.end(), plan->recipe.base) == recipes.end()) {
       return fail(fmt::format("{} goes with --recipe {}; {} does not use it", option,
-                              fmt::join(recipes, " or "), args.recipe));
+                              fmt::join(recipes, " or "), plan->recipe.name));
     }
   }
+  if (const auto bad = apply_recipe_options(args, *plan)) return fail(*bad);
+  if (args.print_recipe) {
+    // Ready to edit and load with --recipe FILE.toml: a built-in's name is taken, so it is renamed.
+    quant::Recipe printed = plan->recipe;
+    if (quant::find_recipe(printed.name) != nullptr) printed.name = "my-" + printed.name;
+    out << quant::to_toml(printed);
+    return kExitOk;
+  }
+  const quant::OperandRecipe op = plan->op();
+  const quant::ScaleRule rule = quant::scale_rule_of(op.scale);
+  const std::size_t block_rows = op.granularity == quant::Granularity::block  ? op.block
+                                 : op.granularity == quant::Granularity::tile ? 1
+                                                                              : 0;
+  const std::size_t block_cols = op.block;  // 0 for tensor: the whole dimension
   if (!args.inputs.empty() && (!args.dist.empty() || !args.shape.empty())) {
     return fail("--inputs gives the tensor: leave out --dist and --shape");
   }
@@ -220,8 +283,8 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
                                           loaded.report.changed));
       }
     } else {
-      const std::size_t default_rows = plan->block_rows == 0 ? 4 : plan->block_rows;
-      const std::size_t default_cols = plan->block_cols == 0 ? 32 : 2 * plan->block_cols;
+      const std::size_t default_rows = block_rows == 0 ? 4 : block_rows;
+      const std::size_t default_cols = block_cols == 0 ? 32 : 2 * block_cols;
       std::vector<std::size_t> dims{default_rows, default_cols};
       if (!args.shape.empty()) {
         const auto parsed = parse_dims(args.shape);
@@ -250,26 +313,39 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
   quant::Layout layout;
   layout.rows = rows;
   layout.cols = cols;
-  layout.block_rows = plan->block_rows == 0 ? rows : plan->block_rows;
-  layout.block_cols = plan->block_cols == 0 ? cols : plan->block_cols;
-  layout.mode = plan->mode;
+  layout.block_rows = block_rows == 0 ? rows : block_rows;
+  layout.block_cols = block_cols == 0 ? cols : block_cols;
+  layout.mode = op.rounding;
   layout.seed = args.seed;
   const std::string where =
       args.inputs.empty() ? fmt::format("--shape {}x{}", rows, cols) : "--inputs " + args.inputs;
+
+  // The weight-gradient GEMM's inputs under NVFP4: the transform along K, before the quantizer
+  // (which then takes the amax of the transformed tensor, as TE's post-RHT amax).
+  const bool transformed = quant::applies_hadamard(plan->recipe, plan->role, plan->gemm);
+  const std::uint16_t signs = quant::hadamard_signs(plan->recipe.hadamard_seed);
+  std::vector<float> original;
+  if (transformed) {
+    try {
+      original = x;
+      x = quant::hadamard_transform(original, rows, cols, signs);
+    } catch (const std::invalid_argument& e) {
+      return fail(fmt::format("{}: {}", where, e.what()));
+    }
+  }
 
   quant::Quantized q;
   std::optional<float> next_scale;
   std::vector<float> next_history;
   try {
-    switch (plan->rule) {
+    switch (rule) {
       case quant::ScaleRule::fp32_given: {
+        const quant::DelayedParams& delayed = plan->recipe.delayed;
         quant::DelayedScalingConfig config;
-        config.margin = args.margin;
-        config.amax_history_len = args.amax_history_len;
-        config.amax_compute_algo = args.amax_compute_algo == "most_recent"
-                                       ? quant::AmaxAlgo::most_recent
-                                       : quant::AmaxAlgo::max;
-        config.fmt_max = quant::max_finite(plan->element);
+        config.margin = delayed.margin;
+        config.amax_history_len = delayed.amax_history_len;
+        config.amax_compute_algo = delayed.amax_compute_algo;
+        config.fmt_max = quant::max_finite(op.element);
         quant::DelayedScaling state(config);
         float scale = 0;
         if (args.scale) {
@@ -296,7 +372,9 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
           plan->notes.push_back(fmt::format(
               "the scale from {} earlier steps' amaxes (--amax-history), margin {}, {} over the "
               "last {}",
-              history->size(), args.margin, args.amax_compute_algo, args.amax_history_len));
+              history->size(), delayed.margin,
+              delayed.amax_compute_algo == quant::AmaxAlgo::max ? "max" : "most_recent",
+              delayed.amax_history_len));
         } else {
           scale = quant::current_scale(quant::amax(x), config.fmt_max, false);
           if (config.margin != 0) {
@@ -306,7 +384,7 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
               "no --amax-history: this first step uses current scaling (the scale from this "
               "tensor's own amax); Transformer Engine itself starts from scale 1");
         }
-        q = quant::quantize_with_scale(x, layout, plan->element, scale);
+        q = quant::quantize_with_scale(x, layout, op.element, scale);
         // This step's amax enters the history; the scale for the next step.
         if (args.amax_history.empty()) state = quant::DelayedScaling(config, scale);
         state.record(static_cast<float>(quant::amax(x)));
@@ -315,9 +393,9 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
         break;
       }
       case quant::ScaleRule::fp32_amax:
-        q = quant::quantize_current(x, layout, plan->element, plan->pow2);
+        q = quant::quantize_current(x, layout, op.element, op.scale == quant::ScaleChoice::pow2);
         break;
-      case quant::ScaleRule::mx_e8m0: q = quant::quantize_mx(x, layout, plan->element); break;
+      case quant::ScaleRule::mx_e8m0: q = quant::quantize_mx(x, layout, op.element); break;
       case quant::ScaleRule::nvfp4: q = quant::quantize_nvfp4(x, layout); break;
     }
   } catch (const std::invalid_argument& e) {
@@ -348,9 +426,10 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
                           {"dequantized", hex(q.dequantized[i])},
                           {"error", hex(error_of(i))},
                           {"event", numeric::event_name(q.element_events[i])}});
+      if (transformed) elements.back()["original"] = hex(original[i]);
     }
     nlohmann::json doc = {
-        {"recipe", plan->recipe},
+        {"recipe", plan->recipe.name},
         {"role", args.role},
         {"element", q.element.name},
         {"mode", numeric::rounding_name(q.mode)},
@@ -375,13 +454,28 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
       doc["global_decode"] = hex(q.global_decode);
     }
     if (next_scale) doc["next_scale"] = hex(*next_scale);
+    if (plan->gemm != quant::default_gemm(plan->role)) doc["gemm"] = quant::gemm_name(plan->gemm);
+    if (transformed) {
+      doc["hadamard"] = {
+          {"applied", true},
+          {"size", quant::kHadamardSize},
+          {"along", "K (columns)"},
+          {"signs", fmt::format("0x{:04x}", signs)},
+          {"seed", plan->recipe.hadamard_seed ? nlohmann::json(*plan->recipe.hadamard_seed)
+                                              : nlohmann::json(nullptr)}};
+    }
     out << doc.dump(2) << '\n';
     return kExitOk;
   }
 
-  out << fmt::format("recipe {} role {}: {} elements ({}), {}x{} blocks, {} scales, tensor {}x{}\n",
-                     plan->recipe, args.role, q.element.name, numeric::rounding_name(q.mode),
-                     q.block_rows, q.block_cols, scale_format_of(q.rule), rows, cols);
+  out << fmt::format(
+      "recipe {} role {}{}: {} elements ({}), {}x{} blocks, {} scales, tensor {}x{}\n",
+      plan->recipe.name, args.role,
+      plan->gemm == quant::default_gemm(plan->role)
+          ? ""
+          : fmt::format(" ({})", quant::gemm_name(plan->gemm)),
+      q.element.name, numeric::rounding_name(q.mode), q.block_rows, q.block_cols,
+      scale_format_of(q.rule), rows, cols);
   for (const std::string& note : plan->notes) out << "note: " << note << '\n';
   out << fmt::format("tensor amax {}\n", hex(q.tensor_amax));
   if (q.rule == quant::ScaleRule::nvfp4) {

@@ -153,4 +153,82 @@ TEST(QuantizeCli, BadInputIsStatus2NamingIt) {
   }
 }
 
+TEST(QuantizeCli, UserRecipeFromToml) {
+  const std::string path =
+      ::testing::TempDir() + "quantize_" + std::to_string(::getpid()) + "_recipe.toml";
+  std::ofstream(path) << "name = \"wide-block\"\nbase = \"fp8-block\"\n[w]\nblock = 64\n"
+                         "scale = \"current\"\n";
+  const nlohmann::json w = run_json("--recipe " + path + " --role w --shape 64x128");
+  EXPECT_EQ(w["recipe"], "wide-block");
+  EXPECT_EQ(w["block"], nlohmann::json::array({64, 64}));
+  EXPECT_EQ(w["tiles"].size(), 2u);
+  // fp32 scales (current), not fp8-block's power-of-two ones: 448 / amax is not a power of two.
+  EXPECT_NE(w["tiles"][0]["scale"].get<std::string>().find('.'), std::string::npos);
+  // A user recipe takes its base's options.
+  EXPECT_EQ(run_json("--recipe " + path + " --role x --shape 1x128 --scales fp32")["block"],
+            nlohmann::json::array({1, 128}));
+  // --print-recipe writes a file --recipe reads back.
+  const Outcome printed = ampbench("quantize --recipe nvfp4 --print-recipe");
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  const std::string copy = path.substr(0, path.size() - 5) + "_nvfp4.toml";
+  std::ofstream(copy) << printed.out;
+  EXPECT_NE(printed.out.find("name = \"my-nvfp4\""), std::string::npos);
+  EXPECT_EQ(run_json("--recipe " + copy + " --role dy --shape 1x16")["mode"], "srp");
+  // A bad file: status 2, file, line and column.
+  std::ofstream(path) << "name = \"r\"\nbase = \"fp8-block\"\n[x]\nblock = 0\n";
+  const Outcome bad = ampbench("quantize --recipe " + path);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find(path + ":4:9: key 'x.block': 0 is not a positive block size"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.out, "");
+}
+
+TEST(QuantizeCli, HadamardOnTheWeightGradientInputs) {
+  // A row 4 e_0 then e_1: (e_k D H / 4) * 4 = d_k H[k][*]; TE's signs d_0 = d_1 = +1, so the first
+  // run becomes all ones and the second alternates 1, -1.
+  std::string row = "[4";
+  for (int i = 1; i < 16; ++i) row += ",0";
+  row += ",0,4";
+  for (int i = 2; i < 16; ++i) row += ",0";
+  row += "]";
+  const std::string file = write_tensor("hadamard", "[" + row + "]");
+  const nlohmann::json q = run_json("--recipe nvfp4 --role x --gemm wgrad --inputs " + file);
+  EXPECT_EQ(q["gemm"], "wgrad");
+  EXPECT_EQ(q["hadamard"]["applied"], true);
+  EXPECT_EQ(q["hadamard"]["signs"], "0xd7e8");
+  EXPECT_EQ(q["hadamard"]["seed"], nullptr);
+  EXPECT_EQ(q["elements"][0]["original"], "0x1p+2");
+  EXPECT_EQ(q["elements"][1]["original"], "0x0p+0");
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(q["elements"][j]["input"], "0x1p+0") << j;
+  EXPECT_EQ(q["elements"][16]["input"], "0x1p+0");
+  EXPECT_EQ(q["elements"][17]["input"], "-0x1p+0");
+  // dy too, with a seed; the forward roles are not transformed, and say where it applies.
+  const nlohmann::json dy =
+      run_json("--recipe nvfp4 --role dy --gemm wgrad --hadamard-seed 7 --inputs " + file);
+  EXPECT_EQ(dy["hadamard"]["seed"], 7);
+  EXPECT_EQ(dy["mode"], "srp");
+  const nlohmann::json x = run_json("--recipe nvfp4 --role x --inputs " + file);
+  EXPECT_FALSE(x.contains("hadamard"));
+  EXPECT_NE(x["notes"].dump().find("goes with the weight-gradient GEMM's inputs"),
+            std::string::npos);
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--recipe nvfp4 --role w --gemm wgrad", "--gemm wgrad: w is not an operand of it"},
+      {"--recipe nvfp4 --role x --gemm dgrad", "--gemm dgrad: x is not an operand of it"},
+      {"--recipe nvfp4 --gemm bwd", "--gemm: unknown GEMM 'bwd'"},
+      {"--recipe mxfp8 --gemm wgrad --hadamard-seed 3", "--hadamard-seed goes with the Hadamard"},
+      {"--recipe nvfp4 --role x --hadamard-seed 3", "--hadamard-seed goes with the Hadamard"},
+      {"--recipe nvfp4 --gemm wgrad --shape 16x8",
+       "--shape 16x8: the 16-wide Hadamard transform does not divide the tensor's 8 columns"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench("quantize " + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << ": " << run.err;
+  }
+}
+
 }  // namespace
