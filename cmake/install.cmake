@@ -5,12 +5,18 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Exported as ampbench::<name>: ampbench::audit, ampbench::results, ...
+# Exported as ampbench::<name>: ampbench::audit, ampbench::results, ... Each is built as
+# ampbench_<name> with an ALIAS ampbench::<name>, which the tree links, as find_package users do.
 set(ampbench_exported
   numeric files io metrics policy inputs backend_cpu fingerprint ops audit train profile results
   runtime reference_exact reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)
+  get_target_property(aliased ampbench::${name} ALIASED_TARGET)
+  if(NOT aliased STREQUAL "ampbench_${name}")
+    message(FATAL_ERROR "cmake/install.cmake exports ${name}: ampbench::${name} must be an ALIAS "
+                        "of ampbench_${name} (add_library(ampbench::${name} ALIAS ampbench_${name}))")
+  endif()
   set_target_properties(ampbench_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND ampbench_export_targets ampbench_${name})
 endforeach()
