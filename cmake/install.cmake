@@ -5,12 +5,18 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Exported as ampbench::<name>: ampbench::audit, ampbench::results, ...
+# Exported as ampbench::<name>: ampbench::audit, ampbench::results, ... Each is built as
+# ampbench_<name> with an ALIAS ampbench::<name>, which the tree links, as find_package users do.
 set(ampbench_exported
-  numeric files io metrics policy inputs backend_cpu fingerprint ops audit train profile results
-  runtime reference_exact reference_mp)
+  numeric files io metrics policy inputs quant backend_cpu fingerprint ops audit train profile
+  results runtime reference_exact reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)
+  get_target_property(aliased ampbench::${name} ALIASED_TARGET)
+  if(NOT aliased STREQUAL "ampbench_${name}")
+    message(FATAL_ERROR "cmake/install.cmake exports ${name}: ampbench::${name} must be an ALIAS "
+                        "of ampbench_${name} (add_library(ampbench::${name} ALIAS ampbench_${name}))")
+  endif()
   set_target_properties(ampbench_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND ampbench_export_targets ampbench_${name})
 endforeach()
@@ -25,14 +31,39 @@ install(TARGETS ${ampbench_export_targets} EXPORT ampbenchTargets
 if(AMPBENCH_CLI)
   install(TARGETS ampbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-# Headers of the exported libraries only: not the command line's, not the CUDA backend's, which is
-# not exported (its headers include kernels/, which is not installed), and not the registry's CUDA
-# side (harness/runtime/cuda.hpp, which names the CUDA backend's plan).
+
+# Public headers only (docs/embedding.md): the headers of the exported libraries' modules, less
+# the private ones. Not installed:
+#  - the modules that are not exported: the command line (cli), the CUDA backend (backends/cuda,
+#    whose headers include kernels/, not installed either), the Python module and the fuzz
+#    targets; nor any module's tests and benchmarks;
+#  - private headers: every detail/ folder, and the headers below, each included by its own
+#    module's sources alone (or by the unexported CUDA side), never by an installed header.
+#    The test embed_example_builds_against_the_install fails when an installed header includes
+#    one of them.
+set(ampbench_private_headers
+  harness/backends/cpu/rounders.hpp  # the CPU backend's shared rounders and row drivers
+  harness/numeric/clones.hpp         # function multiversioning of the vectorised loops
+  harness/ops/definition.hpp         # the op record the family files fill in
+  harness/results/html_parts.hpp     # what the HTML report's pages share
+  harness/results/svg.hpp            # the HTML report's charts
+  harness/runtime/cuda.hpp           # the registry's CUDA side (names the CUDA backend's plan)
+  harness/train/trainer_steps.hpp)   # the trainer's steps, for trainer.cpp and the CUDA backend
+set(ampbench_private_regex "")
+foreach(header IN LISTS ampbench_private_headers)
+  if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${header})
+    message(FATAL_ERROR "cmake/install.cmake lists the private header ${header}, which does not "
+                        "exist: remove it from ampbench_private_headers")
+  endif()
+  string(REPLACE "." "\\." escaped "${header}")
+  list(APPEND ampbench_private_regex REGEX "/${escaped}$" EXCLUDE)
+endforeach()
 foreach(dir harness reference)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp"
-    PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN cli EXCLUDE
-    REGEX "/harness/backends/cuda$" EXCLUDE REGEX "/harness/runtime/cuda\\.hpp$" EXCLUDE)
+    PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN detail EXCLUDE
+    REGEX "/harness/(cli|python|fuzz|backends/cuda)$" EXCLUDE
+    ${ampbench_private_regex})
 endforeach()
 install(DIRECTORY suites/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ampbench/suites)
 
