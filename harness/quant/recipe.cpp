@@ -532,9 +532,34 @@ Recipe recipe_by_name_or_file(const std::string& name) {
       fmt::format("unknown recipe '{}' (known: {}; or a FILE.toml)", name, builtin_recipe_names()));
 }
 
+namespace {
+
+// A TOML basic string: quoted, with the quote and the backslash escaped and control characters
+// as \uXXXX (TOML 1.0, section String), so that any name or description reads back as it is.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\u{:04X}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out + '"';
+}
+
+}  // namespace
+
 std::string to_toml(const Recipe& recipe) {
-  std::string out = fmt::format("name = \"{}\"\nbase = \"{}\"\n", recipe.name, recipe.base);
-  if (!recipe.description.empty()) out += fmt::format("description = \"{}\"\n", recipe.description);
+  std::string out =
+      fmt::format("name = {}\nbase = {}\n", toml_string(recipe.name), toml_string(recipe.base));
+  if (!recipe.description.empty()) {
+    out += fmt::format("description = {}\n", toml_string(recipe.description));
+  }
   out += fmt::format("promote_interval = {}\n", recipe.promote_interval);
   if (recipe.hadamard_seed) out += fmt::format("hadamard_seed = {}\n", *recipe.hadamard_seed);
   out += fmt::format("amax_history_len = {}\namax_compute_algo = \"{}\"\nmargin = {}\n",

@@ -79,6 +79,18 @@ TEST(Recipe, EveryBuiltinRoundTrips) {
   EXPECT_TRUE(same_settings(parse_recipe(to_toml(seeded), "s.toml"), seeded));
 }
 
+// Names and descriptions with TOML's special characters are written escaped (a fuzz finding:
+// an escaped quote in a description was written back raw, and the file no longer read).
+TEST(Recipe, TextWithQuotesBackslashesAndControlsRoundTrips) {
+  Recipe mine = *find_recipe("fp8-block");
+  mine.name = "my \"quoted\" \\ recipe";
+  mine.description = "a \"description\"\n\twith a backslash \\ and \x7f, \u00e9";
+  const Recipe back = parse_recipe(to_toml(mine), "escaped.toml");
+  EXPECT_EQ(back.name, mine.name);
+  EXPECT_EQ(back.description, mine.description);
+  EXPECT_TRUE(same_settings(back, mine));
+}
+
 TEST(Recipe, UserRecipeOverridesItsBase) {
   const Recipe r = parse_recipe(R"(name = "fp8-block-fp32"
 base = "fp8-block"
