@@ -60,27 +60,27 @@ Reference activation_reference(const OpInfo& op, const Shape& shape, const Input
                                const numeric::Format& output, numeric::Rounding mode,
                                Reference result, std::uint64_t seed) {
   const std::size_t cols = shape.sizes[1];
-  const std::span<const double> x = values(in, 0);
-  return by_rows<Real>(cols, output, mode, std::move(result), seed, [&](std::size_t row) {
-    const auto row_values = x.subspan(row * cols, cols);
-    double largest = 0;
-    for (const double v : row_values) largest = std::max(largest, std::fabs(v));
-    RowEvaluation<Real> made;
-    made.bound = static_cast<std::uint64_t>(
-        std::min(64.0 + 8.0 * largest * largest + 64.0, static_cast<double>(1u << 31)));
-    made.evaluate = [&op, &in, row_values, cols] {
-      const std::vector<Real> rx = to_reals(row_values);
-      const auto bias = to_reals(values(in, 1));
-      const auto f = reference_activation(op);
-      std::vector<Real> y;
-      y.reserve(cols);
-      for (std::size_t c = 0; c < cols; ++c) {
-        y.push_back(reference::ops::activate<Real>(f, rx[c] + bias[c]));
-      }
-      return y;
-    };
-    return made;
-  });
+  return forward_rows<Real>(
+      shape, in, cols, output, mode, std::move(result), seed,
+      [&](std::span<const double> row_values) {
+        double largest = 0;
+        for (const double v : row_values) largest = std::max(largest, std::fabs(v));
+        RowEvaluation<Real> made;
+        made.bound = static_cast<std::uint64_t>(
+            std::min(64.0 + 8.0 * largest * largest + 64.0, static_cast<double>(1u << 31)));
+        made.evaluate = [&op, &in, row_values, cols] {
+          const std::vector<Real> rx = to_reals(row_values);
+          const auto bias = to_reals(values(in, 1));
+          const auto f = reference_activation(op);
+          std::vector<Real> y;
+          y.reserve(cols);
+          for (std::size_t c = 0; c < cols; ++c) {
+            y.push_back(reference::ops::activate<Real>(f, rx[c] + bias[c]));
+          }
+          return y;
+        };
+        return made;
+      });
 }
 
 CpuRun activation_backward_run(const OpInfo& op, const Shape&, const Arithmetic& arithmetic,

@@ -215,6 +215,18 @@ Reference by_rows(std::size_t per_row, const numeric::Format& output, numeric::R
   return result;
 }
 
+// A forward row-wise op of R x C (operand 0): by_rows over its rows of C values, `per_row` outputs
+// to a row; make_row(row values) gives the row's Ziv bound and evaluation.
+template <typename Value, typename MakeRow>
+Reference forward_rows(const Shape& shape, const Inputs& in, std::size_t per_row,
+                       const numeric::Format& output, numeric::Rounding mode, Reference result,
+                       std::uint64_t seed, MakeRow make_row) {
+  const std::size_t cols = shape.sizes[1];
+  const std::span<const double> x = values(in, 0);
+  return by_rows<Value>(per_row, output, mode, std::move(result), seed,
+                        [&](std::size_t row) { return make_row(x.subspan(row * cols, cols)); });
+}
+
 // References of the backward row ops (x and, unless has_dy is false, dy, both R x C): each row in
 // multiprecision, evaluate(row, x, dy) in Value, wider by the cancellation its formula suffers,
 // condition(row, x, dy) >= 1, estimated in binary64; the Ziv bound that of the forward row and of

@@ -66,31 +66,34 @@ Reference row_norm_reference(const OpInfo& op, const Shape& shape, const Inputs&
                              const numeric::Format& output, numeric::Rounding mode,
                              Reference result, std::uint64_t seed) {
   const std::size_t cols = shape.sizes[1];
-  const std::span<const double> x = values(in, 0);
-  return by_rows<Real>(cols, output, mode, std::move(result), seed, [&](std::size_t row) {
-    const auto row_values = x.subspan(row * cols, cols);
-    // A constant row (a single column, or --dist constant): every deviation from the mean is
-    // exactly 0, and layer_norm's output exactly beta (0 without it), whatever the rounding of
-    // 1 / sqrt(eps) that the zero multiplies.
-    const bool constant_row = std::all_of(row_values.begin(), row_values.end(),
-                                          [&](double v) { return v == row_values.front(); });
-    RowEvaluation<Real> made;
-    made.bound = row_bound(x, row, cols);
-    made.evaluate = [&op, &in, row_values, cols, constant_row] {
-      const std::vector<Real> rx = to_reals(row_values);
-      const std::span<const Real> sx(rx);
-      const auto gamma = to_reals(values(in, 1));
-      if (op.op == Op::rms_norm) {
-        return reference::ops::rms_norm<Real>(sx, 1, cols, reference::to_real(kRmsNormEps), gamma);
-      }
-      const auto beta = to_reals(values(in, 2));
-      auto y = reference::ops::layer_norm<Real>(sx, 1, cols, reference::to_real(kLayerNormEps),
-                                                gamma, beta);
-      if (constant_row) mpfr_clear_inexflag();  // the row's values are exact
-      return y;
-    };
-    return made;
-  });
+  return forward_rows<Real>(shape, in, cols, output, mode, std::move(result), seed,
+                            [&](std::span<const double> row_values) {
+                              // A constant row (a single column, or --dist constant): every
+                              // deviation from the mean is exactly 0, and layer_norm's output
+                              // exactly beta (0 without it), whatever the rounding of 1 / sqrt(eps)
+                              // that the zero multiplies.
+                              const bool constant_row =
+                                  std::all_of(row_values.begin(), row_values.end(),
+                                              [&](double v) { return v == row_values.front(); });
+                              RowEvaluation<Real> made;
+                              made.bound = row_bound(row_values, 0, cols);
+                              made.evaluate = [&op, &in, row_values, cols, constant_row] {
+                                const std::vector<Real> rx = to_reals(row_values);
+                                const std::span<const Real> sx(rx);
+                                const auto gamma = to_reals(values(in, 1));
+                                if (op.op == Op::rms_norm) {
+                                  return reference::ops::rms_norm<Real>(
+                                      sx, 1, cols, reference::to_real(kRmsNormEps), gamma);
+                                }
+                                const auto beta = to_reals(values(in, 2));
+                                auto y = reference::ops::layer_norm<Real>(
+                                    sx, 1, cols, reference::to_real(kLayerNormEps), gamma, beta);
+                                if (constant_row)
+                                  mpfr_clear_inexflag();  // the row's values are exact
+                                return y;
+                              };
+                              return made;
+                            });
 }
 
 // ---- batch_norm, per channel

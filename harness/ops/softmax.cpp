@@ -52,26 +52,26 @@ Reference softmax_reference(const OpInfo& op, const Shape& shape, const Inputs& 
                             const numeric::Format& output, numeric::Rounding mode, Reference result,
                             std::uint64_t seed) {
   const std::size_t cols = shape.sizes[1];
-  const std::span<const double> x = values(in, 0);
-  return by_rows<Asymptotic>(op.op == Op::logsumexp ? 1 : cols, output, mode, std::move(result),
-                             seed, [&](std::size_t row) {
-                               const auto row_values = x.subspan(row * cols, cols);
-                               RowEvaluation<Asymptotic> made;
-                               made.bound = row_bound(x, row, cols);
-                               made.evaluate = [&op, row_values, cols] {
-                                 const std::vector<Asymptotic> ax = to_asymptotic(row_values);
-                                 const std::span<const Asymptotic> sx(ax);
-                                 switch (op.op) {
-                                   case Op::softmax:
-                                     return reference::ops::softmax<Asymptotic>(sx, 1, cols);
-                                   case Op::log_softmax:
-                                     return reference::ops::log_softmax<Asymptotic>(sx, 1, cols);
-                                   default:
-                                     return reference::ops::logsumexp<Asymptotic>(sx, 1, cols);
-                                 }
-                               };
-                               return made;
-                             });
+  const std::size_t per_row = op.op == Op::logsumexp ? 1 : cols;
+  return forward_rows<Asymptotic>(shape, in, per_row, output, mode, std::move(result), seed,
+                                  [&](std::span<const double> row_values) {
+                                    RowEvaluation<Asymptotic> made;
+                                    made.bound = row_bound(row_values, 0, cols);
+                                    made.evaluate = [&op, row_values, cols] {
+                                      const std::vector<Asymptotic> ax = to_asymptotic(row_values);
+                                      const std::span<const Asymptotic> sx(ax);
+                                      switch (op.op) {
+                                        case Op::softmax:
+                                          return reference::ops::softmax<Asymptotic>(sx, 1, cols);
+                                        case Op::log_softmax:
+                                          return reference::ops::log_softmax<Asymptotic>(sx, 1,
+                                                                                         cols);
+                                        default:
+                                          return reference::ops::logsumexp<Asymptotic>(sx, 1, cols);
+                                      }
+                                    };
+                                    return made;
+                                  });
 }
 
 CpuRun cross_entropy_run(const OpInfo&, const Shape& shape, const Arithmetic& arithmetic, Summation,
