@@ -35,8 +35,8 @@ endif()
 # Public headers only (docs/embedding.md): the headers of the exported libraries' modules, less
 # the private ones. Not installed:
 #  - the modules that are not exported: the command line (cli), the CUDA backend (backends/cuda,
-#    whose headers include kernels/, not installed either), the Python module and the fuzz
-#    targets; nor any module's tests and benchmarks;
+#    whose headers include kernels/, not installed either) and training on it (train/cuda), the
+#    Python module and the fuzz targets; nor any module's tests and benchmarks;
 #  - private headers: every detail/ folder, and the headers below, each included by its own
 #    module's sources alone (or by the unexported CUDA side), never by an installed header.
 #    The test embed_example_builds_against_the_install fails when an installed header includes
@@ -62,7 +62,7 @@ foreach(dir harness reference)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp"
     PATTERN test EXCLUDE PATTERN bench EXCLUDE PATTERN detail EXCLUDE
-    REGEX "/harness/(cli|python|fuzz|backends/cuda)$" EXCLUDE
+    REGEX "/harness/(cli|python|fuzz|backends/cuda|train/cuda)$" EXCLUDE
     ${ampbench_private_regex})
 endforeach()
 install(DIRECTORY suites/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ampbench/suites)

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -85,11 +84,8 @@ std::optional<std::string> why_not_runnable(const ops::OpInfo& op, const policy:
 
 CaseResult run_case(const Case& c, const std::vector<Budget>& budgets);
 
-// A kernel audited from outside the CPU backend (a user's kernel, a GPU op): the case's operands
-// in (ops::operands order, values of the policy's input format in binary64 containers), the
-// output at every position out (row-major over ops::output_shape), values of the policy's output
-// format for the op.
-using Kernel = std::function<std::vector<double>(const ops::Inputs& inputs)>;
+// A kernel audited from outside the CPU backend (a user's kernel, a GPU op): ops::Kernel.
+using Kernel = ops::Kernel;
 
 // Runs `kernel` on the case's operands and judges its output as run_case judges the CPU
 // backend's: against the correctly rounded reference (at the case's sample of positions), the

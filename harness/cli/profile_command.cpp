@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/file_plan.hpp"
@@ -170,7 +169,7 @@ int run_profile(const ProfileArgs& args, std::ostream& out, std::ostream& err) {
   config.policies = std::move(*policies);
   if (on_cuda) {
     for (const auto& p : config.policies) {
-      if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
+      if (auto why = runtime::why_not_trainable(p, config.model)) {
         err << fmt::format("{}: --backend cuda: {}\n", kCommand, *why);
         return kExitUsage;
       }

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "harness/backends/cuda/training_plan.hpp"
 #include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/file_plan.hpp"
@@ -68,7 +67,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   bool on_cuda = runtime::selection_of(*request).cuda;
   if (on_cuda) {
     for (const auto& p : config.policies) {
-      if (auto why = backends::cuda::why_not_trainable(p, config.model)) {
+      if (auto why = runtime::why_not_trainable(p, config.model)) {
         err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, *why);
         return kExitUsage;
       }
@@ -182,7 +181,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     out << fmt::format("policies on {}{}; the reference on the CPU\n", cuda.gpu,
                        args.backend == "all" ? " and emulated on the CPU, side by side" : "");
     for (const auto& p : config.policies) {
-      if (auto note = backends::cuda::non_gemm_compute_note(p, config.model))
+      if (auto note = runtime::non_gemm_compute_note(p, config.model))
         out << "note: " << *note << "\n";
     }
   }

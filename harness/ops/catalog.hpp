@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -163,6 +164,12 @@ struct Inputs {
   std::vector<std::vector<double>> values;
   std::vector<std::vector<std::int64_t>> indices;  // same positions; empty unless is_index
 };
+
+// An op run outside the CPU backend (a user's kernel, a GPU op), for the audit to judge
+// (audit::run_kernel_case): the case's operands in (operands() order, values of the policy's
+// input format in binary64 containers), the output at every position out (row-major over
+// output_shape), values of the policy's output format for the op.
+using Kernel = std::function<std::vector<double>(const Inputs& inputs)>;
 
 struct CpuRun {
   std::vector<double> output;

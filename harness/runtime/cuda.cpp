@@ -1,23 +1,39 @@
 #include "harness/runtime/cuda.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "harness/backends/cuda/training_plan.hpp"
+#include "harness/train/model_ops.hpp"
 
 #if AMPBENCH_HAVE_CUDA
 #include "harness/backends/cuda/kernel.hpp"
-#include "harness/backends/cuda/train.hpp"
+#include "harness/train/cuda/train_on_device.hpp"
 #include "kernels/device.hpp"
 #include "kernels/mma_executor.hpp"
 #endif
 
 namespace ampbench::runtime {
+
+std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model) {
+  const std::vector<std::string> models = train::model_names();
+  if (std::find(models.begin(), models.end(), model) == models.end()) {
+    return fmt::format("model {}: the CUDA backend trains {}", model, fmt::join(models, ", "));
+  }
+  return backends::cuda::why_not_trainable(p, train::model_ops(model));
+}
+
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model) {
+  return backends::cuda::non_gemm_compute_note(p, train::model_ops(model));
+}
 
 Opening open_backends(Request request) {
   return opening_for(request, request == Request::cpu ? CudaStatus{} : probe_cuda());
@@ -33,7 +49,7 @@ std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_v
     const train::TrainConfig& config =
         training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
     for (const auto& p : config.policies) {
-      if (auto why = backends::cuda::why_not_trainable(p, config.model)) return why;
+      if (auto why = why_not_trainable(p, config.model)) return why;
     }
     return std::nullopt;
   }
@@ -133,13 +149,13 @@ audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
 train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
                               const train::Dataset& eval_set,
                               const std::function<void(std::size_t)>& progress, bool both) {
-  return both ? backends::cuda::train_on_device_and_cpu(config, train_set, eval_set, progress)
-              : backends::cuda::train_on_device(config, train_set, eval_set, progress);
+  return both ? train::cuda::train_on_device_and_cpu(config, train_set, eval_set, progress)
+              : train::cuda::train_on_device(config, train_set, eval_set, progress);
 }
 
 train::ProfileResult cuda_profile(const train::TrainConfig& config, const train::Dataset& train_set,
                                   std::size_t warmup, bool hardware_metrics) {
-  return backends::cuda::profile_on_device(config, train_set, warmup, hardware_metrics);
+  return train::cuda::profile_on_device(config, train_set, warmup, hardware_metrics);
 }
 
 MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,

@@ -45,10 +45,10 @@ Opening open_backends(Request request);
 audit::Kernel cuda_kernel(const ops::OpInfo& op, const ops::Shape& shape,
                           const backends::cuda::Plan& plan, nlohmann::json* detail);
 
-// backends::cuda::train_on_device and profile_on_device (the latter with NVTX ranges around every
+// train::cuda::train_on_device and profile_on_device (the latter with NVTX ranges around every
 // phase, and with hardware_metrics the CUPTI range profiler's counters); likewise only after
 // probe_cuda() found a device.
-// `both`: backends::cuda::train_on_device_and_cpu, each policy on the CPU and on the device.
+// `both`: train::cuda::train_on_device_and_cpu, each policy on the CPU and on the device.
 train::TrainResult cuda_train(const train::TrainConfig& config, const train::Dataset& train_set,
                               const train::Dataset& eval_set,
                               const std::function<void(std::size_t)>& progress, bool both = false);
@@ -66,6 +66,13 @@ struct MmaExecutor {
 };
 MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
                               std::string_view instruction);
+
+// Why the CUDA backend cannot train `model` under policy `p`: backends::cuda::why_not_trainable of
+// the model's ops (train::model_ops); a model the trainer does not have is named with the ones it
+// has. Nothing when it can. Plain C++: the same answer in a build without CUDA.
+std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model);
+// backends::cuda::non_gemm_compute_note of the model's ops.
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model);
 
 // A suite's cases on the backends (results::on_backends): why case `c` cannot run on `backend`
 // ("cpu" runs every case; on "cuda" a training or profile run whose policies the device cannot

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "harness/ops/convolution.hpp"
-#include "harness/train/ops_concept.hpp"
+#include "harness/ops/training_ops.hpp"
 
 namespace ampbench::train {
 
@@ -66,7 +66,7 @@ class Mlp {
             {"b2", {s_.classes}, ParameterSpec::Init::uniform_fan_in, s_.hidden}};
   }
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Tensor logits(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                               std::span<const double> inputs, std::size_t rows) const {
     return forward(ops, p, inputs, rows).logits;
@@ -74,7 +74,7 @@ class Mlp {
 
   // The mean cross-entropy of the batch; `grads` receives the gradient of d_loss * loss with
   // respect to each parameter, in parameters() order.
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Scalar loss_and_gradients(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                                           std::span<const double> inputs,
                                           std::span<const std::int64_t> targets, std::size_t rows,
@@ -101,11 +101,11 @@ class Mlp {
   }
 
  private:
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   struct Activations {
     typename Ops::Tensor x, h, g, n, logits;  // input, linear, gelu, layer_norm, linear
   };
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   Activations<Ops> forward(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                            std::span<const double> inputs, std::size_t rows) const {
     Activations<Ops> a;
@@ -149,13 +149,13 @@ class Cnn {
             {"fc.b", {s_.classes}, Init::uniform_fan_in, s_.filters2}};
   }
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Tensor logits(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                               std::span<const double> inputs, std::size_t rows) const {
     return forward(ops, p, inputs, rows).logits;
   }
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Scalar loss_and_gradients(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                                           std::span<const double> inputs,
                                           std::span<const std::int64_t> targets, std::size_t rows,
@@ -191,7 +191,7 @@ class Cnn {
   }
 
  private:
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   struct Activations {
     // input, conv, batch norm, relu (twice), pooled, logits
     typename Ops::Tensor x, c1, n1, r1, c2, n2, r2, pooled, logits;
@@ -215,7 +215,7 @@ class Cnn {
     return g;
   }
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   Activations<Ops> forward(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                            std::span<const double> inputs, std::size_t rows) const {
     const auto g1 = first(rows);
@@ -274,14 +274,14 @@ class Transformer {
     return all;
   }
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Tensor logits(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                               std::span<const double> inputs, std::size_t rows) const {
     return forward(ops, p, inputs, rows).logits;
   }
 
   // `rows` sequences; the loss is the mean over their rows * length tokens.
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   typename Ops::Scalar loss_and_gradients(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                                           std::span<const double> inputs,
                                           std::span<const std::int64_t> targets, std::size_t rows,
@@ -328,12 +328,12 @@ class Transformer {
   }
 
  private:
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   struct Activations {
     typename Ops::Tensor x, h0, n, q, k, v, o, proj, h1, m, u, g, f, h2, logits;
   };
 
-  template <TrainingOps Ops>
+  template <ops::TrainingOps Ops>
   Activations<Ops> forward(Ops& ops, const std::vector<typename Ops::Tensor>& p,
                            std::span<const double> inputs, std::size_t rows) const {
     const std::size_t tokens = rows * s_.length;

@@ -24,9 +24,9 @@
 #include "harness/numeric/format.hpp"
 #include "harness/ops/autocast.hpp"
 #include "harness/ops/convolution.hpp"
+#include "harness/ops/training_ops.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
-#include "harness/train/ops_concept.hpp"
 #include "reference/mp/multiprecision.hpp"
 
 namespace ampbench::train {
@@ -35,23 +35,11 @@ namespace ampbench::train {
 using ops::kBatchNormEps;
 using ops::kLayerNormEps;
 
-// What the backward of linear and layer_norm give, in either implementation.
-template <class Tensor>
-struct LinearGradients {
-  Tensor dx, dw, db;  // dx empty when not asked for
-};
-template <class Tensor>
-struct LayerNormGradients {
-  Tensor dx, dgamma, dbeta;
-};
-template <class Tensor>
-struct ConvolutionGradients {
-  Tensor dx, dw;  // dx empty when not asked for
-};
-template <class Tensor>
-struct AttentionGradients {
-  Tensor dq, dk, dv;
-};
+// The gradients the backward ops give (harness/ops/training_ops.hpp).
+using ops::AttentionGradients;
+using ops::ConvolutionGradients;
+using ops::LayerNormGradients;
+using ops::LinearGradients;
 
 // A tensor of the emulated backend: every value is a value of `format`.
 struct EmulatedTensor {
@@ -241,7 +229,7 @@ class ReferenceOps {
                        const Tensor& first, const Tensor& second);
 };
 
-static_assert(TrainingOps<EmulatedOps>);
-static_assert(TrainingOps<ReferenceOps>);
+static_assert(ops::TrainingOps<EmulatedOps>);
+static_assert(ops::TrainingOps<ReferenceOps>);
 
 }  // namespace ampbench::train

@@ -1,13 +1,15 @@
 // The trainer's steps as templates over the ops a policy runs on (train::EmulatedOps on the CPU,
 // backends::cuda::CudaOps on the GPU), so that every backend trains, compares with the reference
 // and profiles through the same code (trainer.hpp says what a step is). Not an interface for users:
-// trainer.cpp instantiates it for the CPU backend, harness/backends/cuda/train.cpp for the GPU.
+// trainer.cpp instantiates it for the CPU backend, harness/train/cuda/train_on_device.cpp for the
+// GPU.
 //
 // A policy's ops type provides the model ops of ops.hpp (at least those of the models it trains),
 // phase(name), record_phases(recorder), gradient_format(), a constructor from the policy, and
 // kBackend, the name of its backend ("cpu", "cuda"). Its master weights, their gradients and the
-// optimizer live where Ops::Masters keeps them (the device's, for the GPU), or in HostMasters
-// when Ops names none; HostMasters needs parameter(values) and master_gradient(tensor).
+// optimizer live where MastersOf<Ops> keeps them (the device's, for the GPU), or in HostMasters
+// unless the backend says otherwise; HostMasters needs parameter(values) and
+// master_gradient(tensor).
 #pragma once
 
 #include <fmt/format.h>
@@ -74,7 +76,7 @@ std::vector<double> to_doubles(const std::vector<Master>& v) {
 // A run's master weights (binary32, or Real for the reference), their gradients and the optimizer,
 // on the host: the parameters are uploaded for each step (ops.parameter) and each gradient comes
 // back (ops.master_gradient). A backend whose ops keep them elsewhere names its own type with this
-// interface as Ops::Masters (backends::cuda::DeviceMasters).
+// interface as MastersOf<Ops> (train::cuda::DeviceMasters).
 template <class Ops>
 struct HostMasters {
   using Master = typename Ops::Master;
@@ -125,16 +127,12 @@ struct HostMasters {
   std::vector<std::span<float>> spans() { return {grads.begin(), grads.end()}; }
 };
 
+// Where a backend's runs keep their masters: on the host unless the backend's trainer specializes
+// this (harness/train/cuda/device_masters.hpp keeps the CUDA backend's on the device), visible
+// wherever the steps are instantiated for its ops.
 template <class Ops>
 struct MastersOf {
   using type = HostMasters<Ops>;
-};
-template <class Ops>
-requires requires {
-  typename Ops::Masters;
-}
-struct MastersOf<Ops> {
-  using type = typename Ops::Masters;
 };
 
 // One run: its ops, master weights with their gradients and optimizer, scaler, and this step's

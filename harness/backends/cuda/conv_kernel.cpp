@@ -81,8 +81,8 @@ std::vector<double> run(const kernels::ConvolutionShape& shape, const ConvPlan& 
 
 }  // namespace
 
-audit::Kernel make_convolution_kernel(const ops::Shape& shape, const ConvPlan& plan,
-                                      nlohmann::json* detail) {
+ops::Kernel make_convolution_kernel(const ops::Shape& shape, const ConvPlan& plan,
+                                    nlohmann::json* detail) {
   return [s = convolution_shape(ops::convolution::geometry(shape)), plan,
           detail](const ops::Inputs& in) { return run(s, plan, in, detail); };
 }

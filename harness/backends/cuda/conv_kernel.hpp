@@ -1,12 +1,12 @@
-// The CUDA backend's convolutions for the audit: an audit::Kernel that runs a convolution plan
+// The CUDA backend's convolutions for the audit: an ops::Kernel that runs a convolution plan
 // (conv_plan.hpp) through kernels::run_convolution on the current device. Built only with the CUDA
 // toolkit; running needs a device.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/ops/catalog.hpp"
 
 namespace ampbench::backends::cuda {
 
@@ -18,7 +18,7 @@ namespace ampbench::backends::cuda {
 // workspace). Throws kernels::CudaError when a CUDA or cuDNN call fails, std::runtime_error when
 // cuDNN offers no algorithm for the plan's math type, std::invalid_argument when the shape exceeds
 // cuDNN's int sizes. `detail` must outlive the kernel.
-audit::Kernel make_convolution_kernel(const ops::Shape& shape, const ConvPlan& plan,
-                                      nlohmann::json* detail);
+ops::Kernel make_convolution_kernel(const ops::Shape& shape, const ConvPlan& plan,
+                                    nlohmann::json* detail);
 
 }  // namespace ampbench::backends::cuda

@@ -267,8 +267,8 @@ std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape
 
 }  // namespace
 
-audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
-                          nlohmann::json* detail) {
+ops::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
+                        nlohmann::json* detail) {
   if (plan.kind == Plan::Kind::cast) {
     return [cast = plan.cast, detail](const ops::Inputs& in) { return run_cast(cast, in, detail); };
   }

@@ -1,4 +1,4 @@
-// The CUDA backend's kernels for the audit: an audit::Kernel that runs a plan (plan.hpp) on the
+// The CUDA backend's kernels for the audit: an ops::Kernel that runs a plan (plan.hpp) on the
 // current device, GEMMs through cuBLASLt, the cast through kernels::round_kernel, the
 // convolutions through cuDNN and the other ops through the backend's own kernels
 // (kernels/op_kernels.hpp). Built only with the CUDA toolkit; running needs a device
@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/ops/catalog.hpp"
 
 namespace ampbench::backends::cuda {
 
@@ -22,7 +22,7 @@ namespace ampbench::backends::cuda {
 // kernels::CudaError when a CUDA, cuBLAS or cuDNN call fails, std::runtime_error when cuBLASLt
 // has no algorithm for the GEMM (or cuDNN none for the convolution). `detail` must outlive the
 // kernel.
-audit::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
-                          nlohmann::json* detail);
+ops::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
+                        nlohmann::json* detail);
 
 }  // namespace ampbench::backends::cuda

@@ -113,10 +113,11 @@ CudaOps::Context::~Context() {
 }
 
 CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
-  // The ops do not know the model: the policy must train one of them (train_on_device checks the
-  // model it runs before any work).
-  const std::optional<std::string> why = why_not_trainable(policy_, "mlp");
-  if (why && why_not_trainable(policy_, "cnn")) throw std::invalid_argument(*why);
+  // The ops do not know the model (train_on_device checks the whole model's before any work): the
+  // policy must run the ops every model has, its linear layers and its loss, on the device.
+  const ops::ModelOp every_model[] = {{ops::find_op("linear"), policy::Op::linear},
+                                      {ops::find_op("cross_entropy"), policy::Op::cross_entropy}};
+  if (auto why = why_not_trainable(policy_, every_model)) throw std::invalid_argument(*why);
   context_ = std::make_unique<Context>();
 }
 
@@ -321,7 +322,7 @@ CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tenso
   const Tensor ba = convert(beta, flow.operand(2));
   Tensor y = empty(xa.size, xa.type);
   kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), y.data(), nullptr, nullptr, rows,
-                      cols, static_cast<float>(train::kLayerNormEps), context_->stream);
+                      cols, static_cast<float>(ops::kLayerNormEps), context_->stream);
   return cast(y, q.output);
 }
 
@@ -342,7 +343,7 @@ CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const 
   Tensor scratch = empty(xa.size, xa.type);  // the forward's output, not needed
   kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), scratch.data(),
                       static_cast<float*>(mean.data()), static_cast<float*>(rstd.data()), rows,
-                      cols, static_cast<float>(train::kLayerNormEps), context_->stream);
+                      cols, static_cast<float>(ops::kLayerNormEps), context_->stream);
   Tensor dx = empty(xa.size, xa.type);
   Tensor dgamma = empty(cols, xa.type);
   Tensor dbeta = empty(cols, xa.type);

@@ -4,9 +4,9 @@
 // device, linear layers run through cuBLASLt with the compute type the policy's plan names, the
 // other ops through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type),
 // and a gradient comes back in the type of its input. In training, the master weights, their
-// gradients and the optimizer stay on the device (Masters: device_masters.hpp), and the trainer
-// unscales, clips and steps them there; parameter() and master_gradient() copy between host and
-// device for tests and single ops.
+// gradients and the optimizer stay on the device (train::cuda::DeviceMasters,
+// harness/train/cuda/device_masters.hpp), and the trainer unscales, clips and steps them there;
+// parameter() and master_gradient() copy between host and device for tests and single ops.
 //
 // All work of one CudaOps runs in order on a stream of its own; device memory comes from the
 // stream-ordered pool (cudaMallocAsync), so that a step allocates without synchronizing, as a
@@ -29,9 +29,9 @@
 #include "harness/numeric/format.hpp"
 #include "harness/ops/autocast.hpp"
 #include "harness/ops/convolution.hpp"
+#include "harness/ops/training_ops.hpp"
 #include "harness/policy/policy.hpp"
 #include "harness/profile/host_timer.hpp"
-#include "harness/train/ops.hpp"
 #include "kernels/cuda_stream.hpp"
 #include "kernels/op_kernels.hpp"
 
@@ -78,18 +78,15 @@ struct CudaTensor {
   void* data() { return storage ? storage->data() : nullptr; }
 };
 
-class DeviceMasters;
-
 class CudaOps {
  public:
   using Tensor = CudaTensor;
-  using Scalar = double;          // losses and the upstream gradient
-  using Master = float;           // master weights and their gradients: binary32
-  using Masters = DeviceMasters;  // where a training run keeps them: on the device
+  using Scalar = double;  // losses and the upstream gradient
+  using Master = float;   // master weights and their gradients: binary32
   static constexpr const char* kBackend = "cuda";
 
-  // Throws std::invalid_argument when the policy trains no model on the device (why_not_trainable),
-  // kernels::CudaError when the stream or cuBLASLt cannot be created.
+  // Throws std::invalid_argument when the device cannot run the policy's linear layers or loss
+  // (why_not_trainable), kernels::CudaError when the stream or cuBLASLt cannot be created.
   explicit CudaOps(policy::Policy policy);
   ~CudaOps();
   CudaOps(CudaOps&&) noexcept;
@@ -122,7 +119,7 @@ class CudaOps {
 
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
                 std::size_t out);
-  using LinearGradients = train::LinearGradients<Tensor>;
+  using LinearGradients = ops::LinearGradients<Tensor>;
   LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
                                   const Tensor& dy, std::size_t rows, std::size_t in,
                                   std::size_t out, bool need_dx);
@@ -130,7 +127,7 @@ class CudaOps {
   Tensor gelu_backward(const Tensor& x, const Tensor& dy);
   Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
                     std::size_t cols);
-  using LayerNormGradients = train::LayerNormGradients<Tensor>;
+  using LayerNormGradients = ops::LayerNormGradients<Tensor>;
   // Recomputes the rows' mean and reciprocal standard deviation (one more layer-norm kernel): the
   // ops interface hands the backward the forward's input, not its saved statistics.
   LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -145,14 +142,14 @@ class CudaOps {
   // cuDNN handle bound to this stream; batch norm and pooling through kernels/cnn_kernels.hpp,
   // relu through kernels/op_kernels.hpp.
   Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
-  using ConvolutionGradients = train::ConvolutionGradients<Tensor>;
+  using ConvolutionGradients = ops::ConvolutionGradients<Tensor>;
   ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
                                        const ops::convolution::Geometry& g, bool need_dx);
   // Training-mode batch norm of batch x channels x spatial values, per channel. The backward
   // recomputes the channels' statistics, as layer_norm_backward does.
   Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
                     std::size_t channels, std::size_t spatial);
-  using BatchNormGradients = train::LayerNormGradients<Tensor>;
+  using BatchNormGradients = ops::LayerNormGradients<Tensor>;
   BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                          const Tensor& beta, std::size_t batch,
                                          std::size_t channels, std::size_t spatial);
@@ -179,7 +176,7 @@ class CudaOps {
   // One head of attention per sample: q, k, v batch x length x d.
   Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
                    std::size_t length, std::size_t d);
-  using AttentionGradients = train::AttentionGradients<Tensor>;
+  using AttentionGradients = ops::AttentionGradients<Tensor>;
   AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& d_out, std::size_t batch, std::size_t length,
                                         std::size_t d);
@@ -248,7 +245,7 @@ class CudaOps {
   profile::PhaseRecorder* recorder_ = nullptr;
 };
 
-static_assert(train::TrainingOps<CudaOps>);
+static_assert(ops::TrainingOps<CudaOps>);
 
 // Peak bytes in use in the device's default memory pool since the last reset, and the reset.
 std::uint64_t peak_pool_bytes();

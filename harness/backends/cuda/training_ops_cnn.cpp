@@ -22,7 +22,7 @@ using training_ops_detail::dtype_of;
 
 // The binary32 eps the kernels take, as ATen's batch-norm kernels convert it (their accumulation
 // type).
-const float kBinary32BatchNormEps = static_cast<float>(train::kBatchNormEps);
+const float kBinary32BatchNormEps = static_cast<float>(ops::kBatchNormEps);
 
 const float* binary32_data(const CudaTensor& t) {
   if (t.type != kernels::DType::f32) throw std::logic_error("batch norm's weight is not binary32");

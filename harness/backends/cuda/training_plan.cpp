@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -18,27 +19,30 @@ namespace {
 using numeric::Format;
 namespace formats = numeric::formats;
 
-// The ops of each model besides its linear layers and convolutions, each run by a kernel of
-// kernels/op_kernels.hpp or kernels/cnn_kernels.hpp.
-constexpr policy::Op kMlpKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm,
-                                        policy::Op::cross_entropy};
-constexpr policy::Op kCnnKernelOps[] = {policy::Op::batch_norm, policy::Op::relu, policy::Op::mean,
-                                        policy::Op::cross_entropy};
-// Attention's softmax, its backward and its scale run in the kernels too (its products are checked
-// apart: why_not_attention).
-constexpr policy::Op kTransformerKernelOps[] = {policy::Op::gelu, policy::Op::layer_norm,
-                                                policy::Op::add, policy::Op::attention,
-                                                policy::Op::cross_entropy};
-// The cnn's convolutions: the catalog's three cuDNN passes.
-constexpr std::string_view kConvolutionPasses[] = {"conv2d", "conv2d_backward_data",
-                                                   "conv2d_backward_filter"};
+// Whether the CUDA backend runs an op of the model by a kernel of kernels/op_kernels.hpp or
+// kernels/cnn_kernels.hpp (attention's softmax, its backward and its scale included; its products
+// are checked apart: why_not_attention), not by cuBLASLt (the linear layers) or cuDNN (the
+// convolutions).
+bool runs_in_kernels(policy::Op precision) {
+  return precision != policy::Op::linear && precision != policy::Op::conv;
+}
 
-// The kernel ops of a model the CUDA backend trains; none for the others.
-std::span<const policy::Op> kernel_ops(std::string_view model) {
-  if (model == "mlp") return kMlpKernelOps;
-  if (model == "cnn") return kCnnKernelOps;
-  if (model == "transformer") return kTransformerKernelOps;
-  return {};
+// The policy ops the kernels run for the model's ops, each once, in the order the step first
+// meets them.
+std::vector<policy::Op> kernel_ops(std::span<const ops::ModelOp> model) {
+  std::vector<policy::Op> out;
+  for (const ops::ModelOp& m : model) {
+    if (runs_in_kernels(m.precision) &&
+        std::find(out.begin(), out.end(), m.precision) == out.end()) {
+      out.push_back(m.precision);
+    }
+  }
+  return out;
+}
+
+bool runs_under(std::span<const ops::ModelOp> model, policy::Op precision) {
+  return std::any_of(model.begin(), model.end(),
+                     [&](const ops::ModelOp& m) { return m.precision == precision; });
 }
 
 // Every format an op meets in a step: the policy's formats resolved for binary32 inputs and for
@@ -89,10 +93,6 @@ std::optional<std::string> why_not_attention(const policy::Policy& p,
 
 }  // namespace
 
-std::string trainable_models() {
-  return "mlp, cnn, transformer";
-}
-
 GemmPlan linear_plan(const policy::Policy& policy, const numeric::Format& input) {
   const policy::OpPrecision q =
       policy::resolve(policy.precision(policy::Op::linear), std::initializer_list<Format>{input});
@@ -122,31 +122,30 @@ GemmCall attention_call(std::string_view op, const ops::Shape& shape, std::size_
   return call;
 }
 
-std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model) {
-  const std::span<const policy::Op> kernels = kernel_ops(model);
-  if (kernels.empty()) {
-    return fmt::format("model {}: the CUDA backend trains {}", model, trainable_models());
-  }
-  for (const Format& input : {formats::fp32, formats::fp16, formats::bf16}) {
-    const policy::OpPrecision q =
-        policy::resolve(p.precision(policy::Op::linear), std::initializer_list<Format>{input});
-    const Planning planned = plan(*ops::find_op("gemm"), q);
-    if (!planned.plan) return fmt::format("policy {}: linear: {}", p.name, planned.reason);
-  }
-  if (model == "cnn") {
-    for (const policy::OpPrecision& q : resolutions(p, policy::Op::conv)) {
-      for (const std::string_view pass : kConvolutionPasses) {
-        const Planning planned = plan(*ops::find_op(pass), q);
-        if (!planned.plan) return fmt::format("policy {}: conv: {}", p.name, planned.reason);
-      }
+std::optional<std::string> why_not_trainable(const policy::Policy& p,
+                                             std::span<const ops::ModelOp> model) {
+  if (runs_under(model, policy::Op::linear)) {
+    for (const Format& input : {formats::fp32, formats::fp16, formats::bf16}) {
+      const policy::OpPrecision q =
+          policy::resolve(p.precision(policy::Op::linear), std::initializer_list<Format>{input});
+      const Planning planned = plan(*ops::find_op("gemm"), q);
+      if (!planned.plan) return fmt::format("policy {}: linear: {}", p.name, planned.reason);
     }
   }
-  if (model == "transformer") {
+  // The convolutions' passes the model runs, through cuDNN as the audit plans them.
+  for (const ops::ModelOp& m : model) {
+    if (m.precision != policy::Op::conv) continue;
+    for (const policy::OpPrecision& q : resolutions(p, policy::Op::conv)) {
+      const Planning planned = plan(*m.op, q);
+      if (!planned.plan) return fmt::format("policy {}: conv: {}", p.name, planned.reason);
+    }
+  }
+  if (runs_under(model, policy::Op::attention)) {
     for (const policy::OpPrecision& q : resolutions(p, policy::Op::attention)) {
       if (auto why = why_not_attention(p, q)) return why;
     }
   }
-  for (const policy::Op op : kernels) {
+  for (const policy::Op op : kernel_ops(model)) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       const std::string_view name = policy::op_name(op);
       // Attention's kernels (softmax, its backward, the scale) read its compute format; its inputs
@@ -178,7 +177,8 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
   return std::nullopt;
 }
 
-std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model) {
+std::optional<std::string> non_gemm_compute_note(const policy::Policy& p,
+                                                 std::span<const ops::ModelOp> model) {
   for (const policy::Op op : kernel_ops(model)) {
     for (const policy::OpPrecision& q : resolutions(p, op)) {
       if (q.compute.precision < formats::fp32.precision ||

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/policy/policy.hpp"
 #include "harness/results/suite.hpp"
 
 namespace ampbench::runtime {
@@ -51,6 +52,24 @@ TEST(CudaEntryPoints, WithoutCudaInTheBuildTheyRefuseToRun) {
   if (built_with_cuda()) GTEST_SKIP() << "a CUDA build: the entry points run on a device";
   EXPECT_THROW(cuda_mma_executor(numeric::formats::fp16, numeric::MmaAccumulator::fp32, "auto"),
                std::logic_error);
+}
+
+// The GPU planner answers for a model from the model's ops (train::model_ops), the same in a build
+// without CUDA; a model the trainer does not have is named with those it has.
+TEST(CudaTraining, ModelsAreJudgedByTheirOpsAndUnknownOnesNamedWithTheTrainableOnes) {
+  const policy::Policy& amp = *policy::find_builtin("amp-fp16");
+  for (const char* model : {"mlp", "cnn", "transformer"}) {
+    EXPECT_EQ(why_not_trainable(amp, model), std::nullopt) << model;
+  }
+  // Pure bf16 accumulates its linear layers' products in bf16, which no cuBLAS compute type does.
+  const auto bf16 = why_not_trainable(*policy::find_builtin("bf16"), "mlp");
+  ASSERT_TRUE(bf16.has_value());
+  EXPECT_EQ(bf16->rfind("policy bf16: linear: ", 0), 0u) << *bf16;
+  const auto note = non_gemm_compute_note(*policy::find_builtin("fp16"), "cnn");
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->rfind("policy fp16 computes batch_norm in fp16", 0), 0u) << *note;
+  EXPECT_EQ(why_not_trainable(amp, "rnn"),
+            "model rnn: the CUDA backend trains mlp, cnn, transformer");
 }
 
 TEST(CudaSuiteCases, TheCpuRunsEveryCaseAndTheGpuWhatItsPlannerAllows) {

@@ -87,8 +87,9 @@ void expect_gradients_match_differences(const Model& model, const Dataset& data)
   }
 }
 
-// The ops interface (ops_concept.hpp) holds for the backends and refuses what is not one: a
-// backend without attention's backward, or whose linear returns another type, is no TrainingOps.
+// The ops interface (harness/ops/training_ops.hpp) holds for the backends and refuses what is not
+// one: a backend without attention's backward, or whose linear returns another type, is no
+// TrainingOps.
 struct WithoutAttentionBackward : EmulatedOps {
   using EmulatedOps::EmulatedOps;
   void attention_backward() = delete;
@@ -96,10 +97,10 @@ struct WithoutAttentionBackward : EmulatedOps {
 struct LinearOfAnotherType : ReferenceOps {
   int linear(const Tensor&, const Tensor&, const Tensor&, std::size_t, std::size_t, std::size_t);
 };
-static_assert(TrainingOps<EmulatedOps> && TrainingOps<ReferenceOps>);
-static_assert(!TrainingOps<WithoutAttentionBackward>);
-static_assert(!TrainingOps<LinearOfAnotherType>);
-static_assert(!TrainingOps<int>);
+static_assert(ops::TrainingOps<EmulatedOps> && ops::TrainingOps<ReferenceOps>);
+static_assert(!ops::TrainingOps<WithoutAttentionBackward>);
+static_assert(!ops::TrainingOps<LinearOfAnotherType>);
+static_assert(!ops::TrainingOps<int>);
 
 TEST(Backward, MlpGradientsMatchFiniteDifferencesInTheReferencePrecision) {
   expect_gradients_match_differences(Mlp(MlpShape{6, 7, 3}), small_clusters(5));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/audit/audit.hpp"
 #include "harness/audit/budgets.hpp"
 #include "harness/backends/cuda/conv_plan.hpp"
 #include "harness/backends/cuda/kernel.hpp"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/audit/audit.hpp"
 #include "harness/audit/budgets.hpp"
 #include "kernels/test/gpu_test.hpp"
 

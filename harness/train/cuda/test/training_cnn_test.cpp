@@ -24,14 +24,17 @@
 #include <utility>
 #include <vector>
 
-#include "harness/backends/cuda/test/device_comparison.hpp"
-#include "harness/backends/cuda/train.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
+#include "harness/train/cuda/test/device_comparison.hpp"
+#include "harness/train/cuda/train_on_device.hpp"
 #include "harness/train/ops.hpp"
 #include "kernels/test/gpu_test.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 namespace {
+
+using backends::cuda::CudaOps;
+using backends::cuda::CudaTensor;
 
 using CnnOnGpu = kernels::test::GpuTest;
 using test::builtin;
@@ -264,4 +267,4 @@ TEST_F(CnnOnGpu, ProfileRecordsTheConvolutionsAsRanges) {
 }
 
 }  // namespace
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda

@@ -1,4 +1,4 @@
-#include "harness/backends/cuda/device_masters.hpp"
+#include "harness/train/cuda/device_masters.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -13,8 +13,11 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/train_kernels.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 namespace {
+
+using backends::cuda::DeviceArray;
+using backends::cuda::SharedStream;
 
 using Storage = std::shared_ptr<DeviceArray>;
 
@@ -96,10 +99,10 @@ struct DeviceMasters::State {
     return optimizer_state.back();
   }
 
-  void make_optimizer(const train::SgdOptions& o) {
-    train::validate(o);
+  void make_optimizer(const SgdOptions& o) {
+    validate(o);
     const auto scalars =
-        train::make_sgd_scalars<float>(o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov);
+        make_sgd_scalars<float>(o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov);
     std::vector<kernels::SgdTensor> tensors;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       float* buffer = scalars.use_momentum ? floats(zeroed_state(sizes[i])) : nullptr;
@@ -108,13 +111,13 @@ struct DeviceMasters::State {
     optimizer.emplace<kernels::MultiTensorSgd>(tensors, scalars);
   }
 
-  void make_optimizer(const train::AdamWOptions& o, std::size_t steps) {
-    train::validate(o);
-    std::vector<train::AdamWScalars<float>> schedule;
+  void make_optimizer(const AdamWOptions& o, std::size_t steps) {
+    validate(o);
+    std::vector<AdamWScalars<float>> schedule;
     for (std::size_t step = 1; step <= std::max<std::size_t>(steps, 1); ++step) {
-      schedule.push_back(train::make_adamw_scalars<float>(
-          o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.amsgrad, static_cast<std::int64_t>(step),
-          train::TorchKernels::cuda));
+      schedule.push_back(make_adamw_scalars<float>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
+                                                   o.amsgrad, static_cast<std::int64_t>(step),
+                                                   TorchKernels::cuda));
     }
     std::vector<kernels::AdamWTensor> tensors;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -129,7 +132,7 @@ struct DeviceMasters::State {
 };
 
 DeviceMasters::DeviceMasters(CudaOps& ops, const std::vector<std::vector<double>>& initial,
-                             const train::OptimizerOptions& options, std::size_t steps)
+                             const OptimizerOptions& options, std::size_t steps)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.owned_stream = ops.shared_stream();
@@ -155,10 +158,10 @@ DeviceMasters::DeviceMasters(CudaOps& ops, const std::vector<std::vector<double>
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   s.unscaler.emplace(gradients);
   s.clipper.emplace(gradients);
-  if (const auto* sgd = std::get_if<train::SgdOptions>(&options)) {
+  if (const auto* sgd = std::get_if<SgdOptions>(&options)) {
     s.make_optimizer(*sgd);
   } else {
-    s.make_optimizer(std::get<train::AdamWOptions>(options), steps);
+    s.make_optimizer(std::get<AdamWOptions>(options), steps);
   }
   AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the optimizer's zeroed state
 }
@@ -194,10 +197,10 @@ void DeviceMasters::accumulate(CudaOps& /*ops*/, std::size_t i, const CudaTensor
   }
 }
 
-void DeviceMasters::unscale(const train::LossScaler& scaler) {
+void DeviceMasters::unscale(const LossScaler& scaler) {
   State& s = *state_;
   // Refused before the gradients change, as LossScaler::unscale refuses.
-  if (s.check_pending || scaler.stage() != train::ScalerStage::ready) {
+  if (s.check_pending || scaler.stage() != ScalerStage::ready) {
     throw std::logic_error(
         "DeviceMasters::unscale: the gradients were unscaled or stepped in this iteration");
   }
@@ -217,7 +220,7 @@ void DeviceMasters::clip(double max_norm) {
   state_->clipper->clip(max_norm, nullptr, state_->stream);
 }
 
-bool DeviceMasters::step(train::LossScaler& scaler, const std::function<void()>& optimizer_step) {
+bool DeviceMasters::step(LossScaler& scaler, const std::function<void()>& optimizer_step) {
   State& s = *state_;
   if (!s.check_pending) {
     throw std::logic_error("DeviceMasters::step: the gradients were not unscaled on the device");
@@ -229,7 +232,7 @@ bool DeviceMasters::step(train::LossScaler& scaler, const std::function<void()>&
   s.check_pending = false;
   scaler.record_unscaled(found_inf != 0.0F);
   // Unscaled already: the scaler's step only decides, and touches no gradient.
-  return scaler.step(train::GradientList{}, optimizer_step);
+  return scaler.step(GradientList{}, optimizer_step);
 }
 
 void DeviceMasters::optimizer_step() {
@@ -247,4 +250,4 @@ std::vector<std::vector<double>> DeviceMasters::weights_as_doubles() const {
   return download(state_->weights, state_->sizes, state_->stream);
 }
 
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda

@@ -1,7 +1,7 @@
 // Where a policy training on the GPU keeps its master weights, their gradients and its optimizer:
-// in device memory, as a framework training on a GPU does (CudaOps::Masters, the interface of
-// train::steps::HostMasters in harness/train/trainer_steps.hpp). A step runs on the device without
-// copying a weight or a gradient to the host:
+// in device memory, as a framework training on a GPU does (train::steps::MastersOf<CudaOps>, the
+// interface of train::steps::HostMasters in harness/train/trainer_steps.hpp). A step runs on the
+// device without copying a weight or a gradient to the host:
 //   - each micro-batch's parameter gradients (binary32) are copied into the master gradients, and
 //     later micro-batches' added to them (kernels::add, a binary32 addition per element);
 //   - unscale: kernels::GradientUnscaler, one launch for every gradient, with the loss scaler's
@@ -23,8 +23,12 @@
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
+#include "harness/train/trainer_steps.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
+
+using backends::cuda::CudaOps;
+using backends::cuda::CudaTensor;
 
 class DeviceMasters {
  public:
@@ -32,7 +36,7 @@ class DeviceMasters {
   // zeroed, and its step scalars for at most `steps` steps. Throws std::invalid_argument for
   // invalid optimizer options, kernels::CudaError when a CUDA call fails. Waits for the stream.
   DeviceMasters(CudaOps& ops, const std::vector<std::vector<double>>& initial,
-                const train::OptimizerOptions& options, std::size_t steps);
+                const OptimizerOptions& options, std::size_t steps);
   ~DeviceMasters();
   DeviceMasters(DeviceMasters&&) noexcept;
   DeviceMasters& operator=(DeviceMasters&&) noexcept;
@@ -46,7 +50,7 @@ class DeviceMasters {
   // Enqueues the unscale and inf check of every master gradient by scaler.inverse_scale(). Throws
   // std::logic_error, before anything changes, unless the scaler is ready to unscale and the last
   // unscale was stepped.
-  void unscale(const train::LossScaler& scaler);
+  void unscale(const LossScaler& scaler);
   // The master gradients as they stand (waits for the stream).
   std::vector<std::vector<double>> gradients() const;
   // Enqueues clipping by the global norm.
@@ -54,7 +58,7 @@ class DeviceMasters {
   // Reads the inf check back (waits for the stream), records it in the scaler
   // (LossScaler::record_unscaled) and takes the scaler's step: optimizer_step runs unless a
   // gradient was inf or NaN. Throws std::logic_error without an unscale before it.
-  bool step(train::LossScaler& scaler, const std::function<void()>& optimizer_step);
+  bool step(LossScaler& scaler, const std::function<void()>& optimizer_step);
   // Enqueues one optimizer step. Throws std::out_of_range beyond the steps it was made for.
   void optimizer_step();
   // The master weights (waits for the stream).
@@ -65,4 +69,12 @@ class DeviceMasters {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda
+
+namespace ampbench::train::steps {
+// A training run on the CUDA backend keeps its masters on the device.
+template <>
+struct MastersOf<backends::cuda::CudaOps> {
+  using type = cuda::DeviceMasters;
+};
+}  // namespace ampbench::train::steps

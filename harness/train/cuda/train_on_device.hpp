@@ -1,4 +1,4 @@
-// Training and profiling on the GPU: train::train and train::profile_steps with the policies'
+// Training and profiling on the GPU: train::train and profile_steps with the policies'
 // steps on the device (training_ops.hpp) and, for training, the multiprecision reference on the
 // CPU beside them, compared step by step exactly as on the CPU backend (harness/train/trainer.hpp).
 #pragma once
@@ -9,20 +9,20 @@
 #include "harness/train/data.hpp"
 #include "harness/train/trainer.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 
-// The result's backend is "cuda" and its device the GPU's record (device_record). Throws
-// std::invalid_argument when the model or a policy cannot train on the device (why_not_trainable),
-// kernels::CudaError when a CUDA call fails.
-train::TrainResult train_on_device(const train::TrainConfig& config,
-                                   const train::Dataset& train_set, const train::Dataset& eval_set,
-                                   const std::function<void(std::size_t step)>& progress = {});
+// The result's backend is "cuda" and its device the GPU's record (backends::cuda::device_record).
+// Throws std::invalid_argument when the model or a policy cannot train on the device
+// (backends::cuda::why_not_trainable), kernels::CudaError when a CUDA call fails.
+TrainResult train_on_device(const TrainConfig& config, const Dataset& train_set,
+                            const Dataset& eval_set,
+                            const std::function<void(std::size_t step)>& progress = {});
 
 // Both side by side beside one reference: each policy emulated on the CPU (RunResult::backend
 // "cpu") and run on the device ("cuda"), in that order; the result's backend is "all".
-train::TrainResult train_on_device_and_cpu(
-    const train::TrainConfig& config, const train::Dataset& train_set,
-    const train::Dataset& eval_set, const std::function<void(std::size_t step)>& progress = {});
+TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& train_set,
+                                    const Dataset& eval_set,
+                                    const std::function<void(std::size_t step)>& progress = {});
 
 // Each policy alone on the device, `warmup` untimed steps and config.steps timed ones: every phase
 // an NVTX range, the timed steps traced by the CUPTI collector (kernels/cupti_collector.hpp), whose
@@ -33,8 +33,7 @@ train::TrainResult train_on_device_and_cpu(
 // policy's timed steps the CUPTI range profiler (kernels/range_profiler.hpp) counts one more step
 // per pass, its phases and ops as ranges (three levels: step, phase, op); a policy whose counters
 // CUPTI refuses (privileges, an unsupported device) keeps the reason instead.
-train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup,
-                                       bool hardware_metrics = false);
+ProfileResult profile_on_device(const TrainConfig& config, const Dataset& train_set,
+                                std::size_t warmup, bool hardware_metrics = false);
 
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda

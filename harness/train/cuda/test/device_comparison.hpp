@@ -14,7 +14,7 @@
 #include "harness/policy/policy.hpp"
 #include "harness/train/trainer.hpp"
 
-namespace ampbench::backends::cuda::test {
+namespace ampbench::train::cuda::test {
 
 inline const policy::Policy& builtin(const char* name) {
   return *policy::find_builtin(name);
@@ -61,4 +61,4 @@ inline void expect_tracks_reference(const train::TrainResult& r, std::size_t pol
   for (const auto& s : r.runs[0].steps) EXPECT_LT(*s.loss_error, 1e-5) << "fp32 step " << s.step;
 }
 
-}  // namespace ampbench::backends::cuda::test
+}  // namespace ampbench::train::cuda::test

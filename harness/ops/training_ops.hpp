@@ -1,9 +1,13 @@
-// The trainer's backend interface as a C++20 concept: what the models (models.hpp) and the training
-// steps (trainer_steps.hpp) call on their ops, statically dispatched, each backend with tensors of
-// its own. EmulatedOps (the CPU emulation under a policy) and ReferenceOps (multiprecision),
-// harness/train/ops.hpp, and the CUDA backend's CudaOps (harness/backends/cuda/training_ops.hpp)
-// model it; each says so with a static_assert, so a method that drifts from the others is a
-// compile error naming the concept, not an error deep inside a model's template.
+// What a training model calls on its ops, for every backend that trains: the gradients the
+// backward ops give (templates over the backend's tensor) and the trainer's backend interface as
+// a C++20 concept, statically dispatched, each backend with tensors of its own. The models
+// (harness/train/models.hpp) and the training steps (harness/train/trainer_steps.hpp) are written
+// against the concept; EmulatedOps (the CPU emulation under a policy) and ReferenceOps
+// (multiprecision), harness/train/ops.hpp, and the CUDA backend's CudaOps
+// (harness/backends/cuda/training_ops.hpp) model it, each saying so with a static_assert, so that
+// a method that drifts from the others is a compile error naming the concept, not an error deep
+// inside a model's template. It sits in the op layer so that a backend implements it without
+// depending on the trainer.
 #pragma once
 
 #include <concepts>
@@ -12,9 +16,38 @@
 #include <span>
 #include <vector>
 
+#include "harness/ops/catalog.hpp"
 #include "harness/ops/convolution.hpp"
+#include "harness/policy/policy.hpp"
 
-namespace ampbench::train {
+namespace ampbench::ops {
+
+// One catalog op that a training model runs, with the policy op whose precision it runs under:
+// a backward op runs under its forward op's (the linear layers' gemm_backward_a under linear's,
+// attention's products under attention's), as autocast runs them. train::model_ops lists a
+// model's, derived from its code.
+struct ModelOp {
+  const OpInfo* op = nullptr;
+  policy::Op precision = policy::Op::gemm;
+};
+
+// What the backward of linear, layer_norm, the convolution and attention give, in every backend.
+template <class Tensor>
+struct LinearGradients {
+  Tensor dx, dw, db;  // dx empty when not asked for
+};
+template <class Tensor>
+struct LayerNormGradients {
+  Tensor dx, dgamma, dbeta;
+};
+template <class Tensor>
+struct ConvolutionGradients {
+  Tensor dx, dw;  // dx empty when not asked for
+};
+template <class Tensor>
+struct AttentionGradients {
+  Tensor dq, dk, dv;
+};
 
 template <class O>
 concept TrainingOps = requires(O& ops, const typename O::Tensor& t,
@@ -57,4 +90,4 @@ concept TrainingOps = requires(O& ops, const typename O::Tensor& t,
   { ops.attention_backward(t, t, t, t, n, n, n) } -> std::same_as<typename O::AttentionGradients>;
 };
 
-}  // namespace ampbench::train
+}  // namespace ampbench::ops

@@ -27,17 +27,20 @@
 #include <string>
 #include <vector>
 
-#include "harness/backends/cuda/test/device_comparison.hpp"
-#include "harness/backends/cuda/train.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/profile/classify.hpp"
+#include "harness/train/cuda/test/device_comparison.hpp"
+#include "harness/train/cuda/train_on_device.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/ops.hpp"
 #include "harness/train/trainer.hpp"
 #include "kernels/test/gpu_test.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 namespace {
+
+using backends::cuda::CudaOps;
+using backends::cuda::CudaTensor;
 
 using TransformerOnGpu = kernels::test::GpuTest;
 using test::builtin;
@@ -183,4 +186,4 @@ TEST_F(TransformerOnGpu, ProfileNamesTheAttentionProductsForTensorCoreEligibilit
 }
 
 }  // namespace
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda

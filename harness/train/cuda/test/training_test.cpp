@@ -13,19 +13,22 @@
 #include <string>
 #include <vector>
 
-#include "harness/backends/cuda/device_masters.hpp"
-#include "harness/backends/cuda/test/device_comparison.hpp"
-#include "harness/backends/cuda/train.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/train/clip.hpp"
+#include "harness/train/cuda/device_masters.hpp"
+#include "harness/train/cuda/test/device_comparison.hpp"
+#include "harness/train/cuda/train_on_device.hpp"
 #include "harness/train/ops.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/test/gpu_test.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 namespace {
+
+using backends::cuda::CudaOps;
+using backends::cuda::CudaTensor;
 
 using TrainingOnGpu = kernels::test::GpuTest;
 
@@ -264,4 +267,4 @@ TEST_F(TrainingOnGpu, ProfileTimesEveryStepPhaseByPhase) {
 }
 
 }  // namespace
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda

@@ -1,13 +1,15 @@
-#include "harness/backends/cuda/train.hpp"
+#include "harness/train/cuda/train_on_device.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "harness/backends/cuda/device_masters.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
+#include "harness/train/cuda/device_masters.hpp"
+#include "harness/train/model_ops.hpp"
 #include "harness/train/trainer_steps.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cupti_collector.hpp"
@@ -16,13 +18,21 @@
 #include "kernels/profiler_overhead.hpp"
 #include "kernels/range_profiler.hpp"
 
-namespace ampbench::backends::cuda {
+namespace ampbench::train::cuda {
 namespace {
 
-// Throws what why_not_trainable says for the first policy that cannot train on the device.
-void require_trainable(const train::TrainConfig& config) {
+using backends::cuda::CudaOps;
+using backends::cuda::device_record;
+using backends::cuda::peak_pool_bytes;
+using backends::cuda::reset_peak_pool_bytes;
+using backends::cuda::why_not_trainable;
+
+// Throws what why_not_trainable says of the model's ops for the first policy that cannot train on
+// the device (and model_ops's std::invalid_argument for a model there is not).
+void require_trainable(const TrainConfig& config) {
+  const std::vector<ops::ModelOp> model = model_ops(config.model);
   for (const auto& p : config.policies) {
-    if (auto why = why_not_trainable(p, config.model)) throw std::invalid_argument(*why);
+    if (auto why = why_not_trainable(p, model)) throw std::invalid_argument(*why);
   }
 }
 
@@ -53,7 +63,7 @@ nlohmann::json to_json(const kernels::ProfilerOverhead& o) {
 
 // {"requested", "collected" (for at least one policy), "metrics" when requested, "why": not
 // requested, or the first policy without counters and its reason}.
-nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool requested) {
+nlohmann::json hardware_metrics_record(const ProfileResult& result, bool requested) {
   if (!requested) {
     return {{"requested", false},
             {"collected", false},
@@ -62,7 +72,7 @@ nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool 
              "steps); the Tensor Core share is inferred from kernel names"}};
   }
   nlohmann::json record = {{"requested", true}, {"collected", false}};
-  for (const train::PolicyProfile& p : result.policies) {
+  for (const PolicyProfile& p : result.policies) {
     if (p.hardware_metrics) {
       record["collected"] = true;
       // The device's: every policy ran on it, with the same set.
@@ -76,39 +86,36 @@ nlohmann::json hardware_metrics_record(const train::ProfileResult& result, bool 
 
 }  // namespace
 
-train::TrainResult train_on_device(const train::TrainConfig& config,
-                                   const train::Dataset& train_set, const train::Dataset& eval_set,
-                                   const std::function<void(std::size_t)>& progress) {
+TrainResult train_on_device(const TrainConfig& config, const Dataset& train_set,
+                            const Dataset& eval_set,
+                            const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  train::TrainResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
-    return train::steps::run_training<CudaOps>(model, config, train_set, eval_set, progress);
+  TrainResult result = steps::with_model(config, train_set, [&](const auto& model) {
+    return steps::run_training<CudaOps>(model, config, train_set, eval_set, progress);
   });
   result.backend = "cuda";
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   return result;
 }
 
-train::TrainResult train_on_device_and_cpu(const train::TrainConfig& config,
-                                           const train::Dataset& train_set,
-                                           const train::Dataset& eval_set,
-                                           const std::function<void(std::size_t)>& progress) {
+TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& train_set,
+                                    const Dataset& eval_set,
+                                    const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  train::TrainResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
-    return train::steps::run_training<train::EmulatedOps, CudaOps>(model, config, train_set,
-                                                                   eval_set, progress);
+  TrainResult result = steps::with_model(config, train_set, [&](const auto& model) {
+    return steps::run_training<EmulatedOps, CudaOps>(model, config, train_set, eval_set, progress);
   });
   result.backend = "all";
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   return result;
 }
 
-train::ProfileResult profile_on_device(const train::TrainConfig& config,
-                                       const train::Dataset& train_set, std::size_t warmup,
-                                       bool hardware_metrics) {
+ProfileResult profile_on_device(const TrainConfig& config, const Dataset& train_set,
+                                std::size_t warmup, bool hardware_metrics) {
   require_trainable(config);
   // The phases are NVTX ranges, which CUPTI records as markers: the device's trace holds them, so
   // it replaces the host phases (added to it, every phase would count twice).
-  train::steps::ProfileHooks hooks;
+  steps::ProfileHooks hooks;
   hooks.ranges = kernels::nvtx_range_hooks();
   hooks.traced_warmup = 1;
   std::optional<kernels::CuptiCollector> collector;
@@ -135,7 +142,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
     reset_peak_pool_bytes();
     first_timed_ns = profile::steady_clock_ns();
   };
-  hooks.end_timed = [&](train::PolicyProfile& p) {
+  hooks.end_timed = [&](PolicyProfile& p) {
     AMPBENCH_CUDA_CHECK(cudaDeviceSynchronize());
     p.peak_device_bytes = peak_pool_bytes();
     if (!collector) {
@@ -164,8 +171,7 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   const kernels::RangeProfilerOptions counting;
   if (hardware_metrics) {
     hooks.counter_steps = counting.max_passes;
-    hooks.counters = [&](train::PolicyProfile& p,
-                         const train::steps::ProfileHooks::CountedStep& step) {
+    hooks.counters = [&](PolicyProfile& p, const steps::ProfileHooks::CountedStep& step) {
       try {
         p.hardware_metrics = kernels::collect_range_metrics(step, counting);
       } catch (const std::runtime_error& e) {  // CUPTI's refusal, or a CUDA call that failed
@@ -179,8 +185,8 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   // is that of a process whose NVTX calls reach CUPTI, which records nothing while no collector
   // runs: bench_launch_overhead's BM_launch_untraced_in_nvtx_ranges measures what that costs.)
   const nlohmann::json overhead = to_json(kernels::measure_profiler_overhead());
-  train::ProfileResult result = train::steps::with_model(config, train_set, [&](const auto& model) {
-    return train::steps::run_profile<CudaOps>(model, config, train_set, warmup, hooks);
+  ProfileResult result = steps::with_model(config, train_set, [&](const auto& model) {
+    return steps::run_profile<CudaOps>(model, config, train_set, warmup, hooks);
   });
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   result.profiler_overhead = overhead;
@@ -188,4 +194,4 @@ train::ProfileResult profile_on_device(const train::TrainConfig& config,
   return result;
 }
 
-}  // namespace ampbench::backends::cuda
+}  // namespace ampbench::train::cuda
