@@ -224,10 +224,10 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   // it cannot.
   std::vector<backends::cuda::Planning> plans;
   if (on_cuda) {
-    for (const auto* op : op_list) {
+    for (std::size_t i = 0; i < op_list.size(); ++i) {
       for (const auto& p : policies) {
-        plans.push_back(
-            backends::cuda::plan(*op, audit::precision_of(p, *op), gemm_compute, conv_math));
+        plans.push_back(backends::cuda::plan(
+            *op_list[i], shapes[i], audit::precision_of(p, *op_list[i]), gemm_compute, conv_math));
       }
     }
     if (!on_cpu && std::none_of(plans.begin(), plans.end(),

@@ -134,6 +134,12 @@ int run_eval(const EvalArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   if (on_cuda) {
+    // What the device's kernel takes of the shape the operands gave (attention: L = S).
+    const backends::cuda::Planning planned = backends::cuda::plan(*op, shape, precision);
+    if (!planned.plan) {
+      err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, planned.reason);
+      return kExitUsage;
+    }
     for (std::size_t k = 0; k < in.values.size(); ++k) {
       if (op->op == ops::Op::gemm && k == 2 && !in.values[k].empty()) {
         err << fmt::format(

@@ -59,7 +59,7 @@ std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_v
         "the case without the model runs the hardware itself");
   }
   const backends::cuda::Planning planned = backends::cuda::plan(
-      *audit_case->op, audit::precision_of(audit_case->policy, *audit_case->op));
+      *audit_case->op, audit_case->shape, audit::precision_of(audit_case->policy, *audit_case->op));
   if (!planned.plan) return planned.reason;
   return std::nullopt;
 }
@@ -68,7 +68,7 @@ results::BackendRunners cuda_runners(const CudaStatus& cuda) {
   results::BackendRunners runners;
   runners.kernel = [device = cuda.device](const audit::Case& c, nlohmann::json* ran) {
     const backends::cuda::Planning planned =
-        backends::cuda::plan(*c.op, audit::precision_of(c.policy, *c.op));
+        backends::cuda::plan(*c.op, c.shape, audit::precision_of(c.policy, *c.op));
     (*ran)["device"] = device;
     return cuda_kernel(*c.op, c.shape, *planned.plan, &(*ran)["call"]);
   };

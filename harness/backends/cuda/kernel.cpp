@@ -11,6 +11,7 @@
 
 #include "harness/backends/cuda/conv_kernel.hpp"
 #include "harness/backends/cuda/lt_matmul.hpp"
+#include "harness/backends/cuda/training_ops.hpp"
 #include "harness/numeric/options.hpp"
 #include "kernels/cnn_kernels.hpp"
 #include "kernels/cuda_check.hpp"
@@ -265,6 +266,59 @@ std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape
   return from_device(bytes, plan.type);
 }
 
+// A policy under which CudaOps runs attention at precision q (resolved: no promote entry) and
+// every other op in fp32; the ops every model has (linear, the loss) must run, and do in fp32.
+policy::Policy attention_policy(const policy::OpPrecision& q) {
+  policy::Policy p = *policy::find_builtin("fp32");
+  p.name = "audit-attention";
+  p.exceptions.push_back({policy::Op::attention, q});
+  return p;
+}
+
+// Attention (one head, L = S queries and keys of D features: plan() refused other shapes) or one
+// of its gradients through the training ops, on operands uploaded exactly as binary32 values.
+std::vector<double> run_attention(const ops::OpInfo& op, const ops::Shape& shape,
+                                  const AttentionPlan& plan, const ops::Inputs& in,
+                                  nlohmann::json* detail) {
+  const std::size_t length = shape.sizes.at(0);
+  const std::size_t d = shape.sizes.at(2);
+  if (shape.sizes.at(1) != length) {
+    throw std::invalid_argument("attention on the device needs as many keys as queries");
+  }
+  CudaOps device(attention_policy(plan.precision));
+  const auto q = device.constant(in.values.at(0));
+  const auto k = device.constant(in.values.at(1));
+  const auto v = device.constant(in.values.at(2));
+  std::vector<double> out;
+  if (op.op == ops::Op::attention) {
+    out = CudaOps::to_doubles(device.attention(q, k, v, 1, length, d));
+  } else {
+    const auto g =
+        device.attention_backward(q, k, v, device.constant(in.values.at(3)), 1, length, d);
+    out = CudaOps::to_doubles(op.op == ops::Op::attention_backward_q   ? g.dq
+                              : op.op == ops::Op::attention_backward_k ? g.dk
+                                                                       : g.dv);
+  }
+  if (detail != nullptr) {
+    const auto product = [](const GemmPlan& g) {
+      return nlohmann::json{{"compute", compute_name(g.compute)},
+                            {"inputs", device_type_name(g.inputs)},
+                            {"output", device_type_name(g.output)}};
+    };
+    *detail = {{"library", "cuBLASLt and ampbench's kernels"},
+               {"ran", op.op == ops::Op::attention ? "backends::cuda::CudaOps::attention"
+                                                   : "backends::cuda::CudaOps::attention_backward"},
+               {"input_products", product(plan.input_products)},
+               {"compute_products", product(plan.compute_products)},
+               {"compute", plan.precision.compute.name},
+               {"kernels", op.op == ops::Op::attention
+                               ? "ampbench::kernels::scale, ampbench::kernels::softmax"
+                               : "ampbench::kernels::scale, ampbench::kernels::softmax, "
+                                 "ampbench::kernels::attention_softmax_backward"}};
+  }
+  return out;
+}
+
 }  // namespace
 
 ops::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
@@ -274,6 +328,11 @@ ops::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Pl
   }
   if (plan.kind == Plan::Kind::convolution) {
     return make_convolution_kernel(shape, plan.convolution, detail);
+  }
+  if (plan.kind == Plan::Kind::attention) {
+    return [op, shape, attention = plan.attention, detail](const ops::Inputs& in) {
+      return run_attention(op, shape, attention, in, detail);
+    };
   }
   if (plan.kind == Plan::Kind::op_kernel) {
     return [op, shape, op_kernel = plan.op_kernel, detail](const ops::Inputs& in) {

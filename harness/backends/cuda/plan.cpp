@@ -248,6 +248,50 @@ LtOperand row_major(std::size_t operand, std::uint64_t rows, std::uint64_t cols,
   return {operand, cols, rows, static_cast<std::int64_t>(cols), transposed};
 }
 
+bool is_attention_op(ops::Op op) {
+  return op == ops::Op::attention || op == ops::Op::attention_backward_q ||
+         op == ops::Op::attention_backward_k || op == ops::Op::attention_backward_v;
+}
+
+// Attention as the training ops run it (AttentionPlan): the inputs go to cuBLASLt in a type that
+// holds them (tf32 inputs as binary32 values rounded by kernels::round_to_tf32, which cuBLASLt's
+// binary32 products then read exactly); the scores, probabilities and gradients live in the
+// compute format, which a device type must hold as it is; the kernels round to nearest even; and
+// cuBLASLt must run both kinds of product.
+Planning plan_attention(const ops::OpInfo& op, const policy::OpPrecision& p) {
+  const auto exact = [](const numeric::Format& f) {
+    const std::optional<DeviceType> held = holding_type(f);
+    return held && numeric::same_values(device_type_format(*held), f);
+  };
+  if (!(exact(p.input) || numeric::same_values(p.input, formats::tf32)) || !exact(p.compute)) {
+    return not_planned(op, p,
+                       fmt::format("the device's attention reads fp32, tf32, fp16 and bf16 inputs "
+                                   "and computes in fp32, fp16 or bf16, not {} inputs in {}",
+                                   p.input.name, p.compute.name));
+  }
+  if (!output_type(p.output)) {
+    return not_planned(op, p, "the device's attention writes fp32, fp16 or bf16 values");
+  }
+  for (const numeric::Rounding mode : {p.mode, p.input_mode}) {
+    if (mode != numeric::Rounding::nearest_even) {
+      return not_planned(op, p,
+                         fmt::format("the device's attention rounds to nearest even, not {}",
+                                     numeric::rounding_name(mode)));
+    }
+  }
+  Plan plan;
+  plan.kind = Plan::Kind::attention;
+  plan.attention.precision = p;
+  const ops::OpInfo& bmm = *ops::find_op("bmm");
+  for (const auto& [inputs, product] : {std::pair{p.input, &plan.attention.input_products},
+                                        std::pair{p.compute, &plan.attention.compute_products}}) {
+    Planning planned = plan_gemm(bmm, attention_product(p, inputs), std::nullopt);
+    if (!planned.plan) return not_planned(op, p, "its products: " + planned.reason);
+    *product = std::move(planned.plan->gemm);
+  }
+  return {std::move(plan), {}};
+}
+
 }  // namespace
 
 std::optional<DeviceType> holding_type(const numeric::Format& f) {
@@ -341,6 +385,14 @@ numeric::Format device_type_format(DeviceType t) {
   return formats::fp32;
 }
 
+policy::OpPrecision attention_product(const policy::OpPrecision& attention,
+                                      const numeric::Format& inputs) {
+  policy::OpPrecision product = attention;
+  product.input = inputs;
+  product.output = attention.compute;
+  return product;
+}
+
 Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
               std::optional<GemmCompute> compute,
               std::optional<kernels::ConvolutionMath> conv_math) {
@@ -348,15 +400,28 @@ Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
   if (op.op == ops::Op::cast) return plan_cast(op, precision);
   if (convolution_pass(op.op)) return plan_convolution(op, precision, conv_math);
   if (op_kernel_launchers(op.op) != nullptr) return plan_op_kernel(op, precision);
+  if (is_attention_op(op.op)) return plan_attention(op, precision);
   return {std::nullopt, fmt::format("{} has no CUDA implementation yet (the CUDA backend runs {})",
                                     op.name, supported_ops())};
+}
+
+Planning plan(const ops::OpInfo& op, const ops::Shape& shape, const policy::OpPrecision& precision,
+              std::optional<GemmCompute> compute,
+              std::optional<kernels::ConvolutionMath> conv_math) {
+  if (is_attention_op(op.op) && shape.sizes.size() == 3 && shape.sizes[0] != shape.sizes[1]) {
+    return not_planned(op, precision,
+                       fmt::format("the device's attention is the trainer's self-attention, with "
+                                   "as many keys as queries (L = S), not {} queries and {} keys",
+                                   shape.sizes[0], shape.sizes[1]));
+  }
+  return plan(op, precision, compute, conv_math);
 }
 
 std::string supported_ops() {
   std::string names;
   for (const ops::OpInfo& op : ops::catalog()) {
     if (is_gemm_op(op.op) || op.op == ops::Op::cast || convolution_pass(op.op) ||
-        op_kernel_launchers(op.op) != nullptr) {
+        op_kernel_launchers(op.op) != nullptr || is_attention_op(op.op)) {
       names += fmt::format("{}{}", names.empty() ? "" : ", ", op.name);
     }
   }

@@ -88,13 +88,25 @@ struct OpKernelPlan {
   std::string arithmetic;  // "binary32", or "binary32 internally (...)"
 };
 
+// Attention or one of its gradients as the training ops run it (CudaOps::attention and
+// attention_backward, training_ops.hpp): scores, probabilities and their gradients in the compute
+// format, the products through cuBLASLt (their plans here) and the softmax and its backward
+// through the backend's kernels, as the CPU emulation's fused kernel computes. The audit judges
+// the code the trainer runs.
+struct AttentionPlan {
+  policy::OpPrecision precision;  // the attention's, resolved
+  GemmPlan input_products;        // Q K^T and dO V^T: A and B in the input format
+  GemmPlan compute_products;      // P V, dS K, dS^T Q, P^T dO: A and B in the compute format
+};
+
 struct Plan {
-  enum class Kind { gemm, cast, convolution, op_kernel };
+  enum class Kind { gemm, cast, convolution, op_kernel, attention };
   Kind kind = Kind::gemm;
-  GemmPlan gemm;           // kind == gemm
-  CastPlan cast;           // kind == cast
-  ConvPlan convolution;    // kind == convolution
-  OpKernelPlan op_kernel;  // kind == op_kernel
+  GemmPlan gemm;            // kind == gemm
+  CastPlan cast;            // kind == cast
+  ConvPlan convolution;     // kind == convolution
+  OpKernelPlan op_kernel;   // kind == op_kernel
+  AttentionPlan attention;  // kind == attention
 };
 
 // The plan of `op` under `precision` (audit::precision_of), with `compute` replacing the policy's
@@ -108,6 +120,18 @@ struct Planning {
 Planning plan(const ops::OpInfo& op, const policy::OpPrecision& precision,
               std::optional<GemmCompute> compute = std::nullopt,
               std::optional<kernels::ConvolutionMath> conv_math = std::nullopt);
+// The same for a case of `shape`: besides, the refusal of a shape the device's kernel does not
+// take (attention runs self-attention, L = S, as the trainer's does).
+Planning plan(const ops::OpInfo& op, const ops::Shape& shape, const policy::OpPrecision& precision,
+              std::optional<GemmCompute> compute = std::nullopt,
+              std::optional<kernels::ConvolutionMath> conv_math = std::nullopt);
+
+// One matrix product of attention under its resolved precision `attention`: A and B in `inputs`
+// (its input format, or its compute format for the products that read the probabilities or the
+// score gradients), D in the compute format, as the emulation keeps scores, probabilities and
+// unscaled gradients.
+policy::OpPrecision attention_product(const policy::OpPrecision& attention,
+                                      const numeric::Format& inputs);
 
 // The ops the CUDA backend runs, in catalog order: "gemm, bmm, dot, sum, mean, ...".
 std::string supported_ops();

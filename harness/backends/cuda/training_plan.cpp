@@ -55,39 +55,12 @@ std::vector<policy::OpPrecision> resolutions(const policy::Policy& p, policy::Op
   return out;
 }
 
-// A product of attention (attention_product_plan): its A and B in `inputs`, its D in the compute
-// format.
-policy::OpPrecision attention_product(const policy::OpPrecision& attention, const Format& inputs) {
-  policy::OpPrecision product = attention;
-  product.input = inputs;
-  product.output = attention.compute;
-  return product;
-}
-
-// Why the device cannot run attention as the policy's precision q says, or none. The device runs
-// it as the emulation's fused kernel does (harness/backends/cpu/emulate.hpp), in q's compute
-// format: scores and probabilities in it, and the probabilities' products with V and dO a GEMM in
-// it on the other operand widened exactly. So the compute format must be one a device type holds
-// as it is, and the inputs one the device casts to: fp32, fp16, bf16, or tf32 (binary32 values
-// rounded by kernels::round_to_tf32, so that the binary32 products read V and dO as the emulation
-// does); and cuBLASLt must run both kinds of product. (The formats and rounding modes of its
-// kernels are checked with the other kernel ops.)
+// Why the device cannot run attention as the policy's precision q says, or none: the audit's
+// plan of attention (plan_attention in plan.cpp), which runs what the training ops run.
 std::optional<std::string> why_not_attention(const policy::Policy& p,
                                              const policy::OpPrecision& q) {
-  const auto exact = [](const Format& f) {
-    const std::optional<DeviceType> held = holding_type(f);
-    return held && numeric::same_values(device_type_format(*held), f);
-  };
-  if (!(exact(q.input) || numeric::same_values(q.input, formats::tf32)) || !exact(q.compute)) {
-    return fmt::format(
-        "policy {}: attention ({} inputs, {} compute): the device's attention reads fp32, tf32, "
-        "fp16 and bf16 inputs and computes in fp32, fp16 or bf16",
-        p.name, q.input.name, q.compute.name);
-  }
-  for (const Format& inputs : {q.input, q.compute}) {
-    const Planning planned = plan(*ops::find_op("bmm"), attention_product(q, inputs));
-    if (!planned.plan) return fmt::format("policy {}: attention: {}", p.name, planned.reason);
-  }
+  const Planning planned = plan(*ops::find_op("attention"), q);
+  if (!planned.plan) return fmt::format("policy {}: {}", p.name, planned.reason);
   return std::nullopt;
 }
 

@@ -802,6 +802,8 @@ TEST(CliEval, BadInputExitsWith2) {
       write_temp("rz.toml", "name = \"rz-matmul\"\nbase = \"fp32\"\n[matmul]\nmode = \"rz\"\n");
   const std::string with_c =
       write_temp("c.json", R"({"a": [[1, 2]], "b": [[1], [2]], "c": [[1]]})");
+  const std::string cross = write_temp(
+      "cross.json", R"({"q": [[0.1, 0.2], [0.3, 0.4]], "k": [[0.5, 0.6]], "v": [[0.125, 3]]})");
   const struct {
     std::string args;
     std::string message;
@@ -825,8 +827,10 @@ TEST(CliEval, BadInputExitsWith2) {
        "--backend: unknown backend 'tpu' (available: cpu, cuda, all)"},
       {"--op gemm --policy tf32 --backend cuda --mma hopper --inputs " + gemm,
        "--mma models Tensor Cores on the CPU; on the GPU the hardware runs"},
-      {"--op attention --backend all --inputs " + gemm,
-       "--backend all: attention has no CUDA implementation yet"},
+      {"--op attention --backend all --inputs " + cross,
+       "--backend all: attention (fp32 inputs, fp32 accumulation, fp32 output): the device's "
+       "attention is the trainer's self-attention, with as many keys as queries (L = S), not 2 "
+       "queries and 1 keys"},
       {"--op gemm --backend cuda --inputs " + with_c,
        "--backend cuda: the CUDA backend computes A B without C"},
   };
@@ -836,7 +840,7 @@ TEST(CliEval, BadInputExitsWith2) {
     EXPECT_EQ(run.out, "") << c.args;
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
   }
-  for (const auto& path : {gemm, extra, missing, targets, broken, rz, with_c}) {
+  for (const auto& path : {gemm, extra, missing, targets, broken, rz, with_c, cross}) {
     std::remove(path.c_str());
   }
 }

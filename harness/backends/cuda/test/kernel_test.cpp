@@ -89,6 +89,30 @@ TEST_F(CudaBackendTest, EveryOpKernelCaseOfTheBuiltInPoliciesIsWithinTheCpuBudge
   EXPECT_EQ(cases, 26u * 6u);  // every op kernel (plan_test lists them) under every policy
 }
 
+// Attention and its gradients run by the trainer's CudaOps, judged as the CPU backend is: every
+// built-in policy the device runs attention under, within the CPU's budgets; the record names
+// what ran.
+TEST_F(CudaBackendTest, AttentionAsTheTrainerRunsItIsWithinTheCpuBudgets) {
+  std::size_t cases = 0;
+  for (const char* op :
+       {"attention", "attention_backward_q", "attention_backward_k", "attention_backward_v"}) {
+    for (const char* policy_name : {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}) {
+      const ops::OpInfo& info = *ops::find_op(op);
+      if (!plan(info, audit::precision_of(*policy::find_builtin(policy_name), info)).plan) {
+        continue;  // pure bf16: bf16 accumulation
+      }
+      ++cases;
+      const Run r = run(op, policy_name);
+      EXPECT_TRUE(r.result.pass()) << op << " " << policy_name << ": "
+                                   << audit::to_json(r.result).dump() << " ran " << r.detail.dump();
+      EXPECT_EQ(r.detail["ran"].get<std::string>().rfind("backends::cuda::CudaOps::attention", 0),
+                0u)
+          << r.detail.dump();
+    }
+  }
+  EXPECT_EQ(cases, 4u * 5u);
+}
+
 TEST_F(CudaBackendTest, OpKernelRecordsSayWhatRanInWhichTypeAndArithmetic) {
   const Run amp = run("gelu", "amp-bf16");
   EXPECT_EQ(amp.detail["kernel"], "ampbench::kernels::bias_activation");

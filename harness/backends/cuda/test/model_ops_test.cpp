@@ -38,11 +38,6 @@ void expect_planned_where_trainable(std::string_view model, const std::set<std::
     for (const std::string& name : ran) {
       const ops::OpInfo* op = ops::find_op(name);
       const Planning planned = plan(*op, audit::precision_of(p, *op));
-      // Attention is the one the audit does not run on the device yet (docs/audit.md).
-      if (name.rfind("attention", 0) == 0) {
-        EXPECT_FALSE(planned.plan.has_value()) << "attention plans now: drop this exception";
-        continue;
-      }
       EXPECT_TRUE(planned.plan.has_value())
           << model << " trains on the GPU under " << p.name << " but the audit cannot judge "
           << name << " there: " << planned.reason;
@@ -102,7 +97,7 @@ TEST(ModelOps, EveryOpTheCnnRunsIsACatalogOpTheAuditPlansOnTheGpu) {
   expect_planned_where_trainable("cnn", ran);
 }
 
-TEST(ModelOps, EveryOpTheTransformerRunsIsACatalogOpAndOnlyAttentionIsNotAuditedOnTheGpu) {
+TEST(ModelOps, EveryOpTheTransformerRunsIsACatalogOpTheAuditPlansOnTheGpu) {
   const auto ran = ops_of("transformer");
   EXPECT_TRUE(ran.contains("attention_backward_v") && ran.contains("add"));
   expect_planned_where_trainable("transformer", ran);

@@ -120,23 +120,53 @@ TEST(ComputeOverride, IsCheckedAgainstCublasTypeTables) {
               DeviceType::f32, DeviceType::f32);
 }
 
-TEST(Unsupported, OpsWithoutAGpuImplementationSaySo) {
-  const Planning p = plan_under("attention", "fp32");
-  EXPECT_FALSE(p.plan.has_value());
-  EXPECT_EQ(p.reason, "attention has no CUDA implementation yet (the CUDA backend runs " +
-                          supported_ops() + ")");
-  EXPECT_FALSE(plan_under("attention_backward_q", "amp-fp16").plan.has_value());
+// Attention and its gradients run as the trainer's CudaOps runs them: both kinds of product
+// through cuBLASLt, the inputs' (Q K^T, dO V^T) and the compute format's (the probabilities' and
+// score gradients' products), each D in the compute format.
+TEST(AttentionPlan, RunsWhereTheTrainerRunsItAndSaysWhyNotElsewhere) {
+  for (const char* op :
+       {"attention", "attention_backward_q", "attention_backward_k", "attention_backward_v"}) {
+    for (const char* policy : {"fp32", "tf32", "amp-fp16", "amp-bf16", "fp16"}) {
+      const Planning p = plan_under(op, policy);
+      ASSERT_TRUE(p.plan.has_value()) << op << " " << policy << ": " << p.reason;
+      EXPECT_EQ(p.plan->kind, Plan::Kind::attention);
+      EXPECT_EQ(p.plan->attention.compute_products.output,
+                *holding_type(p.plan->attention.precision.compute));
+    }
+  }
+  // amp-fp16: fp16 scores products (32F on 16F A and B), the rest on the fp32 probabilities.
+  const Planning amp = plan_under("attention", "amp-fp16");
+  EXPECT_EQ(amp.plan->attention.input_products.inputs, DeviceType::f16);
+  EXPECT_EQ(amp.plan->attention.compute_products.inputs, DeviceType::f32);
+  // Pure bf16 computes attention in bf16: no cuBLAS compute type accumulates bf16 in bf16.
+  const Planning bf16 = plan_under("attention", "bf16");
+  ASSERT_FALSE(bf16.plan.has_value());
+  EXPECT_EQ(bf16.reason.rfind("attention (bf16 inputs, ", 0), 0u) << bf16.reason;
+  EXPECT_NE(bf16.reason.find("its products: bmm (bf16 inputs, bf16 accumulation"),
+            std::string::npos)
+      << bf16.reason;
+  // The trainer's attention is self-attention: as many keys as queries.
+  const ops::OpInfo& attention = *ops::find_op("attention");
+  const auto q = audit::precision_of(*policy::find_builtin("fp32"), attention);
+  EXPECT_TRUE(plan(attention, ops::parse_shape(attention, "64x64x16"), q).plan.has_value());
+  const Planning cross = plan(attention, ops::parse_shape(attention, "64x32x16"), q);
+  ASSERT_FALSE(cross.plan.has_value());
+  EXPECT_EQ(cross.reason,
+            "attention (fp32 inputs, fp32 accumulation, fp32 output): the device's attention is "
+            "the trainer's self-attention, with as many keys as queries (L = S), not 64 queries "
+            "and 32 keys");
 }
 
 TEST(Unsupported, TheListOfSupportedOpsFollowsTheCatalog) {
   EXPECT_EQ(supported_ops(),
             "gemm, bmm, dot, sum, mean, l2_norm, softmax, log_softmax, logsumexp, layer_norm, "
             "rms_norm, relu, gelu, gelu_tanh, silu, cross_entropy, add, mul, batch_norm, "
-            "gemm_backward_a, "
+            "attention, gemm_backward_a, "
             "gemm_backward_b, softmax_backward, log_softmax_backward, cross_entropy_backward, "
             "relu_backward, gelu_backward, layer_norm_backward_gamma, layer_norm_backward_beta, "
             "layer_norm_backward, silu_backward, conv2d, conv2d_backward_data, "
-            "conv2d_backward_filter, gelu_tanh_backward, fma, cast, linear, linear_backward_bias, "
+            "conv2d_backward_filter, gelu_tanh_backward, fma, cast, attention_backward_q, "
+            "attention_backward_k, attention_backward_v, linear, linear_backward_bias, "
             "mean_pool, mean_pool_backward, batch_norm_backward, batch_norm_backward_gamma, "
             "batch_norm_backward_beta");
 }
