@@ -3,6 +3,7 @@
 // the errors they report.
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -152,7 +153,7 @@ TEST(ArrayPathsPaths, NamesThePathItTakes) {
     return std::string(rounding_path(RoundingOptions{f, mode, 0, Container::binary32}));
   };
   const auto vectorised = [](const std::string& p) {
-    return p == "avx512" || p == "avx2" || p == "generic";
+    return p == "avx512" || p == "avx2" || p == "avx2 fp8" || p == "generic";
   };
   if (cpu_has_f16c()) {
     EXPECT_EQ(path(formats::fp16, Rounding::nearest_even), "f16c");
@@ -179,10 +180,35 @@ TEST(ArrayPathsPaths, FollowTheInstructionSetCap) {
   if (!supported) GTEST_SKIP() << "this CPU lacks " << isa;
   const RoundingOptions bf16{formats::bf16, Rounding::nearest_even, 0, Container::binary32};
   EXPECT_EQ(std::string(rounding_path(bf16)), isa == "baseline" ? "generic" : isa);
+  // e4m3 and e5m2 to nearest have a kernel of their own on AVX2 (AVX-512 has its own kernels).
+  for (const Format& f : {formats::e4m3, formats::e5m2}) {
+    const RoundingOptions fp8{f, Rounding::nearest_even, 0, Container::binary32};
+    EXPECT_EQ(std::string(rounding_path(fp8)),
+              isa == "avx2" ? "avx2 fp8" : (isa == "baseline" ? "generic" : isa));
+  }
   const RoundingOptions fp16{formats::fp16, Rounding::nearest_even, 0, Container::binary32};
   if (isa == "baseline") {
     EXPECT_FALSE(cpu_has_f16c());
     EXPECT_EQ(std::string(rounding_path(fp16)), "generic");
+  }
+}
+
+// The AVX2 fp8 kernel rounds below the normal range by a binary32 addition, which follows MXCSR's
+// rounding direction: under another direction the path is not taken, and the codes stay
+// round_to's.
+TEST(ArrayPathsPaths, Fp8ToNearestIgnoresTheFloatingPointRoundingDirection) {
+  for (const Format& f : {formats::e4m3, formats::e5m2}) {
+    const RoundingOptions o{f, Rounding::nearest_even, 0, Container::binary32};
+    const std::vector<float> in = array_inputs(f, 4096, 4096);
+    std::vector<std::uint8_t> nearest(in.size()), upward(in.size());
+    encode_array(o, in, nearest);
+    const int direction = std::fegetround();
+    std::fesetround(FE_UPWARD);
+    const std::string path = rounding_path(o);
+    encode_array(o, in, upward);
+    std::fesetround(direction);
+    EXPECT_NE(path, "avx2 fp8") << describe(f);
+    EXPECT_EQ(nearest, upward) << describe(f);
   }
 }
 
