@@ -233,7 +233,7 @@ AMPBENCH_ENCODE_FAST(encode_fast_avx2, __attribute__((target("avx2,bmi2,fma"))))
 // Past the largest finite value, infinities included, the overflow pattern or, saturating, the
 // largest finite; NaNs as encode_one makes them; the sign bit on top.
 template <const Format& F, bool Saturate>
-__attribute__((target("avx2"))) [[gnu::always_inline]] inline __m256i encode_fp8_lanes(__m256i u) {
+__attribute__((target("avx2"), always_inline)) inline __m256i encode_fp8_lanes(__m256i u) {
   constexpr int kT = F.fraction_bits();
   constexpr int kDrop = 23 - kT;
   constexpr auto kMaxMagnitude = static_cast<std::uint32_t>(detail::max_finite_bits(F));
