@@ -22,8 +22,6 @@
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
-#include "harness/inputs/distributions.hpp"
-#include "harness/inputs/tensor_file.hpp"
 #include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
@@ -118,6 +116,13 @@ bool read_cuda_choice(const AuditArgs& args, const char* option, const std::stri
 }  // namespace
 
 int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
+  if (!args.recipes.empty()) return run_recipe_audit(args, out, err);
+  for (const char* option : {"--arch", "--promote-interval", "--gemm"}) {
+    if (std::find(args.given.begin(), args.given.end(), option) != args.given.end()) {
+      err << fmt::format("{}: {} goes with --recipe\n", kCommand, option);
+      return kExitUsage;
+    }
+  }
   // ---- everything is checked before any work starts -----------------------------------------
   if (args.op.empty() == !args.all) {
     err << kCommand << ": give exactly one of --op OP and --all\n";
@@ -239,13 +244,8 @@ int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err) {
   }
   FilePlan files;
   for (const auto& file : policy_files(policy_names)) files.input("--policy", file);
-  try {
-    const inputs::Spec spec = inputs::parse_spec(args.dist);
-    if (spec.kind == inputs::Kind::file) {
-      files.input("--dist", inputs::tensor_file_path(spec.path));
-    }
-  } catch (const inputs::SpecError& e) {
-    err << fmt::format("{}: --dist: {}\n", kCommand, e.what());
+  if (const auto problem = plan_distribution(files, args.dist)) {
+    err << fmt::format("{}: {}\n", kCommand, *problem);
     return kExitUsage;
   }
 

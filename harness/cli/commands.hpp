@@ -68,8 +68,21 @@ struct AuditArgs {
   std::string mma;      // Tensor Core model: an architecture or a preset name; empty: none
   std::string budgets;  // empty: suites/budgets.toml when it exists; "none": built-in only
   std::string json;     // file for the records
+  // The audit under FP8 and microscaling recipes (docs/scaling.md): comma-separated built-in
+  // names or recipe files; then linear's GEMMs on the Tensor Core model of `arch` (empty: hopper
+  // where it has one for the recipe, else exact), promoted every `promote_interval` products
+  // (when "--promote-interval" is given; else the recipe's).
+  std::string recipes;
+  std::string arch;
+  std::uint64_t promote_interval = 0;
+  std::string gemms = "fprop,dgrad,wgrad";
+  // The options given on the command line ("--policy"), so that those that do not go with
+  // --recipe are refused rather than ignored.
+  std::vector<std::string> given;
 };
 int run_audit(const AuditArgs& args, std::ostream& out, std::ostream& err);
+// run_audit with --recipe (recipe_audit_command.cpp).
+int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err);
 
 int run_ops(bool json, std::ostream& out);
 

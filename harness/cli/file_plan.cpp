@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "harness/inputs/distributions.hpp"
+#include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
 
 namespace ampbench::cli {
@@ -64,6 +66,18 @@ std::optional<std::string> write_text_file(const std::string& path, const std::s
 std::optional<std::string> write_json_file(const std::string& path,
                                            const nlohmann::json& document) {
   return io::write_file(path, document.dump(2) + "\n");
+}
+
+std::optional<std::string> plan_distribution(FilePlan& files, const std::string& spec) {
+  try {
+    const inputs::Spec parsed = inputs::parse_spec(spec);
+    if (parsed.kind == inputs::Kind::file) {
+      files.input("--dist", inputs::tensor_file_path(parsed.path));
+    }
+  } catch (const inputs::SpecError& e) {
+    return fmt::format("--dist: {}", e.what());
+  }
+  return std::nullopt;
 }
 
 }  // namespace ampbench::cli

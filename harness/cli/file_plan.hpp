@@ -35,6 +35,10 @@ class FilePlan {
   std::vector<File> outputs_;
 };
 
+// A distribution spec (--dist) checked, and its tensor file (file:PATH) planned as an input: the
+// spec's problem ("--dist: unknown distribution ..."), or nothing.
+std::optional<std::string> plan_distribution(FilePlan& files, const std::string& spec);
+
 // io::write_file: `text` to `path` through a temporary and a rename; the problem, or nothing.
 std::optional<std::string> write_text_file(const std::string& path, const std::string& text);
 // The same for a JSON document, indented.

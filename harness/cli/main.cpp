@@ -139,6 +139,23 @@ int run_command_line(int argc, char** argv) {
   audit->add_option("--budgets", audit_args.budgets,
                     "Budgets file (default: suites/budgets.toml if present; none: built-in only)");
   audit->add_option("--json", audit_args.json, "Write one record per case to this file");
+  audit->add_option("--recipe", audit_args.recipes,
+                    "FP8 and microscaling recipes, comma-separated: fp8-delayed fp8-current "
+                    "fp8-block mxfp8 mxfp6 mxfp4 nvfp4 or FILE.toml; audits linear's fprop, dgrad "
+                    "and wgrad GEMMs quantized as the recipe says (docs/scaling.md)");
+  audit->add_option(
+      "--arch", audit_args.arch,
+      "With --recipe: the Tensor Core model that multiplies: ada hopper blackwell, or "
+      "exact (default: hopper where it has a model of the recipe's formats, else "
+      "exact)");
+  options::add_unsigned(*audit, "--promote-interval", audit_args.promote_interval,
+                        {0, std::uint64_t{1} << 27},
+                        "With --recipe: promote the Tensor Core accumulation to fp32 every N "
+                        "products along K (0: never; default: the recipe's)");
+  audit
+      ->add_option("--gemm", audit_args.gemms,
+                   "With --recipe: the GEMMs, comma-separated: fprop dgrad wgrad")
+      ->capture_default_str();
 
   bool ops_json = false;
   auto* ops = app.add_subcommand(
@@ -491,7 +508,12 @@ int run_command_line(int argc, char** argv) {
   if (*round) return ampbench::cli::run_round(round_args, std::cin, std::cout, std::cerr);
   if (*dot) return ampbench::cli::run_dot(dot_args, std::cin, std::cout, std::cerr);
   if (*policies) return ampbench::cli::run_policies(policies_args, std::cout, std::cerr);
-  if (*audit) return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
+  if (*audit) {
+    for (const CLI::Option* option : audit->get_options()) {
+      if (option->count() > 0) audit_args.given.push_back(option->get_name());
+    }
+    return ampbench::cli::run_audit(audit_args, std::cout, std::cerr);
+  }
   if (*ops) return ampbench::cli::run_ops(ops_json, std::cout);
   if (*eval) return ampbench::cli::run_eval(eval_args, std::cout, std::cerr);
   if (*quantize) {

@@ -53,6 +53,15 @@ std::string key_metric(const results::Record& r) {
     }
     return times;
   }
+  if (r.kind == "recipe") {
+    std::string errors;
+    for (const char* gemm : {"fprop", "dgrad", "wgrad"}) {
+      const auto it = r.metrics.find(std::string(gemm) + ".total_error");
+      if (it == r.metrics.end()) continue;
+      errors += fmt::format("{}{} {:.3g}", errors.empty() ? "total " : ", ", gemm, it->second);
+    }
+    return errors;
+  }
   if (r.kind == "fingerprint") {
     return fmt::format("{} parameter(s), {} off the preset", r.features.size(), r.breaches.size());
   }

@@ -134,12 +134,14 @@ constexpr std::array kPresets = {
 // term's value x. Where the product of two operands and 2^(F - emax) are normal binary64 numbers,
 // both exact (at most 2 * 24 significant bits), binary64 gives that term with two exact
 // multiplications and a conversion that truncates toward zero; emax still comes from the split
-// exponents (a subnormal's is emin, a zero's -126), which are kept as integers. Operands lie in
-// [2^(emin - frac), 2^(emax + 1)), so products in [2^(2 (emin - frac)), 2^(2 emax + 2)), and emax
-// of a step between -126 (or the accumulator's emin) and 2 emax of the input (or c's exponent, at
-// most the accumulator's emax): true for every preset.
-bool binary64_terms(const MmaModel& m) {
-  return 2 * (m.input.emin - m.input.fraction_bits()) >= -1022 && 2 * m.input.emax + 2 < 1000;
+// exponents (a subnormal's is emin, a zero's -126), which are kept as integers. Operands of
+// format f lie in [2^(emin_f - frac_f), 2^(emax_f + 1)), so products of A's and B's formats in
+// [2^(emin_a - frac_a + emin_b - frac_b), 2^(emax_a + emax_b + 2)), and emax of a step between -126
+// (or the accumulator's emin) and emax_a + emax_b (or c's exponent, at most the accumulator's
+// emax): true for every preset, and for every mix of e4m3 and e5m2.
+bool binary64_terms(const Format& a, const Format& b) {
+  return (a.emin - a.fraction_bits()) + (b.emin - b.fraction_bits()) >= -1022 &&
+         a.emax + b.emax + 2 < 1000;
 }
 
 // 2^e for the exponents that occur here (normal binary64 numbers), built from the bits so that the
@@ -281,14 +283,24 @@ void fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* _
       sum[j] = static_cast<std::int64_t>(c_value[j] * scale[j]);
     }
   }
+  // A term is below 2^(F + 2) in magnitude (mma_fused_sum's proof): for F <= 29 it fits a 32-bit
+  // integer, and the truncating conversion to 32 bits vectorises on AVX2 (the one to 64 bits needs
+  // AVX-512DQ); the sum stays 64-bit.
+  const bool narrow_terms = shape.fraction_bits <= 29;
   for (int l = 0; l < a.n; ++l) {
     const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride;
     for (std::size_t r = 0; r < a.rows; ++r) {
       const double xa = a.value[r * a.stride + static_cast<std::size_t>(l)];
       const double* __restrict scale = lanes.scale.data() + r * kColumns;
       std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
-      for (std::size_t j = 0; j < w; ++j) {
-        sum[j] += static_cast<std::int64_t>(xa * xb[j] * scale[j]);
+      if (narrow_terms) {
+        for (std::size_t j = 0; j < w; ++j) {
+          sum[j] += static_cast<std::int32_t>(xa * xb[j] * scale[j]);
+        }
+      } else {
+        for (std::size_t j = 0; j < w; ++j) {
+          sum[j] += static_cast<std::int64_t>(xa * xb[j] * scale[j]);
+        }
       }
     }
   }
@@ -311,7 +323,14 @@ void fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* _
 
 MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, std::size_t k, std::size_t cols,
                                    std::span<const double> b)
+    : MmaMatrixProduct(model, model.input, model.input, k, cols, b) {}
+
+MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, const Format& a_format,
+                                   const Format& b_format, std::size_t k, std::size_t cols,
+                                   std::span<const double> b)
     : model_(model),
+      a_format_(a_format),
+      b_format_(b_format),
       k_(k),
       cols_(cols),
       b_(b),
@@ -322,7 +341,8 @@ MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, std::size_t k, std::si
     throw std::invalid_argument("MmaMatrixProduct: B does not hold k x cols values");
   }
   for (std::size_t i = 0; i < b.size(); ++i) {
-    if (!split_value(model.input, detail::mma_operand(model, b[i]), b_value_[i], b_exponent_[i])) {
+    if (!split_value(b_format, detail::mma_operand(model, b_format, b[i]), b_value_[i],
+                     b_exponent_[i])) {
       b_special_[i % cols] = 1;
     }
   }
@@ -343,10 +363,11 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
     return c.empty() ? 0.0 : c[i * cols_ + j];
   };
   const auto by_mma_dot = [&](std::size_t i, std::size_t j) {
-    d[i * cols_ + j] = mma_dot(model_, c_of(i, j), a.data() + i * k_, 1, b_.data() + j,
-                               static_cast<std::ptrdiff_t>(cols_), static_cast<int>(k_));
+    d[i * cols_ + j] =
+        mma_dot(model_, a_format_, b_format_, c_of(i, j), a.data() + i * k_, 1, b_.data() + j,
+                static_cast<std::ptrdiff_t>(cols_), static_cast<int>(k_));
   };
-  if (k_ == 0 || !binary64_terms(model_)) {
+  if (k_ == 0 || !binary64_terms(a_format_, b_format_)) {
     for (std::size_t i = 0; i < rows; ++i) {
       for (std::size_t j = 0; j < cols_; ++j) by_mma_dot(i, j);
     }
@@ -356,7 +377,8 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
   std::vector<std::int32_t> a_exponent(a.size());
   std::vector<std::uint8_t> a_special(rows);
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!split_value(model_.input, detail::mma_operand(model_, a[i]), a_value[i], a_exponent[i])) {
+    if (!split_value(a_format_, detail::mma_operand(model_, a_format_, a[i]), a_value[i],
+                     a_exponent[i])) {
       a_special[i / k_] = 1;
     }
   }

@@ -175,15 +175,17 @@ AMPBENCH_HD inline bool is_zero_bits(std::uint64_t u) {
   return (u & ~(std::uint64_t{1} << 63)) == 0;
 }
 
-// A subnormal operand read as zero when the model flushes them.
-AMPBENCH_HD inline double mma_operand(const MmaModel& m, double x) {
+// A subnormal operand of format f read as zero when the model flushes them.
+AMPBENCH_HD inline double mma_operand(const MmaModel& m, const Format& f, double x) {
   if (m.subnormal_inputs) return x;
   const std::uint64_t u = bits_of(x);
   const std::uint64_t magnitude = u & ~(std::uint64_t{1} << 63);
   const int biased = static_cast<int>(magnitude >> 52);
-  if (magnitude != 0 && biased - 1023 < m.input.emin)
-    return double_of(u & (std::uint64_t{1} << 63));
+  if (magnitude != 0 && biased - 1023 < f.emin) return double_of(u & (std::uint64_t{1} << 63));
   return x;
+}
+AMPBENCH_HD inline double mma_operand(const MmaModel& m, double x) {
+  return mma_operand(m, m.input, x);
 }
 
 // The aligned, truncated term: trunc(sig * 2^-frac_bits * 2^(F + e - emax)) as an integer.
@@ -204,11 +206,14 @@ AMPBENCH_HD inline std::uint64_t mma_align(std::uint64_t sig, int frac_bits, int
 // |S| < (n + 1) * 2^(F + 2) <= (2^20 + 1) * 2^42 < 2^63 for n <= kMaxFusedProducts = 2^20 and
 // F <= kMaxFractionBits = 40. (The presets have n <= 32 and F <= 25: |S| < 33 * 2^27 < 2^33.)
 // In particular 128 bits are not needed for any F <= 40.
-AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, double c, const double* a,
+// A's operands are values of a_format and B's of b_format (both m.input but in a mixed-format MMA,
+// Hopper's e4m3 x e5m2: each operand is split in its own format, the product's fraction bits are
+// the sum of the two formats').
+AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, const Format& a_format,
+                                              const Format& b_format, double c, const double* a,
                                               std::ptrdiff_t a_stride, const double* b,
                                               std::ptrdiff_t b_stride, int n, int& emax) {
   const Format acc = m.accumulator_format();
-  const Format& in = m.input;
   std::uint64_t sig = 0;
   int e = 0;
   mma_split(acc, c, sig, e);
@@ -216,28 +221,33 @@ AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, double c, const
   for (int i = 0; i < n; ++i) {
     std::uint64_t sa = 0, sb = 0;
     int ea = 0, eb = 0;
-    mma_split(in, mma_operand(m, a[i * a_stride]), sa, ea);
-    mma_split(in, mma_operand(m, b[i * b_stride]), sb, eb);
+    mma_split(a_format, mma_operand(m, a_format, a[i * a_stride]), sa, ea);
+    mma_split(b_format, mma_operand(m, b_format, b[i * b_stride]), sb, eb);
     if (ea + eb > emax) emax = ea + eb;
   }
   const int f = m.fraction_bits;
   const int c_frac = acc.fraction_bits();
-  const int p_frac = 2 * in.fraction_bits();
+  const int p_frac = a_format.fraction_bits() + b_format.fraction_bits();
   std::int64_t sum = 0;
   const auto add = [&sum](bool negative, std::uint64_t t) {
     sum += negative ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
   };
   add(bits_of(c) >> 63, mma_align(sig, c_frac, e, emax, f));
   for (int i = 0; i < n; ++i) {
-    const double x = mma_operand(m, a[i * a_stride]);
-    const double y = mma_operand(m, b[i * b_stride]);
+    const double x = mma_operand(m, a_format, a[i * a_stride]);
+    const double y = mma_operand(m, b_format, b[i * b_stride]);
     std::uint64_t sa = 0, sb = 0;
     int ea = 0, eb = 0;
-    mma_split(in, x, sa, ea);
-    mma_split(in, y, sb, eb);
+    mma_split(a_format, x, sa, ea);
+    mma_split(b_format, y, sb, eb);
     add(((bits_of(x) ^ bits_of(y)) >> 63) != 0, mma_align(sa * sb, p_frac, ea + eb, emax, f));
   }
   return sum;
+}
+AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, double c, const double* a,
+                                              std::ptrdiff_t a_stride, const double* b,
+                                              std::ptrdiff_t b_stride, int n, int& emax) {
+  return mma_fused_sum(m, m.input, m.input, c, a, a_stride, b, b_stride, n, emax);
 }
 
 // The NaN a model writes.
@@ -254,7 +264,13 @@ AMPBENCH_HD inline double mma_nan(const MmaModel& m) {
 // (tf32: already truncated, see mma_quantize_input); c a value of its accumulator format (fp32, or
 // fp16 for an fp16 accumulator). n >= 0 and n <= kMaxFusedProducts. The result is a value of the
 // accumulator format (for e8m13 outputs, an fp32 with its low 10 fraction bits zero).
-AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const double* a,
+//
+// The overload with a_format and b_format is a mixed-format MMA (Hopper's and Blackwell's
+// e4m3 x e5m2): a holds values of a_format, b of b_format, each split in its own format, with the
+// model's other parameters unchanged. That is MMA-Sim's arithmetic with the operand types taken
+// separately; no mixed-format preset has been checked against hardware (docs/mma-models.md).
+AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, const Format& a_format,
+                                         const Format& b_format, double c, const double* a,
                                          std::ptrdiff_t a_stride, const double* b,
                                          std::ptrdiff_t b_stride, int n) {
   // Specials first, as IEEE arithmetic on the exact products would give them (MMA-Sim evaluates
@@ -282,7 +298,8 @@ AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const doub
   }
 
   int emax = 0;
-  const std::int64_t sum = detail::mma_fused_sum(m, c, a, a_stride, b, b_stride, n, emax);
+  const std::int64_t sum =
+      detail::mma_fused_sum(m, a_format, b_format, c, a, a_stride, b, b_stride, n, emax);
   if (sum == 0) return 0.0;  // MMA-Sim: an exact zero sum is +0 whatever the signs
 
   // Normalise once: the value |sum| * 2^(emax - F) as a window whose top bit is set, then produce
@@ -316,6 +333,12 @@ AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const doub
 }
 
 AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const double* a,
+                                         std::ptrdiff_t a_stride, const double* b,
+                                         std::ptrdiff_t b_stride, int n) {
+  return mma_fused_step(m, m.input, m.input, c, a, a_stride, b, b_stride, n);
+}
+
+AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const double* a,
                                          const double* b, int n) {
   return mma_fused_step(m, c, a, 1, b, 1, n);
 }
@@ -325,16 +348,24 @@ AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const doub
 // both the split-k inside one instruction (Ampere, Ada) and the chaining of instructions along a
 // GEMM's k. A last, shorter step is the same as one padded with zero products (their terms have
 // exponent -252 and never set emax). k == 0 returns c unchanged (no instruction is issued).
-AMPBENCH_HD inline double mma_dot(const MmaModel& m, double c, const double* a,
-                                  std::ptrdiff_t a_stride, const double* b, std::ptrdiff_t b_stride,
-                                  int k) {
+// With a_format and b_format: the mixed-format MMA of mma_fused_step.
+AMPBENCH_HD inline double mma_dot(const MmaModel& m, const Format& a_format, const Format& b_format,
+                                  double c, const double* a, std::ptrdiff_t a_stride,
+                                  const double* b, std::ptrdiff_t b_stride, int k) {
   const int step = m.fused_k > 0 && m.fused_k < kMaxFusedProducts ? m.fused_k : kMaxFusedProducts;
   double acc = c;
   for (int i = 0; i < k; i += step) {
     const int n = k - i < step ? k - i : step;
-    acc = mma_fused_step(m, acc, a + i * a_stride, a_stride, b + i * b_stride, b_stride, n);
+    acc = mma_fused_step(m, a_format, b_format, acc, a + i * a_stride, a_stride, b + i * b_stride,
+                         b_stride, n);
   }
   return acc;
+}
+
+AMPBENCH_HD inline double mma_dot(const MmaModel& m, double c, const double* a,
+                                  std::ptrdiff_t a_stride, const double* b, std::ptrdiff_t b_stride,
+                                  int k) {
+  return mma_dot(m, m.input, m.input, c, a, a_stride, b, b_stride, k);
 }
 
 AMPBENCH_HD inline double mma_dot(const MmaModel& m, double c, const double* a, const double* b,
@@ -356,12 +387,17 @@ class MmaMatrixProduct {
   // object. The model must pass mma_model_error.
   MmaMatrixProduct(const MmaModel& model, std::size_t k, std::size_t cols,
                    std::span<const double> b);
+  // A mixed-format product (mma_dot with a_format and b_format): a holds values of a_format, b of
+  // b_format.
+  MmaMatrixProduct(const MmaModel& model, const Format& a_format, const Format& b_format,
+                   std::size_t k, std::size_t cols, std::span<const double> b);
   // d = c + a b for a (rows x k, values of the input format) and c (rows x cols, values of the
   // accumulator format; empty for zeros), into d (rows x cols). Safe to call from several threads.
   void multiply(std::span<const double> a, std::span<const double> c, std::span<double> d) const;
 
  private:
   MmaModel model_;
+  Format a_format_, b_format_;
   std::size_t k_, cols_;
   std::span<const double> b_;
   std::vector<double> b_value_;           // k x cols: as mma_fused_sum reads it (see mma.cpp)

@@ -102,6 +102,17 @@ Record run_fingerprint(const FingerprintCase& c, const BackendRunners& runners) 
   return record;
 }
 
+Record run_recipe(const audit::RecipeCase& c) {
+  const audit::RecipeCaseResult result = audit::run_recipe_case(c);
+  Record record;
+  record.kind = "recipe";
+  record.pass = result.pass();
+  record.breaches = result.breaches;
+  record.metrics = recipe_metrics(result);
+  record.detail = audit::to_json(result);
+  return record;
+}
+
 }  // namespace
 
 Environment host_environment() {
@@ -166,6 +177,7 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
     const bool runnable = c.kind() == "audit"     ? static_cast<bool>(runners.kernel)
                           : c.kind() == "train"   ? static_cast<bool>(runners.train)
                           : c.kind() == "profile" ? static_cast<bool>(runners.profile)
+                          : c.kind() == "recipe"  ? false  // the CPU's models only
                                                   : static_cast<bool>(runners.fingerprint);
     if (elsewhere && !runnable) {
       throw std::invalid_argument(fmt::format("no {} backend for this case", c.backend));
@@ -178,6 +190,8 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
       record = run_training(*training, on);
     } else if (const auto* profile = std::get_if<ProfileConfig>(&c.work)) {
       record = run_profile(*profile, on, c.backend);
+    } else if (const auto* recipe = std::get_if<audit::RecipeCase>(&c.work)) {
+      record = run_recipe(*recipe);
     } else {
       record = run_fingerprint(std::get<FingerprintCase>(c.work), on);
     }
@@ -230,6 +244,22 @@ std::map<std::string, double> train_metrics(const train::TrainResult& result) {
     for (const double d : run.weight_divergence) divergence = std::max(divergence, d);
     put(metrics, p + ".weight_divergence", divergence);
     metrics[p + ".skipped_steps"] = static_cast<double>(run.skipped_steps.size());
+  }
+  return metrics;
+}
+
+std::map<std::string, double> recipe_metrics(const audit::RecipeCaseResult& result) {
+  std::map<std::string, double> metrics;
+  for (const audit::RecipeGemmResult& g : result.gemms) {
+    const std::string p(quant::gemm_name(g.gemm));
+    put(metrics, p + ".total_error", g.total.max_normwise);
+    put(metrics, p + ".mean_total_error", g.total.mean_normwise);
+    put(metrics, p + ".frobenius_error", g.total.frobenius);
+    put(metrics, p + ".quantization_error", g.quantization.max_normwise);
+    put(metrics, p + ".accumulation_error", g.accumulation.max_normwise);
+    metrics[p + ".saturated"] = static_cast<double>(g.a.events.saturated + g.b.events.saturated);
+    metrics[p + ".flushed"] = static_cast<double>(g.a.events.flushed + g.b.events.flushed);
+    metrics[p + ".nonfinite"] = static_cast<double>(g.nonfinite);
   }
   return metrics;
 }

@@ -47,7 +47,7 @@ nlohmann::json to_json(const Environment& environment);
 
 struct Record {
   std::string key;
-  std::string kind;  // "audit", "train", "profile" or "fingerprint"
+  std::string kind;  // "audit", "train", "profile", "fingerprint" or "recipe"
   bool pass = false;
   std::vector<std::string> breaches;
   std::map<std::string, double> metrics;  // finite numbers only
@@ -56,8 +56,8 @@ struct Record {
   // changed one as a change.
   std::map<std::string, std::string> features;
   double seconds = 0;
-  // the case's ampbench.audit/1 case, ampbench.train/1, ampbench.profile-run/1 or
-  // ampbench.fingerprint/1 record
+  // the case's ampbench.audit/1 case, ampbench.train/1, ampbench.profile-run/1,
+  // ampbench.fingerprint/1 or ampbench.audit-recipe/1 case record
   nlohmann::json detail;
 };
 
@@ -97,6 +97,11 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
 // reference.eval_accuracy.
 std::map<std::string, double> audit_metrics(const nlohmann::json& audit_case);
 std::map<std::string, double> train_metrics(const train::TrainResult& result);
+// Recipe, per GEMM G (fprop, dgrad, wgrad): G.total_error, G.mean_total_error,
+// G.frobenius_error, G.quantization_error, G.accumulation_error (audit::ErrorStats: the largest
+// and mean |error| / sum |a b|, the Frobenius ratio), G.saturated and G.flushed (elements of both
+// operands), G.nonfinite.
+std::map<std::string, double> recipe_metrics(const audit::RecipeCaseResult& result);
 // Profile, per policy P: P.step_ms (the median step's wall time) and P.vs_fp32 (that over fp32's,
 // when fp32 was profiled). Reported, not judged by compare: timings on shared machines vary.
 std::map<std::string, double> profile_metrics(const train::ProfileResult& result);

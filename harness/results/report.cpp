@@ -84,6 +84,16 @@ std::string main_metrics(const nlohmann::json& record) {
     }
     return text;
   }
+  if (text_of(record, "kind") == "recipe") {
+    for (const char* gemm : {"fprop", "dgrad", "wgrad"}) {
+      const std::string g(gemm);
+      if (!m.contains(g + ".total_error")) continue;
+      add(g, fmt::format("{:.3g} (quant {:.3g}, accum {:.3g})", m[g + ".total_error"].get<double>(),
+                         m.value(g + ".quantization_error", 0.0),
+                         m.value(g + ".accumulation_error", 0.0)));
+    }
+    return text;
+  }
   for (const auto& [name, value] : m.items()) {
     const auto dot = name.rfind('.');
     if (dot == std::string::npos || !value.is_number()) continue;

@@ -13,6 +13,7 @@
 #include "harness/inputs/distributions.hpp"
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
+#include "harness/quant/recipe.hpp"
 #include "harness/train/limits.hpp"
 
 namespace ampbench::results {
@@ -137,6 +138,25 @@ const toml::node& required(const Reader& reader, const toml::table& table, std::
   return *node;
 }
 
+// The entry's `dists` (default ["normal"]), each checked; a file: distribution's tensor file is
+// one of the files the suite reads.
+std::vector<std::string> read_dists(const Reader& reader, const toml::table& table,
+                                    std::string_view where) {
+  const toml::node* node = table.get("dists");
+  if (node == nullptr) return {"normal"};
+  std::vector<std::string> dists;
+  for (const auto& [dist, item] : reader.strings(*node, where)) {
+    try {
+      const inputs::Spec spec = inputs::parse_spec(dist);
+      if (spec.kind == inputs::Kind::file) reader.reads(inputs::tensor_file_path(spec.path));
+    } catch (const inputs::SpecError& e) {
+      reader.fail(*item, where, e.what());
+    }
+    dists.push_back(dist);
+  }
+  return dists;
+}
+
 void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t seed,
                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[audit]]";
@@ -157,19 +177,7 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
   }
   const auto policies = read_policies(reader, required(reader, table, "policies", kTable),
                                       "[[audit]] policies", directory);
-  std::vector<std::string> dists{"normal"};
-  if (const toml::node* node = table.get("dists")) {
-    dists.clear();
-    for (const auto& [dist, item] : reader.strings(*node, "[[audit]] dists")) {
-      try {
-        const inputs::Spec spec = inputs::parse_spec(dist);
-        if (spec.kind == inputs::Kind::file) reader.reads(inputs::tensor_file_path(spec.path));
-      } catch (const inputs::SpecError& e) {
-        reader.fail(*item, "[[audit]] dists", e.what());
-      }
-      dists.push_back(dist);
-    }
-  }
+  const std::vector<std::string> dists = read_dists(reader, table, "[[audit]] dists");
   std::string mma_name;
   std::vector<std::optional<numeric::MmaModel>> models(policies.size());
   if (const toml::node* node = table.get("mma")) {
@@ -342,6 +350,77 @@ void expand_fingerprint(const Reader& reader, const toml::table& table,
   }
 }
 
+// One case per recipe, shape and distribution: linear's GEMMs under the recipe (a built-in name or
+// a recipe file next to the suite), on `arch` (default: hopper where it has a model of the
+// recipe's formats, else exact), promoted every `promote_interval` products when given. Every case
+// is checked here (audit::why_not_runnable): a block that does not divide a dimension stops the
+// suite when it is read.
+void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t seed,
+                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
+  constexpr std::string_view kTable = "[[recipe]]";
+  reader.check_keys(table, kTable, {"recipes", "shapes", "arch", "promote_interval", "dists"});
+  std::vector<std::pair<quant::Recipe, const toml::node*>> recipes;
+  for (const auto& [name, item] :
+       reader.strings(required(reader, table, "recipes", kTable), "[[recipe]] recipes")) {
+    const bool is_file = quant::find_recipe(name) == nullptr &&
+                         (name.ends_with(".toml") || name.find('/') != std::string::npos);
+    const std::string path =
+        is_file && std::filesystem::path(name).is_relative() ? (directory / name).string() : name;
+    if (is_file) reader.reads(path);
+    try {
+      recipes.emplace_back(quant::recipe_by_name_or_file(path), item);
+    } catch (const quant::RecipeError& e) {
+      reader.fail(*item, "[[recipe]] recipes", e.what());
+    }
+  }
+  const ops::OpInfo& linear = *ops::find_op("linear");
+  std::vector<std::pair<ops::Shape, const toml::node*>> shapes;
+  if (const toml::node* node = table.get("shapes")) {
+    for (const auto& [text, item] : reader.strings(*node, "[[recipe]] shapes")) {
+      try {
+        shapes.emplace_back(ops::parse_shape(linear, text), item);
+      } catch (const ops::OpError& e) {
+        reader.fail(*item, "[[recipe]] shapes", e.what());
+      }
+    }
+  } else {
+    shapes.emplace_back(ops::parse_shape(linear, linear.default_shape), &table);
+  }
+  std::string arch;
+  const toml::node* arch_node = table.get("arch");
+  if (arch_node != nullptr) arch = reader.string(*arch_node, "[[recipe]] arch");
+  std::optional<std::size_t> promote_interval;
+  if (const toml::node* node = table.get("promote_interval")) {
+    promote_interval = reader.natural(*node, "[[recipe]] promote_interval", 0);
+  }
+  const std::vector<std::string> dists = read_dists(reader, table, "[[recipe]] dists");
+  if (cases.size() + recipes.size() * shapes.size() * dists.size() > kMaxSuiteCases) {
+    reader.fail(table, kTable, fmt::format("more than {} cases", kMaxSuiteCases));
+  }
+  for (const auto& [recipe, recipe_node] : recipes) {
+    for (const auto& [shape, shape_node] : shapes) {
+      for (const auto& dist : dists) {
+        audit::RecipeCase c;
+        c.recipe = recipe;
+        c.m = shape.sizes[0];
+        c.n = shape.sizes[1];
+        c.k = shape.sizes[2];
+        c.distribution = dist;
+        c.seed = seed;
+        c.promote_interval = promote_interval;
+        c.arch = arch.empty() ? audit::default_arch(recipe, c.gemms).arch : arch;
+        if (const auto why = audit::why_not_runnable(c)) {
+          reader.fail(arch_node != nullptr ? *arch_node : *shape_node, kTable, *why);
+        }
+        std::string key = fmt::format("recipe/{}/{}/{}/{}/seed={}", recipe.name,
+                                      ops::to_string(shape), c.arch, dist, seed);
+        if (promote_interval) key += fmt::format("/promote={}", *promote_interval);
+        cases.push_back(SuiteCase{std::move(key), std::move(c)});
+      }
+    }
+  }
+}
+
 // The array of tables `name`, or nothing when the suite has none.
 std::vector<const toml::table*> tables(const Reader& reader, const toml::table& root,
                                        std::string_view name) {
@@ -384,7 +463,7 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   const Reader reader(source_name, suite.files);
   reader.check_keys(root, "",
                     {"name", "description", "seed", "tolerance", "budgets", "audit", "train",
-                     "profile", "fingerprint"});
+                     "profile", "fingerprint", "recipe"});
   const toml::node* name = root.get("name");
   if (name == nullptr) {
     throw SuiteError(fmt::format("{}:1:1: name: missing (every suite has a name)", source_name));
@@ -433,10 +512,14 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
   for (const auto* table : tables(reader, root, "fingerprint")) {
     expand_fingerprint(reader, *table, suite.cases);
   }
+  for (const auto* table : tables(reader, root, "recipe")) {
+    expand_recipe(reader, *table, suite.seed, directory, suite.cases);
+  }
   if (suite.cases.empty()) {
-    throw SuiteError(fmt::format(
-        "{}:1:1: the suite has no [[audit]], [[train]], [[profile]] or [[fingerprint]] entries",
-        source_name));
+    throw SuiteError(
+        fmt::format("{}:1:1: the suite has no [[audit]], [[train]], [[profile]], [[fingerprint]] "
+                    "or [[recipe]] entries",
+                    source_name));
   }
   // A budget for a policy neither built in nor the suite's would never apply.
   std::vector<std::string> policy_names;
@@ -468,7 +551,8 @@ Suite parse_suite(std::string_view text, std::string_view source_name,
 std::string_view SuiteCase::kind() const {
   if (std::holds_alternative<audit::Case>(work)) return "audit";
   if (std::holds_alternative<train::TrainConfig>(work)) return "train";
-  return std::holds_alternative<ProfileConfig>(work) ? "profile" : "fingerprint";
+  if (std::holds_alternative<ProfileConfig>(work)) return "profile";
+  return std::holds_alternative<FingerprintCase>(work) ? "fingerprint" : "recipe";
 }
 
 Suite load_suite(const std::string& path) {

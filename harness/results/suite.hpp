@@ -18,6 +18,7 @@
 
 #include "harness/audit/audit.hpp"
 #include "harness/audit/budgets.hpp"
+#include "harness/audit/recipe_audit.hpp"
 #include "harness/numeric/mma.hpp"
 #include "harness/train/trainer.hpp"
 
@@ -49,15 +50,18 @@ struct FingerprintCase {
   std::string instruction = "auto";  // "auto", "mma" or "wgmma"
 };
 
-// One case of a suite: an audit case, a training run holding all its policies, a profile run or a
-// fingerprint.
+// One case of a suite: an audit case, a training run holding all its policies, a profile run, a
+// fingerprint, or a linear layer's GEMMs under an FP8 or microscaling recipe.
 struct SuiteCase {
   // "audit/gemm/128x128x128/amp-fp16/normal/seed=1", "train/mlp/steps=20/seed=1",
-  // "profile/mlp/steps=20/warmup=3/seed=1", "fingerprint/hopper-fp16[/instruction=wgmma]"
+  // "profile/mlp/steps=20/warmup=3/seed=1", "fingerprint/hopper-fp16[/instruction=wgmma]",
+  // "recipe/fp8-block/256x256x256/hopper/normal/seed=1[/promote=N]"
   std::string key;
-  std::variant<audit::Case, train::TrainConfig, ProfileConfig, FingerprintCase> work;
+  std::variant<audit::Case, train::TrainConfig, ProfileConfig, FingerprintCase, audit::RecipeCase>
+      work;
   std::string backend = "cpu";  // what runs it: "cpu", or "cuda"
-  // "audit", "train", "profile" or "fingerprint": the record's kind and the key's first part.
+  // "audit", "train", "profile", "fingerprint" or "recipe": the record's kind and the key's first
+  // part.
   std::string_view kind() const;
 };
 
@@ -70,7 +74,7 @@ struct Suite {
   double tolerance = 0.1;
   std::string budgets_path;  // empty: no budgets file (the built-in rules only)
   std::vector<audit::Budget> budgets;
-  // audit entries in file order, then training, profile and fingerprint entries
+  // audit entries in file order, then training, profile, fingerprint and recipe entries
   std::vector<SuiteCase> cases;
   // Every file the suite reads: the suite itself (load_suite), its budgets, its policy files and
   // the tensor files of its file: distributions; what a run must not write over.

@@ -690,8 +690,9 @@ struct Mpfr {
 };
 
 // One fused step, written from MMA-Sim's arithmetic.py (fused_sum, nv_fused_dot_add) with MPFR
-// and the oracle; finite inputs only.
-double reference_step(const MmaModel& m, double c, const double* a, const double* b, int n) {
+// and the oracle; finite inputs only. a's values are split at a_format's emin, b's at b_format's.
+double reference_step(const MmaModel& m, const Format& a_format, const Format& b_format, double c,
+                      const double* a, const double* b, int n) {
   const Format acc = m.accumulator_format();
   std::vector<double> sig;
   std::vector<int> ex;
@@ -703,8 +704,8 @@ double reference_step(const MmaModel& m, double c, const double* a, const double
   for (int i = 0; i < n; ++i) {
     double sa = 0, sb = 0;
     int ea = 0, eb = 0;
-    split_like_mmasim(a[i], m.input.emin, sa, ea);
-    split_like_mmasim(b[i], m.input.emin, sb, eb);
+    split_like_mmasim(a[i], a_format.emin, sa, ea);
+    split_like_mmasim(b[i], b_format.emin, sb, eb);
     sig.push_back(sa * sb);  // exact: at most 2 * 11 significant bits
     ex.push_back(ea + eb);
   }
@@ -737,14 +738,20 @@ double reference_step(const MmaModel& m, double c, const double* a, const double
   return r.value;
 }
 
-double reference_dot(const MmaModel& m, double c, const std::vector<double>& a,
-                     const std::vector<double>& b) {
+double reference_dot(const MmaModel& m, const Format& a_format, const Format& b_format, double c,
+                     const std::vector<double>& a, const std::vector<double>& b) {
   double acc = c;
   const int k = static_cast<int>(a.size());
   for (int i = 0; i < k; i += m.fused_k) {
-    acc = reference_step(m, acc, a.data() + i, b.data() + i, std::min(m.fused_k, k - i));
+    acc = reference_step(m, a_format, b_format, acc, a.data() + i, b.data() + i,
+                         std::min(m.fused_k, k - i));
   }
   return acc;
+}
+
+double reference_dot(const MmaModel& m, double c, const std::vector<double>& a,
+                     const std::vector<double>& b) {
+  return reference_dot(m, m.input, m.input, c, a, b);
 }
 
 // A random value of format f near 2^center (exponents center +- spread), sometimes zero, sometimes
@@ -793,23 +800,58 @@ INSTANTIATE_TEST_SUITE_P(Presets, MmaSimReference,
                          ::testing::ValuesIn(presets_where([](const MmaModel&) { return true; })),
                          ParamName);
 
+// The mixed-format MMA (e4m3 A, e5m2 B, and the reverse) against the MPFR reference with each
+// operand split at its own format's emin: B's values reach e5m2's subnormals (below 2^-14), which
+// e4m3's emin (-6) would split differently, so a model that split B as A's format would fail here.
+TEST(MmaSimReferenceMixed, E4m3TimesE5m2AgreesOnRandomInputs) {
+  for (const char* name : {"ada-e4m3", "hopper-e4m3", "blackwell-e4m3", "hopper-e4m3-acc16"}) {
+    SCOPED_TRACE(name);
+    const MmaModel m = *mma_model_named(name);
+    const Format acc = m.accumulator_format();
+    std::mt19937_64 rng(std::hash<std::string>{}(name));
+    const int k = 2 * m.instruction_k + 5;
+    for (const bool swap : {false, true}) {
+      const Format& fa = swap ? formats::e5m2 : formats::e4m3;
+      const Format& fb = swap ? formats::e4m3 : formats::e5m2;
+      int mismatches = 0;
+      for (int t = 0; t < 3000 && mismatches < 5; ++t) {
+        const int spread = 1 + static_cast<int>(rng() % 6);
+        std::vector<double> a(static_cast<std::size_t>(k)), b(a.size());
+        // The e5m2 operand near 2^-12 (its subnormals start below 2^-14), the e4m3 one near 2^2.
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          a[i] = random_value(rng, fa, swap ? -12 : 2, spread);
+          b[i] = random_value(rng, fb, swap ? 2 : -12, spread);
+        }
+        const double c = random_value(rng, acc, -10 + static_cast<int>(rng() % 5) - 2, spread);
+        const double got = mma_dot(m, fa, fb, c, a.data(), 1, b.data(), 1, k);
+        const double want = reference_dot(m, fa, fb, c, a, b);
+        if (!same(got, want)) {
+          ++mismatches;
+          ADD_FAILURE() << "trial " << t << (swap ? " (e5m2 x e4m3)" : " (e4m3 x e5m2)")
+                        << ": model " << describe(got) << ", reference " << describe(want);
+        }
+      }
+    }
+  }
+}
+
 // --- The matrix product: mma_dot for every output, bit for bit ---------------------------------
 
 // Each output of MmaMatrixProduct against mma_dot on its row and column.
-void expect_matrix_product_is_mma_dot(const MmaModel& m, std::size_t rows, std::size_t cols,
-                                      std::size_t k, const std::vector<double>& a,
-                                      const std::vector<double>& b, const std::vector<double>& c,
-                                      const std::string& what) {
-  SCOPED_TRACE(std::string(m.name) + ", " + what + ", " + std::to_string(rows) + "x" +
-               std::to_string(cols) + "x" + std::to_string(k));
+void expect_matrix_product_is_mma_dot(const MmaModel& m, const Format& fa, const Format& fb,
+                                      std::size_t rows, std::size_t cols, std::size_t k,
+                                      const std::vector<double>& a, const std::vector<double>& b,
+                                      const std::vector<double>& c, const std::string& what) {
+  SCOPED_TRACE(std::string(m.name) + " (" + fa.name + " x " + fb.name + "), " + what + ", " +
+               std::to_string(rows) + "x" + std::to_string(cols) + "x" + std::to_string(k));
   std::vector<double> d(rows * cols);
-  const MmaMatrixProduct product(m, k, cols, b);
+  const MmaMatrixProduct product(m, fa, fb, k, cols, b);
   product.multiply(a, c, d);
   int mismatches = 0;
   for (std::size_t i = 0; i < rows && mismatches < 5; ++i) {
     for (std::size_t j = 0; j < cols && mismatches < 5; ++j) {
       const double want =
-          mma_dot(m, c.empty() ? 0.0 : c[i * cols + j], a.data() + i * k, 1, b.data() + j,
+          mma_dot(m, fa, fb, c.empty() ? 0.0 : c[i * cols + j], a.data() + i * k, 1, b.data() + j,
                   static_cast<std::ptrdiff_t>(cols), static_cast<int>(k));
       if (!same(d[i * cols + j], want)) {
         ++mismatches;
@@ -818,6 +860,13 @@ void expect_matrix_product_is_mma_dot(const MmaModel& m, std::size_t rows, std::
       }
     }
   }
+}
+
+void expect_matrix_product_is_mma_dot(const MmaModel& m, std::size_t rows, std::size_t cols,
+                                      std::size_t k, const std::vector<double>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      const std::string& what) {
+  expect_matrix_product_is_mma_dot(m, m.input, m.input, rows, cols, k, a, b, c, what);
 }
 
 // Random operands as in MmaSimReference (zeros, subnormals, few significant bits, overlapping
@@ -880,6 +929,32 @@ void check_matrix_product(const MmaModel& m, std::uint64_t seed) {
     for (auto& x : tiny_b) x = random_value(rng, m.input, 0, 2);
     for (auto& x : tiny_c) x = random_value(rng, acc, acc.emin, 4);
     expect_matrix_product_is_mma_dot(m, rows, cols, k, tiny_a, tiny_b, tiny_c, "subnormal sums");
+  }
+}
+
+// The mixed-format product (e4m3 x e5m2 and the reverse) against mixed mma_dot, output by output:
+// random values around 2^2 and 2^-12 (the e5m2 side reaching its subnormals), cancellation, and
+// specials.
+TEST(MmaMatrixProductMixed, EqualsMixedMmaDot) {
+  std::mt19937_64 rng(19);
+  for (const char* name : {"hopper-e4m3", "ada-e4m3", "blackwell-e4m3"}) {
+    const MmaModel m = *mma_model_named(name);
+    for (const bool swap : {false, true}) {
+      const Format& fa = swap ? formats::e5m2 : formats::e4m3;
+      const Format& fb = swap ? formats::e4m3 : formats::e5m2;
+      for (const auto& [rows, cols, k] : std::initializer_list<std::array<std::size_t, 3>>{
+               {6, 5, 77}, {2, 300, 64}, {5, 131, 33}}) {
+        std::vector<double> a(rows * k), b(k * cols), c(rows * cols);
+        for (auto& x : a) x = random_value(rng, fa, swap ? -12 : 2, 4);
+        for (auto& x : b) x = random_value(rng, fb, swap ? 2 : -12, 4);
+        for (auto& x : c) x = random_value(rng, formats::fp32, -10, 4);
+        expect_matrix_product_is_mma_dot(m, fa, fb, rows, cols, k, a, b, c, "random");
+        expect_matrix_product_is_mma_dot(m, fa, fb, rows, cols, k, a, b, {}, "random, no c");
+        a[1] = std::nan("");
+        b[cols + 2] = INFINITY;
+        expect_matrix_product_is_mma_dot(m, fa, fb, rows, cols, k, a, b, c, "specials");
+      }
+    }
   }
 }
 

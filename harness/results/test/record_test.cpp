@@ -142,6 +142,39 @@ TEST(Record, AFingerprintThatDiffersFromThePresetFailsWithEachParameterABreach) 
   EXPECT_EQ(none.breaches.at(0), "error: no cuda backend for this case");
 }
 
+// A recipe case: each GEMM's errors as judged metrics (names ending in _error), the events
+// reported, the audit's record as the detail; never on another backend.
+TEST(Record, ARecipeCaseKeepsEachGemmsErrors) {
+  const Suite suite =
+      parse_suite("name = \"r\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\nshapes = [\"32x32x64\"]\n",
+                  "r.toml", "/nonexistent");
+  const Record record = run_case(suite.cases[0], suite.budgets);
+  EXPECT_EQ(record.key, "recipe/mxfp8/32x32x64/hopper/normal/seed=1");
+  EXPECT_EQ(record.kind, "recipe");
+  EXPECT_TRUE(record.pass) << (record.breaches.empty() ? "" : record.breaches[0]);
+  for (const char* gemm : {"fprop", "dgrad", "wgrad"}) {
+    const std::string g(gemm);
+    EXPECT_GT(record.metrics.at(g + ".total_error"), 0) << g;
+    EXPECT_EQ(
+        record.metrics.at(g + ".total_error"),
+        record.detail["gemms"][g == "fprop"   ? 0
+                               : g == "dgrad" ? 1
+                                              : 2]["total"]["max_normwise"]
+            .get<double>());
+    EXPECT_LE(record.metrics.at(g + ".accumulation_error"),
+              record.metrics.at(g + ".quantization_error"));
+    EXPECT_EQ(record.metrics.at(g + ".nonfinite"), 0);
+  }
+  EXPECT_EQ(record.detail["recipe"], "mxfp8");
+  SuiteCase on_gpu = suite.cases[0];
+  on_gpu.backend = "cuda";
+  const Record refused = run_case(on_gpu, suite.budgets, BackendRunners{});
+  EXPECT_FALSE(refused.pass);
+  EXPECT_EQ(refused.kind, "recipe");
+  ASSERT_EQ(refused.breaches.size(), 1u);
+  EXPECT_EQ(refused.breaches[0], "error: no cuda backend for this case");
+}
+
 TEST(Environment, TheCpuIsTheFirstModelNameOfProcCpuinfo) {
   EXPECT_EQ(cpu_model("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) "
                       "CPU @ 2.20GHz\nmodel name\t: other\n"),

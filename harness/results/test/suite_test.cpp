@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
 
 namespace ampbench::results {
 namespace {
@@ -150,6 +151,40 @@ steps = 2
   EXPECT_EQ(std::get<FingerprintCase>(suite.cases[3].work).instruction, "wgmma");
 }
 
+// A recipe entry makes one case per recipe, shape and distribution, after the other kinds: on
+// hopper where it has a model of the recipe's formats, else exactly, or on the arch named; the
+// promotion interval, when given, is in the key.
+TEST(Suite, RecipeEntriesMakeOneCasePerRecipeShapeAndDistribution) {
+  const Suite suite = parse(R"(name = "r"
+seed = 3
+[[recipe]]
+recipes = ["fp8-block", "mxfp4"]
+shapes = ["128x128x256"]
+dists = ["normal", "uniform"]
+[[recipe]]
+recipes = ["fp8-current"]
+arch = "blackwell"
+promote_interval = 64
+[[fingerprint]]
+presets = ["hopper-fp16"]
+)");
+  EXPECT_EQ(keys(suite.cases),
+            (std::vector<std::string>{
+                "fingerprint/hopper-fp16", "recipe/fp8-block/128x128x256/hopper/normal/seed=3",
+                "recipe/fp8-block/128x128x256/hopper/uniform/seed=3",
+                "recipe/mxfp4/128x128x256/exact/normal/seed=3",
+                "recipe/mxfp4/128x128x256/exact/uniform/seed=3",
+                "recipe/fp8-current/256x256x256/blackwell/normal/seed=3/promote=64"}));
+  EXPECT_EQ(suite.cases[1].kind(), "recipe");
+  const auto& last = std::get<audit::RecipeCase>(suite.cases.back().work);
+  EXPECT_EQ(last.recipe.name, "fp8-current");
+  EXPECT_EQ(last.arch, "blackwell");
+  EXPECT_EQ(last.promote_interval, std::optional<std::size_t>(64));
+  EXPECT_EQ(std::tie(last.m, last.n, last.k), std::make_tuple(256u, 256u, 256u));
+  EXPECT_EQ(last.seed, 3u);
+  EXPECT_FALSE(std::get<audit::RecipeCase>(suite.cases[1].work).promote_interval.has_value());
+}
+
 // Each case on each backend, case by case; another backend's keys name it, and what it cannot run
 // is listed with the reason.
 TEST(Suite, CasesOnSeveralBackendsKeepTheirOrderAndListWhatCannotRun) {
@@ -193,11 +228,12 @@ policies = ["policies/example.toml"]
 TEST(Suite, TheShippedSuitesParse) {
   const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
   EXPECT_EQ(quick.name, "quick");
-  EXPECT_EQ(quick.cases.size(), 21u);
-  EXPECT_EQ(quick.cases.back().key, "fingerprint/hopper-bf16");
+  EXPECT_EQ(quick.cases.size(), 25u);
+  EXPECT_EQ(quick.cases.back().key, "recipe/nvfp4/128x128x256/exact/normal/seed=1");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
-  EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3);
-  EXPECT_EQ(nightly.cases.back().key, "train/transformer/steps=100/seed=1");
+  EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 9);
+  EXPECT_EQ(nightly.cases.back().key,
+            "recipe/fp8-current/64x64x4096/hopper/normal/seed=1/promote=128");
   const Suite full = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/audit-full.toml");
   EXPECT_EQ(full.cases.size(), ops::catalog().size() * 6 * 6 + 3 * 2 * (4 + 5 + 3 + 3 + 2 + 2));
 }
@@ -252,8 +288,24 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
       {"name = \"a/b\"\n", "suites/x.toml:1:8: name: must be a non-empty name"},
       {"name = \"x\"\nbudgets = \"nowhere.toml\"\n", "suites/x.toml:2:11: budgets: "},
       {"name = \"x\"\n",
-       "suites/x.toml:1:1: the suite has no [[audit]], [[train]], [[profile]] or [[fingerprint]] "
-       "entries"},
+       "suites/x.toml:1:1: the suite has no [[audit]], [[train]], [[profile]], [[fingerprint]] "
+       "or [[recipe]] entries"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"fp8-block\", \"fp9\"]\n",
+       "suites/x.toml:3:25: [[recipe]] recipes: unknown recipe 'fp9' (known: fp8-delayed"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"fp8-block\"]\nshapes = [\"64x64x100\"]\n",
+       "suites/x.toml:4:11: [[recipe]]: fp8-block: the fprop GEMM's x (64 x 100, K along the row): "
+       "its 1x128 tiles do not divide K = 100"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"nvfp4\"]\narch = \"hopper\"\n",
+       "suites/x.toml:4:8: [[recipe]]: nvfp4: hopper has no Tensor Core MMA with e2m1 inputs"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\narch = \"pascal\"\n",
+       "suites/x.toml:4:8: [[recipe]]: unknown architecture 'pascal'"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\npromote_interval = -4\n",
+       "suites/x.toml:4:20: [[recipe]] promote_interval: must be an integer >= 0"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\ngemms = [\"fprop\"]\n",
+       "suites/x.toml:4:9: [[recipe]] gemms: unknown key (known: recipes, shapes, arch, "
+       "promote_interval, dists)"},
+      {"name = \"x\"\n[[recipe]]\nshapes = [\"64x64x64\"]\n",
+       "suites/x.toml:2:1: [[recipe]]: missing key 'recipes'"},
       {"name = \"x\"\n[[fingerprint]]\npresets = [\"hopper-fp16\", \"pascal-fp16\"]\n",
        "suites/x.toml:3:27: [[fingerprint]] presets: unknown preset 'pascal-fp16' (known: "
        "volta-fp16"},

@@ -3,7 +3,12 @@
 //   - fp32 policy, sequential summation: target >= 0.25x sgemm;
 //   - amp-fp16 (fp16 inputs and output, fp32 accumulation) on the Hopper Tensor Core model:
 //     target >= 0.05x sgemm;
-//   - amp-fp16 with sequential fp32 accumulation, reported without a target.
+//   - amp-fp16 with sequential fp32 accumulation, reported without a target;
+//   - a recipe's GEMM (issue 19: target >= 0.05x sgemm) from binary32 operands to the binary32
+//     result: both operands quantized by the recipe's reference quantizer, then multiplied on the
+//     Hopper FP8 model chunk by chunk (quant::recipe_product): fp8-block's fprop (1x128 x, 128x128
+//     w, promotion every 128), fp8-current's dgrad (e5m2 dy x e4m3 w^T, the mixed model, one
+//     chunk), mxfp8's fprop (a chunk per 32-block).
 // Run with repetitions on a shared machine:
 //   ampbench_bench_gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -15,6 +20,7 @@
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/bench/ratios.hpp"
 #include "harness/numeric/mma.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 
 namespace {
 
@@ -86,11 +92,46 @@ void BM_emulated_amp_fp16_hopper(benchmark::State& state) {
   set_flops(state);
 }
 
+// The recipe's GEMM `gemm` on Hopper from the binary32 operands (operand() values, as floats).
+void recipe_gemm(benchmark::State& state, const char* recipe_name, ampbench::quant::Gemm gemm) {
+  namespace quant = ampbench::quant;
+  const auto a64 = operand(1), b64 = operand(2);
+  const std::vector<float> a(a64.begin(), a64.end()), b(b64.begin(), b64.end());
+  const quant::Recipe& recipe = *quant::find_recipe(recipe_name);
+  const auto [ra, rb] = quant::gemm_roles(gemm);
+  const quant::RecipeMma mma = *quant::recipe_mma("hopper", recipe, gemm).mma;
+  for (auto _ : state) {
+    const auto qa = quant::quantize_operand(recipe, ra, gemm, a, kN, kN, 1);
+    const auto qb = quant::quantize_operand(recipe, rb, gemm, b, kN, kN, 2);
+    const auto c = quant::recipe_product(qa.q, qb.q, mma, recipe.promote_interval);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state);
+}
+void BM_recipe_fp8_block_hopper(benchmark::State& state) {
+  recipe_gemm(state, "fp8-block", ampbench::quant::Gemm::fprop);
+}
+void BM_recipe_fp8_current_dgrad_hopper(benchmark::State& state) {
+  recipe_gemm(state, "fp8-current", ampbench::quant::Gemm::dgrad);
+}
+void BM_recipe_mxfp8_hopper(benchmark::State& state) {
+  recipe_gemm(state, "mxfp8", ampbench::quant::Gemm::fprop);
+}
+
 BENCHMARK(BM_sgemm_openblas)->Name("BM_sgemm_openblas/512")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_emulated_fp32)->Name("BM_emulated_fp32/512")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_emulated_amp_fp16)->Name("BM_emulated_amp_fp16/512")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_emulated_amp_fp16_hopper)
     ->Name("BM_emulated_amp_fp16_hopper/512")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_recipe_fp8_block_hopper)
+    ->Name("BM_recipe_fp8_block_hopper/512")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_recipe_fp8_current_dgrad_hopper)
+    ->Name("BM_recipe_fp8_current_dgrad_hopper/512")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_recipe_mxfp8_hopper)
+    ->Name("BM_recipe_mxfp8_hopper/512")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
@@ -105,6 +146,7 @@ int main(int argc, char** argv) {
                                 [](std::string_view family) {
                                   if (family == "BM_emulated_fp32") return 0.25;
                                   if (family == "BM_emulated_amp_fp16_hopper") return 0.05;
+                                  if (family.starts_with("BM_recipe_")) return 0.05;
                                   return 0.0;
                                 }};
   return bench::run_with_ratios(argc, argv, {table});

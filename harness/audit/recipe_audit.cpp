@@ -1,0 +1,360 @@
+// The audit under a recipe: a linear layer's GEMMs quantized, multiplied and judged against exact
+// products (recipe_audit.hpp).
+#include "harness/audit/recipe_audit.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "harness/inputs/distributions.hpp"
+#include "harness/numeric/mma.hpp"
+#include "harness/quant/hadamard.hpp"
+#include "harness/quant/recipe_gemm.hpp"
+#include "reference/exact/dot.hpp"
+
+namespace ampbench::audit {
+namespace {
+
+using quant::Gemm;
+using quant::Role;
+
+// A GEMM's operands as it reads them: A (rows x K) and B (cols x K), K along the row.
+struct GemmShape {
+  std::size_t rows, cols, k;
+  const char* a_layout;
+  const char* b_layout;
+};
+GemmShape shape_of(const RecipeCase& c, Gemm g) {
+  switch (g) {
+    case Gemm::fprop: return {c.m, c.n, c.k, "x", "w"};
+    case Gemm::dgrad: return {c.m, c.k, c.n, "dy", "w^T"};
+    case Gemm::wgrad: return {c.n, c.k, c.m, "dy^T", "x^T"};
+  }
+  return {c.m, c.n, c.k, "x", "w"};
+}
+
+std::string tiles_text(const quant::OperandRecipe& o) {
+  switch (o.granularity) {
+    case quant::Granularity::tensor: return "tensor";
+    case quant::Granularity::tile: return fmt::format("1x{}", o.block);
+    case quant::Granularity::block: return fmt::format("{}x{}", o.block, o.block);
+  }
+  return "tensor";
+}
+
+// Why operand `o` (rows x k as the GEMM reads it) cannot be cut into its tiles, or nothing.
+std::optional<std::string> why_not_tiled(const RecipeCase& c, Gemm g, Role role, std::size_t rows,
+                                         std::size_t k, const char* layout) {
+  const quant::OperandRecipe& o = c.recipe.operand(role);
+  const auto refuse = [&](const char* dim, std::size_t size) {
+    return fmt::format(
+        "{}: the {} GEMM's {} ({} x {}, K along the row): its {} tiles do not "
+        "divide {} = {}",
+        c.recipe.name, quant::gemm_name(g), layout, rows, k, tiles_text(o), dim, size);
+  };
+  if (o.granularity != quant::Granularity::tensor && k % o.block != 0) return refuse("K", k);
+  if (o.granularity == quant::Granularity::block && rows % o.block != 0) {
+    return refuse("its rows", rows);
+  }
+  if (quant::applies_hadamard(c.recipe, role, g) && k % quant::kHadamardSize != 0) {
+    return fmt::format(
+        "{}: {} {}: the 16x16 Hadamard transform runs along K = {}, not a "
+        "multiple of 16",
+        c.recipe.name, quant::gemm_name(g), layout, k);
+  }
+  return std::nullopt;
+}
+
+std::vector<float> transposed(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
+  std::vector<float> t(x.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t col = 0; col < cols; ++col) t[col * rows + r] = x[r * cols + col];
+  }
+  return t;
+}
+
+std::vector<float> generate(const RecipeCase& c, std::size_t rows, std::size_t cols,
+                            std::uint64_t k) {
+  const std::size_t shape[] = {rows, cols};
+  const inputs::Generated g = inputs::generate(c.distribution, shape, numeric::formats::fp32,
+                                               inputs::operand_seed(c.seed, k));
+  return {g.tensor.data.begin(), g.tensor.data.end()};  // binary32 values: exact
+}
+
+// The scale of a delayed-scaling operand: its state after one update on this tensor's amax.
+float delayed_scale(const quant::Recipe& recipe, const quant::OperandRecipe& o,
+                    std::span<const float> x) {
+  quant::DelayedScalingConfig config;
+  config.margin = recipe.delayed.margin;
+  config.amax_history_len = recipe.delayed.amax_history_len;
+  config.amax_compute_algo = recipe.delayed.amax_compute_algo;
+  config.fmt_max = quant::max_finite(o.element);
+  quant::DelayedScaling state(config);
+  state.record(static_cast<float>(quant::amax(x)));
+  state.update();
+  return state.scale();
+}
+
+// Sums of one kind of error over the outputs.
+struct ErrorSums {
+  double max = 0, sum = 0, squares = 0;
+  void add(double error, double scale) {
+    const double normwise = scale > 0 ? error / scale : 0;
+    max = std::max(max, normwise);
+    sum += normwise;
+    squares += error * error;
+  }
+  ErrorStats stats(std::size_t outputs, double exact_squares) const {
+    ErrorStats s;
+    s.max_normwise = max;
+    s.mean_normwise = outputs == 0 ? 0 : sum / static_cast<double>(outputs);
+    s.frobenius = exact_squares > 0 ? std::sqrt(squares) / std::sqrt(exact_squares) : 0;
+    return s;
+  }
+};
+
+RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>& x,
+                          const std::vector<float>& w, const std::vector<float>& dy) {
+  const GemmShape s = shape_of(c, g);
+  std::vector<float> a, b;
+  switch (g) {
+    case Gemm::fprop:
+      a = x;
+      b = w;
+      break;
+    case Gemm::dgrad:
+      a = dy;
+      b = transposed(w, c.n, c.k);
+      break;
+    case Gemm::wgrad:
+      a = transposed(dy, c.m, c.n);
+      b = transposed(x, c.m, c.k);
+      break;
+  }
+  const auto [ra, rb] = quant::gemm_roles(g);
+  const auto quantize = [&](Role role, const std::vector<float>& t, std::size_t rows,
+                            std::uint64_t stream) {
+    const quant::OperandRecipe& o = c.recipe.operand(role);
+    std::optional<float> scale;
+    if (o.scale == quant::ScaleChoice::delayed) scale = delayed_scale(c.recipe, o, t);
+    return quant::quantize_operand(
+        c.recipe, role, g, t, rows, s.k,
+        inputs::operand_seed(c.seed, 16 + 2 * static_cast<std::uint64_t>(g) + stream), scale);
+  };
+  const quant::QuantizedOperand qa = quantize(ra, a, s.rows, 0);
+  const quant::QuantizedOperand qb = quantize(rb, b, s.cols, 1);
+
+  RecipeGemmResult r;
+  r.gemm = g;
+  r.rows = s.rows;
+  r.cols = s.cols;
+  r.k = s.k;
+  r.promote_interval = c.promote_interval.value_or(c.recipe.promote_interval);
+  const auto describe = [&](const quant::QuantizedOperand& q, const char* layout) {
+    const quant::OperandRecipe& o = c.recipe.operand(q.role);
+    OperandQuantization d;
+    d.role = std::string(quant::role_name(q.role));
+    d.layout = layout;
+    d.element = o.element.name;
+    d.tiles = tiles_text(o);
+    d.transformed = q.transformed;
+    d.scale = o.granularity == quant::Granularity::tensor ? q.q.tiles.at(0).scale : 1;
+    d.events = q.q.events;
+    return d;
+  };
+  r.a = describe(qa, s.a_layout);
+  r.b = describe(qb, s.b_layout);
+
+  std::vector<double> product;
+  if (c.arch == "exact") {
+    r.multiplied_on = "exact";
+    r.chunks = 1;
+  } else {
+    const quant::MmaChoice choice = quant::recipe_mma(c.arch, c.recipe, g);
+    if (!choice.mma) throw std::invalid_argument(choice.reason);
+    r.multiplied_on = choice.mma->name;
+    r.chunks = quant::chunk_ends(qa.q, qb.q, r.promote_interval).size();
+    product = quant::recipe_product(qa.q, qb.q, *choice.mma, r.promote_interval);
+  }
+
+  // Each output's exact product, the exact product of its dequantized operands, the result and
+  // sum |a b|, on every core; then summed in output order (the same figures on any core count).
+  struct Output {
+    double exact, dequantized, result, scale;
+  };
+  std::vector<Output> out(s.rows * s.cols);
+  const auto rows = [&](std::size_t first, std::size_t end) {
+    for (std::size_t i = first; i < end; ++i) {
+      const std::span<const float> ai(a.data() + i * s.k, s.k);
+      const std::span<const double> qai(qa.q.dequantized.data() + i * s.k, s.k);
+      for (std::size_t j = 0; j < s.cols; ++j) {
+        const std::span<const float> bj(b.data() + j * s.k, s.k);
+        const std::span<const double> qbj(qb.q.dequantized.data() + j * s.k, s.k);
+        const reference::ExactValue dequantized =
+            reference::exact_dot(numeric::formats::fp64, qai, qbj);
+        Output& o = out[i * s.cols + j];
+        o.exact = reference::exact_dot(ai, bj).to_double();
+        o.dequantized = dequantized.to_double();
+        o.result =
+            product.empty()
+                ? dequantized.round(numeric::formats::fp32, numeric::Rounding::nearest_even).value
+                : product[i * s.cols + j];
+        o.scale = 0;
+        for (std::size_t l = 0; l < s.k; ++l) {
+          o.scale += std::abs(static_cast<double>(ai[l]) * static_cast<double>(bj[l]));
+        }
+      }
+    }
+  };
+  {
+    const std::size_t blocks = std::min<std::size_t>(
+        std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(s.rows, 1));
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 1; t < blocks; ++t) {
+      pool.emplace_back(rows, s.rows * t / blocks, s.rows * (t + 1) / blocks);
+    }
+    rows(0, s.rows / blocks);
+  }
+  ErrorSums total, quantization, accumulation;
+  double exact_squares = 0;
+  std::size_t outputs = 0;
+  for (const Output& o : out) {
+    if (!std::isfinite(o.exact)) continue;  // the inputs hold no NaN or infinity: never
+    if (!std::isfinite(o.result) || !std::isfinite(o.dequantized)) {
+      ++r.nonfinite;
+      continue;
+    }
+    total.add(std::abs(o.result - o.exact), o.scale);
+    quantization.add(std::abs(o.dequantized - o.exact), o.scale);
+    accumulation.add(std::abs(o.result - o.dequantized), o.scale);
+    exact_squares += o.exact * o.exact;
+    ++outputs;
+  }
+  r.total = total.stats(outputs, exact_squares);
+  r.quantization = quantization.stats(outputs, exact_squares);
+  r.accumulation = accumulation.stats(outputs, exact_squares);
+  return r;
+}
+
+nlohmann::json to_json(const ErrorStats& s) {
+  return {{"max_normwise", s.max_normwise},
+          {"mean_normwise", s.mean_normwise},
+          {"frobenius", s.frobenius}};
+}
+
+nlohmann::json to_json(const OperandQuantization& o) {
+  const quant::QuantEvents& e = o.events;
+  return {{"role", o.role},
+          {"layout", o.layout},
+          {"element", o.element},
+          {"tiles", o.tiles},
+          {"hadamard", o.transformed},
+          {"scale", o.scale},
+          {"events",
+           {{"elements", e.elements},
+            {"saturated", e.saturated},
+            {"flushed", e.flushed},
+            {"subnormal", e.subnormal},
+            {"nan", e.nan},
+            {"blocks", e.blocks},
+            {"blocks_lost", e.blocks_lost}}}};
+}
+
+bool known_arch(const std::string& arch) {
+  for (const numeric::MmaModel& m : numeric::mma_presets()) {
+    if (arch == m.arch) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms) {
+  for (const Gemm g : gemms) {
+    if (!quant::recipe_mma("hopper", recipe, g).mma) {
+      const auto [ra, rb] = quant::gemm_roles(g);
+      const numeric::Format& a = recipe.operand(ra).element;
+      const numeric::Format& b = recipe.operand(rb).element;
+      const bool a_missing = !numeric::mma_model("hopper", a).has_value();
+      return {"exact",
+              fmt::format("{}: multiplied exactly (no Tensor Core takes {} operands; --arch "
+                          "chooses a model)",
+                          recipe.name, (a_missing ? a : b).name)};
+    }
+  }
+  return {"hopper", {}};
+}
+
+std::optional<std::string> why_not_runnable(const RecipeCase& c) {
+  if (c.m == 0 || c.n == 0 || c.k == 0) {
+    return fmt::format("{}: the shape {}x{}x{} has a zero size", c.recipe.name, c.m, c.n, c.k);
+  }
+  if (c.arch != "exact" && !known_arch(c.arch)) {
+    return fmt::format(
+        "unknown architecture '{}' (exact, volta, turing, ampere, ada, hopper, "
+        "blackwell)",
+        c.arch);
+  }
+  for (const Gemm g : c.gemms) {
+    const GemmShape s = shape_of(c, g);
+    const auto [ra, rb] = quant::gemm_roles(g);
+    if (auto why = why_not_tiled(c, g, ra, s.rows, s.k, s.a_layout)) return why;
+    if (auto why = why_not_tiled(c, g, rb, s.cols, s.k, s.b_layout)) return why;
+    if (c.arch != "exact") {
+      const quant::MmaChoice choice = quant::recipe_mma(c.arch, c.recipe, g);
+      if (!choice.mma) return choice.reason;
+    }
+  }
+  return std::nullopt;
+}
+
+RecipeCaseResult run_recipe_case(const RecipeCase& c) {
+  if (auto why = why_not_runnable(c)) throw std::invalid_argument(*why);
+  const std::vector<float> x = generate(c, c.m, c.k, 0);
+  const std::vector<float> w = generate(c, c.n, c.k, 1);
+  const std::vector<float> dy = generate(c, c.m, c.n, 2);
+  RecipeCaseResult r;
+  r.recipe = c.recipe.name;
+  r.arch = c.arch;
+  r.shape = fmt::format("{}x{}x{}", c.m, c.n, c.k);
+  r.distribution = c.distribution;
+  r.seed = c.seed;
+  for (const Gemm g : c.gemms) {
+    r.gemms.push_back(run_gemm(c, g, x, w, dy));
+    const RecipeGemmResult& last = r.gemms.back();
+    if (last.nonfinite != 0) {
+      r.breaches.push_back(
+          fmt::format("{} {} {}: {} output(s) NaN or infinite where the exact product is finite",
+                      r.recipe, r.shape, quant::gemm_name(g), last.nonfinite));
+    }
+  }
+  return r;
+}
+
+nlohmann::json to_json(const RecipeCaseResult& r) {
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const RecipeGemmResult& g : r.gemms) {
+    gemms.push_back({{"gemm", quant::gemm_name(g.gemm)},
+                     {"output", {g.rows, g.cols}},
+                     {"k", g.k},
+                     {"multiplied_on", g.multiplied_on},
+                     {"promote_interval", g.promote_interval},
+                     {"chunks", g.chunks},
+                     {"operands", {to_json(g.a), to_json(g.b)}},
+                     {"total", to_json(g.total)},
+                     {"quantization", to_json(g.quantization)},
+                     {"accumulation", to_json(g.accumulation)},
+                     {"nonfinite", g.nonfinite}});
+  }
+  return {{"recipe", r.recipe},     {"arch", r.arch},
+          {"shape", r.shape},       {"dist", r.distribution},
+          {"seed", r.seed},         {"gemms", std::move(gemms)},
+          {"breaches", r.breaches}, {"status", r.pass() ? "PASS" : "FAIL"}};
+}
+
+}  // namespace ampbench::audit

@@ -1,0 +1,104 @@
+// The audit under an FP8 or microscaling recipe (issue 19, docs/scaling.md "The audit under a
+// recipe"): a linear layer's three GEMMs (fprop y = x w^T, dgrad dx = dy w, wgrad dw = dy^T x),
+// each operand quantized as the recipe quantizes its role for that GEMM, multiplied on a Tensor
+// Core model with the recipe's promotion interval, or exactly; judged against the exact product of
+// the unquantized inputs, with the error split into what quantization lost (the exact product of
+// the dequantized operands against the exact product) and what the accumulation lost (the result
+// against the exact product of the dequantized operands).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/quant/recipe.hpp"
+#include "harness/quant/scaling.hpp"
+
+namespace ampbench::audit {
+
+struct RecipeCase {
+  quant::Recipe recipe;
+  // linear's MxNxK: x is m x k, the weight w n x k (PyTorch's layout, y = x w^T), dy m x n.
+  std::size_t m = 64, n = 64, k = 256;
+  std::string distribution = "normal";  // of x, w and dy (harness/inputs)
+  std::uint64_t seed = 1;
+  // "exact": the dequantized operands' exact product, rounded once to binary32; "ada", "hopper",
+  // "blackwell": the Tensor Core model of the recipe's element formats (quant::recipe_mma).
+  std::string arch = "hopper";
+  std::optional<std::size_t> promote_interval;  // the recipe's when absent
+  std::vector<quant::Gemm> gemms = {quant::Gemm::fprop, quant::Gemm::dgrad, quant::Gemm::wgrad};
+};
+
+// Errors over a GEMM's outputs, each output's error divided by sum_l |a_l b_l| of its unquantized
+// inputs (the dot product's condition scale: a normwise error of 2^-8 is what one e4m3-sized
+// relative error per product gives at most).
+struct ErrorStats {
+  double max_normwise = 0;   // the largest |error| / sum |a b|
+  double mean_normwise = 0;  // its mean over the outputs
+  double frobenius = 0;      // ||error||_F / ||exact||_F
+};
+
+struct OperandQuantization {
+  std::string role;          // "x", "w", "dy"
+  std::string layout;        // "dy^T": as the GEMM reads it, K along the row
+  std::string element;       // the element format
+  std::string tiles;         // "1x128", "128x128", "tensor"
+  bool transformed = false;  // the Hadamard transform was applied first
+  double scale = 1;          // a per-tensor operand's scale (1 for tiled ones)
+  quant::QuantEvents events;
+};
+
+struct RecipeGemmResult {
+  quant::Gemm gemm = quant::Gemm::fprop;
+  std::size_t rows = 0, cols = 0, k = 0;  // the output rows x cols, the reduction length
+  std::string multiplied_on;              // "exact" or the Tensor Core model's name
+  std::size_t promote_interval = 0;
+  std::size_t chunks = 0;  // per output: the partial products promoted to fp32
+  OperandQuantization a, b;
+  ErrorStats total;           // the result against the exact product of the inputs
+  ErrorStats quantization;    // the exact product of the dequantized operands against it
+  ErrorStats accumulation;    // the result against the exact product of the dequantized operands
+  std::size_t nonfinite = 0;  // outputs that are NaN or infinite where the exact product is finite
+};
+
+struct RecipeCaseResult {
+  std::string recipe;
+  std::string arch;
+  std::string shape;  // "MxNxK"
+  std::string distribution;
+  std::uint64_t seed = 0;
+  std::vector<RecipeGemmResult> gemms;
+  std::vector<std::string> breaches;  // a non-finite output where the exact product is finite
+  bool pass() const { return breaches.empty(); }
+};
+
+// The architecture a recipe's GEMMs run on when none is named: hopper where it has a model of the
+// recipe's formats for every GEMM of `gemms`, else exact, with a note that says why ("mxfp4:
+// multiplied exactly (no Tensor Core takes e2m1 operands; ...)").
+struct DefaultArch {
+  std::string arch;
+  std::string note;  // empty for hopper
+};
+DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms);
+
+// Why the case cannot run, or nothing: a block that does not divide the dimension it tiles (a
+// role's 1xN tiles run along K of each GEMM it enters, so x's tiles must divide k for fprop and m
+// for wgrad), a Hadamard transform on a length that is not a multiple of 16, an architecture
+// without a model for the recipe's formats (quant::recipe_mma), a zero size.
+std::optional<std::string> why_not_runnable(const RecipeCase& c);
+
+// Runs the case; throws std::invalid_argument for what why_not_runnable reports, and what the
+// inputs throw (io::InputError, inputs::SpecError) for a bad distribution.
+//
+// A delayed-scaling operand is quantized with the scale its DelayedScaling state has after one
+// update on the same tensor (TE's scale once the history holds this tensor's amax: stationary
+// inputs); stochastic rounding draws from the case's seed.
+RecipeCaseResult run_recipe_case(const RecipeCase& c);
+
+// The record ("ampbench.audit-recipe/1" case) the audit's --json writes.
+nlohmann::json to_json(const RecipeCaseResult& r);
+
+}  // namespace ampbench::audit

@@ -1,0 +1,149 @@
+// The audit under a recipe (recipe_audit.hpp): closed forms on constant inputs (fp8-current's
+// quantization error is |(448 fl32(1/448))^2 - 1|, MX's is zero), the a-priori bound of exact
+// accumulation (half an ulp of binary32), Hopper's FP8 accumulation with and without promotion,
+// the shapes each GEMM reads, and the refusals, each naming what is wrong.
+#include "harness/audit/recipe_audit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+namespace ampbench::audit {
+namespace {
+
+RecipeCase case_of(const char* recipe, std::size_t m, std::size_t n, std::size_t k,
+                   const char* arch, const char* dist = "normal") {
+  RecipeCase c;
+  c.recipe = *quant::find_recipe(recipe);
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.arch = arch;
+  c.distribution = dist;
+  return c;
+}
+
+TEST(RecipeAudit, Fp8CurrentOnOnesLosesWhatItsDecodeScaleLoses) {
+  const RecipeCaseResult r = run_recipe_case(case_of("fp8-current", 4, 8, 64, "exact", "constant"));
+  ASSERT_EQ(r.gemms.size(), 3u);
+  // Every element is 448, its decode scale fl32(1/448): each product dequantizes to
+  // (448 d)^2 instead of 1, whatever the GEMM.
+  const double d = static_cast<float>(1.0 / 448);
+  const double expected = std::abs(448 * d * 448 * d - 1);
+  ASSERT_GT(expected, 0);
+  for (const RecipeGemmResult& g : r.gemms) {
+    SCOPED_TRACE(std::string(quant::gemm_name(g.gemm)));
+    EXPECT_NEAR(g.quantization.max_normwise, expected, expected * 1e-9);
+    EXPECT_NEAR(g.quantization.mean_normwise, expected, expected * 1e-9);
+    // A is x in fprop (e4m3: 448 / 1), dy in the gradients' GEMMs (e5m2: 57344 / 1); both
+    // decode scales lose the same: 57344 = 448 * 2^7.
+    EXPECT_EQ(g.a.scale, g.gemm == quant::Gemm::fprop ? 448.0 : 57344.0);
+    EXPECT_EQ(g.multiplied_on, "exact");
+  }
+  EXPECT_TRUE(r.pass());
+}
+
+TEST(RecipeAudit, Fp8DelayedInSteadyStateScalesAsCurrent) {
+  const RecipeCaseResult r = run_recipe_case(case_of("fp8-delayed", 4, 8, 64, "exact", "constant"));
+  // HYBRID: dy in e5m2, whose largest value is 57344.
+  EXPECT_EQ(r.gemms.at(0).a.scale, 448.0);
+  EXPECT_EQ(r.gemms.at(1).a.element, "e5m2");
+  EXPECT_EQ(r.gemms.at(1).a.scale, 57344.0);
+}
+
+TEST(RecipeAudit, MxOnOnesIsExact) {
+  for (const char* arch : {"exact", "hopper"}) {
+    const RecipeCaseResult r = run_recipe_case(case_of("mxfp8", 32, 32, 64, arch, "constant"));
+    for (const RecipeGemmResult& g : r.gemms) {
+      SCOPED_TRACE(std::string(arch) + " " + std::string(quant::gemm_name(g.gemm)));
+      EXPECT_EQ(g.quantization.max_normwise, 0.0);
+      EXPECT_EQ(g.total.max_normwise, 0.0);
+    }
+  }
+}
+
+// Exact accumulation rounds the exact product of the dequantized operands once to binary32: each
+// output is within 2^-24 of it, relative; a dequantized normal element exceeds its input by at
+// most e4m3's half ulp (2^-4, relative) and a subnormal one by half its spacing (absolute, tiny
+// against sum |a b| here): |error| / sum |a b| <= 2^-24 ((1 + 2^-4)^2 + that) <= 2^-24 * 1.25.
+TEST(RecipeAudit, ExactAccumulationIsWithinHalfAnUlp) {
+  for (const char* recipe : {"fp8-current", "fp8-block", "mxfp8"}) {
+    const RecipeCaseResult r = run_recipe_case(case_of(recipe, 128, 128, 256, "exact"));
+    for (const RecipeGemmResult& g : r.gemms) {
+      SCOPED_TRACE(std::string(recipe) + " " + std::string(quant::gemm_name(g.gemm)));
+      EXPECT_LE(g.accumulation.max_normwise, std::ldexp(1.25, -24));
+      EXPECT_GT(g.quantization.max_normwise, 0.0);
+      EXPECT_LT(g.quantization.frobenius, 0.1);
+    }
+  }
+}
+
+TEST(RecipeAudit, PromotionIntervalDecidesHoppersLongK) {
+  RecipeCase c = case_of("fp8-current", 1, 1, 32768, "hopper", "constant");
+  c.gemms = {quant::Gemm::fprop};
+  c.promote_interval = 0;
+  const RecipeCaseResult never = run_recipe_case(c);
+  c.promote_interval = 128;
+  const RecipeCaseResult every128 = run_recipe_case(c);
+  EXPECT_EQ(never.gemms.at(0).chunks, 1u);
+  EXPECT_EQ(every128.gemms.at(0).chunks, 256u);
+  // Without promotion the e8m13 accumulator stops taking products once it is 2^17 times larger
+  // than one: most of the 32768 are lost. Promoted, only the scales' rounding remains.
+  EXPECT_GT(never.gemms.at(0).total.max_normwise, 0.3);
+  EXPECT_LT(every128.gemms.at(0).total.max_normwise, 1e-5);
+  // The quantization is the same either way.
+  EXPECT_EQ(never.gemms.at(0).quantization.max_normwise,
+            every128.gemms.at(0).quantization.max_normwise);
+}
+
+TEST(RecipeAudit, EachGemmReadsItsOperandsWithKAlongTheRow) {
+  const RecipeCaseResult r = run_recipe_case(case_of("fp8-block", 128, 256, 384, "hopper"));
+  ASSERT_EQ(r.gemms.size(), 3u);
+  const auto& f = r.gemms[0];
+  const auto& d = r.gemms[1];
+  const auto& w = r.gemms[2];
+  EXPECT_EQ(std::tie(f.rows, f.cols, f.k), std::make_tuple(128u, 256u, 384u));
+  EXPECT_EQ(std::tie(d.rows, d.cols, d.k), std::make_tuple(128u, 384u, 256u));
+  EXPECT_EQ(std::tie(w.rows, w.cols, w.k), std::make_tuple(256u, 384u, 128u));
+  EXPECT_EQ(d.b.layout, "w^T");
+  EXPECT_EQ(w.a.layout, "dy^T");
+  EXPECT_EQ(w.b.layout, "x^T");
+  EXPECT_EQ(f.b.tiles, "128x128");
+  EXPECT_EQ(f.a.tiles, "1x128");
+  EXPECT_EQ(f.multiplied_on, "hopper-e4m3");
+  EXPECT_EQ(f.chunks, 3u);
+}
+
+TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
+  const auto why = [](const RecipeCase& c) { return why_not_runnable(c).value_or("runnable"); };
+  EXPECT_NE(why(case_of("fp8-block", 128, 128, 100, "hopper")).find("K = 100"), std::string::npos);
+  // mxfp8's x^T in wgrad is tiled along m = 48.
+  const std::string wgrad = why(case_of("mxfp8", 48, 64, 64, "exact"));
+  EXPECT_NE(wgrad.find("wgrad"), std::string::npos) << wgrad;
+  EXPECT_NE(wgrad.find("K = 48"), std::string::npos) << wgrad;
+  EXPECT_NE(why(case_of("nvfp4", 32, 32, 32, "hopper")).find("e2m1"), std::string::npos);
+  EXPECT_NE(why(case_of("fp8-current", 4, 4, 4, "pascal")).find("unknown architecture"),
+            std::string::npos);
+  EXPECT_NE(why(case_of("fp8-current", 0, 4, 4, "exact")).find("zero"), std::string::npos);
+  EXPECT_EQ(why(case_of("nvfp4", 32, 32, 32, "exact")), "runnable");
+  EXPECT_THROW(run_recipe_case(case_of("fp8-block", 128, 128, 100, "hopper")),
+               std::invalid_argument);
+}
+
+TEST(RecipeAudit, RecordNamesEveryPart) {
+  const nlohmann::json j = to_json(run_recipe_case(case_of("nvfp4", 32, 32, 32, "exact")));
+  EXPECT_EQ(j["recipe"], "nvfp4");
+  EXPECT_EQ(j["status"], "PASS");
+  ASSERT_EQ(j["gemms"].size(), 3u);
+  EXPECT_EQ(j["gemms"][2]["gemm"], "wgrad");
+  EXPECT_EQ(j["gemms"][2]["operands"][0]["hadamard"], true);
+  EXPECT_EQ(j["gemms"][0]["operands"][0]["hadamard"], false);
+  for (const char* part : {"total", "quantization", "accumulation"}) {
+    EXPECT_TRUE(j["gemms"][0][part].contains("max_normwise")) << part;
+  }
+}
+
+}  // namespace
+}  // namespace ampbench::audit

@@ -1,0 +1,89 @@
+// End-to-end tests of `ampbench audit --recipe`: the real binary's table and --json record on small
+// shapes (the numbers themselves are the recipe audit's, tested in harness/audit/test), the choice
+// of the architecture, and every kind of bad input, each with status 2 and a message naming it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli/test/run_ampbench.hpp"
+
+namespace {
+
+using ampbench::cli::test::ampbench;
+using ampbench::cli::test::Outcome;
+
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "audit_recipe_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(AuditRecipeCli, TableAndRecordOfEveryGemm) {
+  const std::string path = temp("fp8.json");
+  const Outcome run = ampbench("audit --recipe fp8-block,mxfp4 --shape 128x128x256 --json " + path);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("fp8-block  fprop  x w^T"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("hopper-e4m3"), std::string::npos) << run.out;
+  // mxfp4 has no Tensor Core model: multiplied exactly, and the table says why.
+  EXPECT_NE(run.out.find("note: mxfp4: multiplied exactly (no Tensor Core takes e2m1 operands"),
+            std::string::npos)
+      << run.out;
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["schema"], "ampbench.audit-recipe/1");
+  EXPECT_EQ(doc["complete"], true);
+  EXPECT_EQ(doc["expected"], 2);
+  ASSERT_EQ(doc["cases"].size(), 2u);
+  const nlohmann::json& block = doc["cases"][0];
+  EXPECT_EQ(block["recipe"], "fp8-block");
+  EXPECT_EQ(block["shape"], "128x128x256");
+  EXPECT_EQ(block["gemms"][0]["multiplied_on"], "hopper-e4m3");
+  EXPECT_EQ(block["gemms"][0]["chunks"], 2);
+  EXPECT_EQ(block["gemms"][1]["output"], nlohmann::json::array({128, 256}));
+  EXPECT_EQ(doc["cases"][1]["gemms"][2]["multiplied_on"], "exact");
+  std::remove(path.c_str());
+}
+
+TEST(AuditRecipeCli, PromotionIntervalAndGemmsAreChosen) {
+  const std::string path = temp("promote.json");
+  const Outcome run = ampbench(
+      "audit --recipe fp8-current --shape 4x4x512 --gemm fprop --promote-interval 128 --json " +
+      path);
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["cases"][0]["gemms"].size(), 1u);
+  EXPECT_EQ(doc["cases"][0]["gemms"][0]["promote_interval"], 128);
+  EXPECT_EQ(doc["cases"][0]["gemms"][0]["chunks"], 4);
+  std::remove(path.c_str());
+}
+
+TEST(AuditRecipeCli, BadInputIsNamed) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--recipe fp8-block --policy fp16", "--policy does not go with --recipe"},
+      {"--recipe fp8-block --mma hopper", "--mma does not go with --recipe"},
+      {"--recipe fp8-block --backend cuda", "--backend does not go with --recipe"},
+      {"--recipe fp8-block --op gemm", "--op gemm: the audit under a recipe runs linear's"},
+      {"--recipe nosuch", "unknown recipe 'nosuch'"},
+      {"--recipe fp8-block --shape 64x64x100", "its 1x128 tiles do not divide K = 100"},
+      {"--recipe mxfp8 --arch blackwell", "inside tcgen05.mma"},
+      {"--recipe nvfp4 --arch hopper", "no Tensor Core MMA with e2m1 inputs"},
+      {"--recipe fp8-block --arch pascal", "unknown architecture 'pascal'"},
+      {"--recipe fp8-block --gemm fprop,bgrad", "--gemm: unknown GEMM 'bgrad'"},
+      {"--op linear --arch hopper", "--arch goes with --recipe"},
+      {"--op linear --promote-interval 32", "--promote-interval goes with --recipe"},
+      {"--recipe fp8-block --shape 64x64", "--shape"},
+  };
+  for (const auto& c : cases) {
+    const Outcome run = ampbench(std::string("audit ") + c.args);
+    EXPECT_EQ(run.status, 2) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << ": " << run.err;
+    EXPECT_EQ(run.out, "") << c.args;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,212 @@
+// A recipe's GEMM: operands quantized per role, element codes multiplied on a Tensor Core model in
+// chunks along K, the chunks scaled and added in binary32 (recipe_gemm.hpp).
+#include "harness/quant/recipe_gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "harness/quant/hadamard.hpp"
+
+namespace ampbench::quant {
+
+std::pair<Role, Role> gemm_roles(Gemm g) {
+  switch (g) {
+    case Gemm::fprop: return {Role::x, Role::w};
+    case Gemm::dgrad: return {Role::dy, Role::w};
+    case Gemm::wgrad: return {Role::dy, Role::x};
+  }
+  return {Role::x, Role::w};
+}
+
+Layout operand_layout(const OperandRecipe& o, std::size_t rows, std::size_t cols,
+                      std::uint64_t seed) {
+  Layout layout;
+  layout.rows = rows;
+  layout.cols = cols;
+  switch (o.granularity) {
+    case Granularity::tensor:
+      layout.block_rows = rows;
+      layout.block_cols = cols;
+      break;
+    case Granularity::tile:
+      layout.block_rows = 1;
+      layout.block_cols = o.block;
+      break;
+    case Granularity::block:
+      layout.block_rows = o.block;
+      layout.block_cols = o.block;
+      break;
+  }
+  layout.mode = o.rounding;
+  layout.seed = seed;
+  return layout;
+}
+
+QuantizedOperand quantize_operand(const Recipe& recipe, Role role, Gemm gemm,
+                                  std::span<const float> x, std::size_t rows, std::size_t cols,
+                                  std::uint64_t seed, std::optional<float> delayed_scale) {
+  const OperandRecipe& o = recipe.operand(role);
+  QuantizedOperand out;
+  out.role = role;
+  out.transformed = applies_hadamard(recipe, role, gemm);
+  out.input = out.transformed
+                  ? hadamard_transform(x, rows, cols, hadamard_signs(recipe.hadamard_seed))
+                  : std::vector<float>(x.begin(), x.end());
+  const Layout layout = operand_layout(o, rows, cols, seed);
+  switch (scale_rule_of(o.scale)) {
+    case ScaleRule::fp32_given:
+      if (!delayed_scale) {
+        throw std::invalid_argument(fmt::format(
+            "{}: the delayed-scaling operand {} needs its scale", recipe.name, role_name(role)));
+      }
+      out.q = quantize_with_scale(out.input, layout, o.element, *delayed_scale);
+      break;
+    case ScaleRule::fp32_amax:
+      out.q = quantize_current(out.input, layout, o.element, o.scale == ScaleChoice::pow2);
+      break;
+    case ScaleRule::mx_e8m0: out.q = quantize_mx(out.input, layout, o.element); break;
+    case ScaleRule::nvfp4: out.q = quantize_nvfp4(out.input, layout); break;
+  }
+  return out;
+}
+
+namespace {
+
+// The parameters a mixed-format MMA must share: all but the input format and the names.
+bool same_arithmetic(const numeric::MmaModel& a, const numeric::MmaModel& b) {
+  return a.instruction_k == b.instruction_k && a.fused_k == b.fused_k &&
+         a.fraction_bits == b.fraction_bits && a.output == b.output &&
+         a.subnormal_inputs == b.subnormal_inputs && a.subnormal_outputs == b.subnormal_outputs &&
+         a.canonical_nan == b.canonical_nan;
+}
+
+// fl32(x * y), correctly rounded: the binary64 product rounded to odd (its error, from an FMA,
+// sets the last bit when nonzero), then to binary32; rounding to odd in 53 bits and then to
+// nearest in 24 is the correct rounding (Boldo and Melquiond, "Emulation of FMA and correctly
+// rounded sums: proved algorithms using rounding to odd", IEEE TC 57(4), 2008).
+float fl32_product(double x, double y) {
+  double p = x * y;
+  const double error = std::fma(x, y, -p);
+  if (error != 0 && std::isfinite(p)) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &p, sizeof bits);
+    if ((bits & 1) == 0) p = std::nextafter(p, error > 0 ? HUGE_VAL : -HUGE_VAL);
+  }
+  return static_cast<float>(p);
+}
+
+bool block_scaled(const OperandRecipe& o) {
+  return o.scale == ScaleChoice::mx || o.scale == ScaleChoice::nvfp4;
+}
+
+}  // namespace
+
+MmaChoice recipe_mma(std::string_view arch, const Recipe& recipe, Gemm gemm) {
+  const auto [ra, rb] = gemm_roles(gemm);
+  const OperandRecipe& a = recipe.operand(ra);
+  const OperandRecipe& b = recipe.operand(rb);
+  if (arch == "blackwell" && (block_scaled(a) || block_scaled(b))) {
+    return {std::nullopt,
+            fmt::format("{}: Blackwell applies MX and NVFP4 block scales inside tcgen05.mma "
+                        "(kind::mxf8f6f4, kind::mxf4nvf4), which ampbench does not model; "
+                        "--arch exact multiplies exactly, --arch hopper applies the scales in fp32 "
+                        "after each block",
+                        recipe.name)};
+  }
+  const auto ma = numeric::mma_model(arch, a.element);
+  const auto mb = numeric::mma_model(arch, b.element);
+  if (!ma || !mb) {
+    const numeric::Format& missing = !ma ? a.element : b.element;
+    return {std::nullopt,
+            fmt::format("{}: {} has no Tensor Core MMA with {} inputs (e4m3 and e5m2 have one on "
+                        "ada, hopper and blackwell; the FP6 and FP4 formats have no model); --arch "
+                        "exact multiplies exactly",
+                        recipe.name, arch, missing.name)};
+  }
+  if (!same_arithmetic(*ma, *mb)) {
+    return {std::nullopt, fmt::format("{}: {}'s {} and {} MMAs differ in more than their inputs: "
+                                      "no mixed-format model",
+                                      recipe.name, arch, a.element.name, b.element.name)};
+  }
+  RecipeMma mma{*ma, a.element, b.element,
+                numeric::same_format(a.element, b.element)
+                    ? std::string(ma->name)
+                    : fmt::format("{} x {}", ma->name, mb->name)};
+  return {std::move(mma), {}};
+}
+
+std::vector<std::size_t> chunk_ends(const Quantized& a, const Quantized& b,
+                                    std::size_t promote_interval) {
+  const std::size_t k = a.cols;
+  std::vector<std::size_t> ends;
+  for (std::size_t at = 1; at <= k; ++at) {
+    const bool edge = at == k || at % a.block_cols == 0 || at % b.block_cols == 0 ||
+                      (promote_interval != 0 && at % promote_interval == 0);
+    if (edge) ends.push_back(at);
+  }
+  return ends;
+}
+
+std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const RecipeMma& mma,
+                                   std::size_t promote_interval) {
+  if (a.cols != b.cols) {
+    throw std::invalid_argument(
+        fmt::format("recipe GEMM: A has k = {}, B has k = {}", a.cols, b.cols));
+  }
+  const std::size_t m = a.rows, n = b.rows, k = a.cols;
+  const std::size_t a_tiles_per_row = k / a.block_cols;
+  const std::size_t b_tiles_per_row = k / b.block_cols;
+  std::vector<float> acc(m * n, 0.0f);
+  std::vector<double> a_chunk, b_chunk, partial(m * n);
+  std::vector<double> b_decode(n);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(m, 1));
+  std::size_t k0 = 0;
+  for (const std::size_t k1 : chunk_ends(a, b, promote_interval)) {
+    const std::size_t len = k1 - k0;
+    // The chunk's element values: A's rows (m x len) and B's rows as columns (len x n), as
+    // MmaMatrixProduct takes them; each output's partial from an accumulator of zero.
+    a_chunk.resize(m * len);
+    b_chunk.resize(len * n);
+    for (std::size_t i = 0; i < m; ++i) {
+      std::copy_n(a.values.begin() + static_cast<std::ptrdiff_t>(i * k + k0), len,
+                  a_chunk.begin() + static_cast<std::ptrdiff_t>(i * len));
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t l = 0; l < len; ++l) b_chunk[l * n + j] = b.values[j * k + k0 + l];
+    }
+    const numeric::MmaMatrixProduct product(mma.model, mma.a_format, mma.b_format, len, n, b_chunk);
+    for (std::size_t j = 0; j < n; ++j) {
+      b_decode[j] = b.tiles[(j / b.block_rows) * b_tiles_per_row + k0 / b.block_cols].decode_scale;
+    }
+    const auto rows = [&](std::size_t first, std::size_t end) {
+      product.multiply(std::span<const double>(a_chunk).subspan(first * len, (end - first) * len),
+                       {}, std::span<double>(partial).subspan(first * n, (end - first) * n));
+      for (std::size_t i = first; i < end; ++i) {
+        const double da =
+            a.tiles[(i / a.block_rows) * a_tiles_per_row + k0 / a.block_cols].decode_scale;
+        for (std::size_t j = 0; j < n; ++j) {
+          // The partial is a value of the accumulator format (binary32): exact as a float.
+          acc[i * n + j] = std::fmaf(fl32_product(da, b_decode[j]),
+                                     static_cast<float>(partial[i * n + j]), acc[i * n + j]);
+        }
+      }
+    };
+    {
+      std::vector<std::jthread> pool;
+      for (std::size_t t = 1; t < blocks; ++t) {
+        pool.emplace_back(rows, m * t / blocks, m * (t + 1) / blocks);
+      }
+      rows(0, m / blocks);
+    }
+    k0 = k1;
+  }
+  return {acc.begin(), acc.end()};
+}
+
+}  // namespace ampbench::quant

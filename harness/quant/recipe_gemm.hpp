@@ -1,0 +1,86 @@
+// A recipe's GEMM (issue 19, docs/scaling.md "The recipe GEMM"): C = A B^T with A (m x k) and B
+// (n x k) both held with K, the reduction dimension, along the row; each quantized as the recipe
+// quantizes its role for this GEMM, the element codes multiplied on a Tensor Core model in chunks
+// along K, and each chunk's partial product scaled and added in fp32, as Hopper FP8 kernels promote
+// it (DeepSeek-V3's N_C = 128, DeepGEMM). Nothing here judges the result: the audit does
+// (harness/audit/recipe_audit.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "harness/numeric/mma.hpp"
+#include "harness/quant/recipe.hpp"
+#include "harness/quant/scaling.hpp"
+
+namespace ampbench::quant {
+
+// The roles of a GEMM's operands A and B: fprop y = x w^T (x, w), dgrad dx = dy w (dy, w^T),
+// wgrad dw = dy^T x (dy^T, x^T). The caller gives each with K along the row (transposed where
+// these formulas say so), so a role's 1xN tiles always run along K.
+std::pair<Role, Role> gemm_roles(Gemm g);
+
+// How an operand's tensor is cut into its recipe's tiles: the whole tensor, 1 x block along K, or
+// block x block; rounding with the operand's mode and stochastic stream `seed`.
+Layout operand_layout(const OperandRecipe& o, std::size_t rows, std::size_t cols,
+                      std::uint64_t seed);
+
+// An operand quantized as `recipe` quantizes `role` for `gemm`.
+struct QuantizedOperand {
+  Role role = Role::x;
+  bool transformed = false;  // the 16x16 random Hadamard transform was applied along K first
+  std::vector<float> input;  // what the quantizer saw: the operand, or its transform
+  Quantized q;
+};
+// x: rows x cols, row-major, K along the row. A delayed-scaling operand is quantized with
+// `delayed_scale` (its fp32 scale, which the caller's DelayedScaling state gives; required for
+// it, std::invalid_argument without one); the others choose their scales themselves. Throws
+// std::invalid_argument (a block that does not divide a dimension, a transform on a K that is
+// not a multiple of 16), naming the dimension.
+QuantizedOperand quantize_operand(const Recipe& recipe, Role role, Gemm gemm,
+                                  std::span<const float> x, std::size_t rows, std::size_t cols,
+                                  std::uint64_t seed,
+                                  std::optional<float> delayed_scale = std::nullopt);
+
+// The Tensor Core arithmetic of a recipe GEMM: the model of A's element format, and B's element
+// format (a mixed e4m3 x e5m2 GEMM splits each operand in its own format, mma.hpp).
+struct RecipeMma {
+  numeric::MmaModel model;
+  numeric::Format a_format;
+  numeric::Format b_format;
+  std::string name;  // "hopper-e4m3" or "hopper-e5m2 x hopper-e4m3"
+};
+// The model of architecture `arch` ("ada", "hopper", "blackwell") for a GEMM with these element
+// formats, or why there is none: no MMA takes the format (FP6 and FP4 have no preset), the two
+// formats' presets differ in more than their input (no mixed-format MMA), or the recipe's scales
+// are MX/NVFP4 block scales on Blackwell, whose tcgen05.mma applies them inside the instruction
+// (kind::mxf8f6f4, kind::mxf4nvf4), which is not modelled.
+struct MmaChoice {
+  std::optional<RecipeMma> mma;
+  std::string reason;  // when there is none
+};
+MmaChoice recipe_mma(std::string_view arch, const Recipe& recipe, Gemm gemm);
+
+// Where the product's chunks along K end: at every tile edge of A and of B (where a scale
+// changes) and every `promote_interval` products (0: never); the last ends at k. Increasing.
+std::vector<std::size_t> chunk_ends(const Quantized& a, const Quantized& b,
+                                    std::size_t promote_interval);
+
+// C (m x n, row-major, binary32 values) = A B^T from the quantized operands: for each output and
+// each chunk [k0, k1) of chunk_ends, the partial product of the element values on the Tensor Core
+// model (mma_dot from an accumulator of zero: the MMA's accumulator restarts after each
+// promotion), then acc = fmaf(s, partial, acc) in binary32, correctly rounded, with
+// s = fl32(decode_a * decode_b) the product of the two tiles' decode scales (DeepGEMM's
+// `final_accum += scale_a * scale_b * accum`, contracted to an FMA by nvcc); acc starts at +0.
+// A and B must have the same k (cols); A's element values must be values of mma.a_format, B's of
+// mma.b_format.
+std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const RecipeMma& mma,
+                                   std::size_t promote_interval);
+
+}  // namespace ampbench::quant
