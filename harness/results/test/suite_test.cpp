@@ -233,7 +233,7 @@ TEST(Suite, TheShippedSuitesParse) {
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
   EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 9);
   EXPECT_EQ(nightly.cases.back().key,
-            "recipe/fp8-current/64x64x4096/hopper/normal/seed=1/promote=128");
+            "recipe/fp8-current/64x64x4096/hopper/uniform:a=0,b=1/seed=1/promote=128");
   const Suite full = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/audit-full.toml");
   EXPECT_EQ(full.cases.size(), ops::catalog().size() * 6 * 6 + 3 * 2 * (4 + 5 + 3 + 3 + 2 + 2));
 }
