@@ -677,9 +677,7 @@ TEST(CliAudit, ColumnsAreAsWideAsTheirLongestEntry) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/ampbench-eval-" + std::to_string(getpid()) + "-" + name;
-  std::ofstream(path) << text;
-  return path;
+  return ampbench::cli::test::temp_file("eval-" + name, text);
 }
 
 TEST(CliEval, ThePolicysInputModeConvertsTheOperands) {

@@ -3,9 +3,7 @@
 // block), Transformer Engine's DelayedScaling), and every kind of bad input, each with status 2 and
 // a message naming it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -16,12 +14,9 @@ namespace {
 using ampbench::cli::test::ampbench;
 using ampbench::cli::test::Outcome;
 
-// A tensor file of this process.
+// A tensor file of this process, removed when it ends.
 std::string write_tensor(const std::string& name, const std::string& json) {
-  const std::string path =
-      ::testing::TempDir() + "quantize_" + std::to_string(::getpid()) + "_" + name + ".json";
-  std::ofstream(path) << json;
-  return path;
+  return ampbench::cli::test::temp_file("quantize-" + name + ".json", json);
 }
 
 // A row of 32: the given values, then zeros.
@@ -154,10 +149,9 @@ TEST(QuantizeCli, BadInputIsStatus2NamingIt) {
 }
 
 TEST(QuantizeCli, UserRecipeFromToml) {
-  const std::string path =
-      ::testing::TempDir() + "quantize_" + std::to_string(::getpid()) + "_recipe.toml";
-  std::ofstream(path) << "name = \"wide-block\"\nbase = \"fp8-block\"\n[w]\nblock = 64\n"
-                         "scale = \"current\"\n";
+  const std::string path = ampbench::cli::test::temp_file(
+      "quantize-recipe.toml",
+      "name = \"wide-block\"\nbase = \"fp8-block\"\n[w]\nblock = 64\nscale = \"current\"\n");
   const nlohmann::json w = run_json("--recipe " + path + " --role w --shape 64x128");
   EXPECT_EQ(w["recipe"], "wide-block");
   EXPECT_EQ(w["block"], nlohmann::json::array({64, 64}));
@@ -170,12 +164,13 @@ TEST(QuantizeCli, UserRecipeFromToml) {
   // --print-recipe writes a file --recipe reads back.
   const Outcome printed = ampbench("quantize --recipe nvfp4 --print-recipe");
   ASSERT_EQ(printed.status, 0) << printed.err;
-  const std::string copy = path.substr(0, path.size() - 5) + "_nvfp4.toml";
-  std::ofstream(copy) << printed.out;
+  const std::string copy =
+      ampbench::cli::test::temp_file("quantize-recipe-nvfp4.toml", printed.out);
   EXPECT_NE(printed.out.find("name = \"my-nvfp4\""), std::string::npos);
   EXPECT_EQ(run_json("--recipe " + copy + " --role dy --shape 1x16")["mode"], "srp");
   // A bad file: status 2, file, line and column.
-  std::ofstream(path) << "name = \"r\"\nbase = \"fp8-block\"\n[x]\nblock = 0\n";
+  ampbench::cli::test::temp_file("quantize-recipe.toml",
+                                 "name = \"r\"\nbase = \"fp8-block\"\n[x]\nblock = 0\n");
   const Outcome bad = ampbench("quantize --recipe " + path);
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find(path + ":4:9: key 'x.block': 0 is not a positive block size"),

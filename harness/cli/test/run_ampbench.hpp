@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +28,26 @@ inline std::string slurp(const std::string& path) {
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
+}
+
+// `text` written to a file of this test process, TempDir()/ampbench-PID-NAME, which is removed when
+// the process ends (also after a failed assertion returned early). Writing the same name again
+// replaces the file.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  struct Files {
+    std::vector<std::string> paths;
+    ~Files() {
+      for (const auto& path : paths) std::remove(path.c_str());
+    }
+  };
+  static Files files;
+  const std::string path =
+      ::testing::TempDir() + "ampbench-" + std::to_string(::getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  if (std::find(files.paths.begin(), files.paths.end(), path) == files.paths.end()) {
+    files.paths.push_back(path);
+  }
+  return path;
 }
 
 // Runs ampbench with `args` (already shell-quoted where needed) and `input` on stdin.
