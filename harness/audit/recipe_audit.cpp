@@ -178,7 +178,10 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
     const quant::MmaChoice choice = quant::recipe_mma(c.arch, c.recipe, g);
     if (!choice.mma) throw std::invalid_argument(choice.reason);
     r.multiplied_on = choice.mma->name;
-    r.chunks = quant::chunk_ends(qa.q, qb.q, r.promote_interval).size();
+    r.chunks = choice.mma->product == quant::ScaledProduct::promoted
+                   ? quant::chunk_ends(qa.q, qb.q, r.promote_interval).size()
+               : r.promote_interval == 0 ? 1
+                                         : (s.k + r.promote_interval - 1) / r.promote_interval;
     product = quant::recipe_product(qa.q, qb.q, *choice.mma, r.promote_interval);
   }
 
@@ -275,6 +278,17 @@ bool known_arch(const std::string& arch) {
 }  // namespace
 
 DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms) {
+  // Block-scaled recipes (MX, NVFP4) on Blackwell's block-scaled MMAs where they are modelled.
+  const auto block_scaled = [&](Role role) {
+    const quant::ScaleChoice s = recipe.operand(role).scale;
+    return s == quant::ScaleChoice::mx || s == quant::ScaleChoice::nvfp4;
+  };
+  if (block_scaled(Role::x) || block_scaled(Role::w) || block_scaled(Role::dy)) {
+    bool on_blackwell = true;
+    for (const Gemm g : gemms)
+      on_blackwell = on_blackwell && quant::recipe_mma("blackwell", recipe, g).mma;
+    if (on_blackwell) return {"blackwell", {}};
+  }
   for (const Gemm g : gemms) {
     if (!quant::recipe_mma("hopper", recipe, g).mma) {
       const auto [ra, rb] = quant::gemm_roles(g);

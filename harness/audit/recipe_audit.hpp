@@ -75,12 +75,13 @@ struct RecipeCaseResult {
   bool pass() const { return breaches.empty(); }
 };
 
-// The architecture a recipe's GEMMs run on when none is named: hopper where it has a model of the
-// recipe's formats for every GEMM of `gemms`, else exact, with a note that says why ("mxfp4:
-// multiplied exactly (no Tensor Core takes e2m1 operands; ...)").
+// The architecture a recipe's GEMMs run on when none is named: blackwell for MX and NVFP4 recipes
+// whose block-scaled MMAs it has (mxfp8, mxfp4, nvfp4), else hopper where it has a model of the
+// recipe's formats for every GEMM of `gemms`, else exact, with a note that says why ("mxfp6:
+// multiplied exactly (no Tensor Core takes e3m2 operands; ...)").
 struct DefaultArch {
   std::string arch;
-  std::string note;  // empty for hopper
+  std::string note;  // empty unless exact
 };
 DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms);
 

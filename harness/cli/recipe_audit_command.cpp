@@ -20,6 +20,7 @@
 #include "harness/io/json_arrays.hpp"
 #include "harness/ops/catalog.hpp"
 #include "harness/quant/recipe.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -155,11 +156,19 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
                      ops::to_string(shape), cases[0].m, cases[0].k, cases[0].n, cases[0].k,
                      cases[0].m, cases[0].n, args.dist, args.seed);
   for (const std::string& note : notes) out << "note: " << note << '\n';
+  // Columns as wide as their content: the recipes' names and the models the GEMMs run on.
   std::size_t recipe_width = 8;
-  for (const auto& c : cases) recipe_width = std::max(recipe_width, c.recipe.name.size() + 2);
-  out << fmt::format("{:<{}}{:<7}{:<13}{:<28}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n",
-                     "recipe", recipe_width, "gemm", "product", "multiplied on", "chunks", "total",
-                     "mean", "quant", "accum", "sat", "flush", "lost", "status");
+  std::size_t on_width = 15;
+  for (const auto& c : cases) {
+    recipe_width = std::max(recipe_width, c.recipe.name.size() + 2);
+    for (const quant::Gemm g : c.gemms) {
+      const auto choice = quant::recipe_mma(c.arch, c.recipe, g);
+      on_width = std::max(on_width, (choice.mma ? choice.mma->name.size() : 5) + 2);
+    }
+  }
+  out << fmt::format("{:<{}}{:<7}{:<13}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n",
+                     "recipe", recipe_width, "gemm", "product", "multiplied on", on_width, "chunks",
+                     "total", "mean", "quant", "accum", "sat", "flush", "lost", "status");
   nlohmann::json records = nlohmann::json::array();
   const std::size_t expected = cases.size();
   if (!args.json.empty() && !write_records(args.json, records, expected, false, err)) {
@@ -183,12 +192,12 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
     for (const audit::RecipeGemmResult& g : r.gemms) {
       const auto events = [&](auto member) { return g.a.events.*member + g.b.events.*member; };
       out << fmt::format(
-          "{:<{}}{:<7}{:<13}{:<28}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n", r.recipe,
-          recipe_width, quant::gemm_name(g.gemm), formula(g.gemm), g.multiplied_on, g.chunks,
-          sci(g.total.max_normwise), sci(g.total.mean_normwise), sci(g.quantization.max_normwise),
-          sci(g.accumulation.max_normwise), events(&quant::QuantEvents::saturated),
-          events(&quant::QuantEvents::flushed), events(&quant::QuantEvents::blocks_lost),
-          g.nonfinite == 0 ? "PASS" : "FAIL");
+          "{:<{}}{:<7}{:<13}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n", r.recipe,
+          recipe_width, quant::gemm_name(g.gemm), formula(g.gemm), g.multiplied_on, on_width,
+          g.chunks, sci(g.total.max_normwise), sci(g.total.mean_normwise),
+          sci(g.quantization.max_normwise), sci(g.accumulation.max_normwise),
+          events(&quant::QuantEvents::saturated), events(&quant::QuantEvents::flushed),
+          events(&quant::QuantEvents::blocks_lost), g.nonfinite == 0 ? "PASS" : "FAIL");
     }
     failures.insert(failures.end(), r.breaches.begin(), r.breaches.end());
     records.push_back(audit::to_json(r));

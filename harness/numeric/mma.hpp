@@ -208,11 +208,13 @@ AMPBENCH_HD inline std::uint64_t mma_align(std::uint64_t sig, int frac_bits, int
 // In particular 128 bits are not needed for any F <= 40.
 // A's operands are values of a_format and B's of b_format (both m.input but in a mixed-format MMA,
 // Hopper's e4m3 x e5m2: each operand is split in its own format, the product's fraction bits are
-// the sum of the two formats').
+// the sum of the two formats'). Every product's exponent is raised by product_exponent_offset
+// (Blackwell's block scales, mma_block_scale.hpp; 0 otherwise), c's is not.
 AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, const Format& a_format,
                                               const Format& b_format, double c, const double* a,
                                               std::ptrdiff_t a_stride, const double* b,
-                                              std::ptrdiff_t b_stride, int n, int& emax) {
+                                              std::ptrdiff_t b_stride, int n, int& emax,
+                                              int product_exponent_offset = 0) {
   const Format acc = m.accumulator_format();
   std::uint64_t sig = 0;
   int e = 0;
@@ -223,7 +225,7 @@ AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, const Format& a
     int ea = 0, eb = 0;
     mma_split(a_format, mma_operand(m, a_format, a[i * a_stride]), sa, ea);
     mma_split(b_format, mma_operand(m, b_format, b[i * b_stride]), sb, eb);
-    if (ea + eb > emax) emax = ea + eb;
+    if (ea + eb + product_exponent_offset > emax) emax = ea + eb + product_exponent_offset;
   }
   const int f = m.fraction_bits;
   const int c_frac = acc.fraction_bits();
@@ -240,7 +242,8 @@ AMPBENCH_HD inline std::int64_t mma_fused_sum(const MmaModel& m, const Format& a
     int ea = 0, eb = 0;
     mma_split(a_format, x, sa, ea);
     mma_split(b_format, y, sb, eb);
-    add(((bits_of(x) ^ bits_of(y)) >> 63) != 0, mma_align(sa * sb, p_frac, ea + eb, emax, f));
+    add(((bits_of(x) ^ bits_of(y)) >> 63) != 0,
+        mma_align(sa * sb, p_frac, ea + eb + product_exponent_offset, emax, f));
   }
   return sum;
 }
@@ -259,47 +262,10 @@ AMPBENCH_HD inline double mma_nan(const MmaModel& m) {
 
 }  // namespace detail
 
-// One fused step: d = c + sum_{i<n} a[i * a_stride] * b[i * b_stride], as the model's hardware
-// computes it (steps 1-5 at the top of this file). a and b hold values of the model's input format
-// (tf32: already truncated, see mma_quantize_input); c a value of its accumulator format (fp32, or
-// fp16 for an fp16 accumulator). n >= 0 and n <= kMaxFusedProducts. The result is a value of the
-// accumulator format (for e8m13 outputs, an fp32 with its low 10 fraction bits zero).
-//
-// The overload with a_format and b_format is a mixed-format MMA (Hopper's and Blackwell's
-// e4m3 x e5m2): a holds values of a_format, b of b_format, each split in its own format, with the
-// model's other parameters unchanged. That is MMA-Sim's arithmetic with the operand types taken
-// separately; no mixed-format preset has been checked against hardware (docs/mma-models.md).
-AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, const Format& a_format,
-                                         const Format& b_format, double c, const double* a,
-                                         std::ptrdiff_t a_stride, const double* b,
-                                         std::ptrdiff_t b_stride, int n) {
-  // Specials first, as IEEE arithmetic on the exact products would give them (MMA-Sim evaluates
-  // sum(products) + c in binary64; with these formats that sum cannot overflow).
-  bool nan = detail::is_nan_bits(detail::bits_of(c));
-  bool plus_inf = false, minus_inf = false;
-  if (detail::is_inf_bits(detail::bits_of(c)))
-    (detail::bits_of(c) >> 63 ? minus_inf : plus_inf) = true;
-  for (int i = 0; i < n; ++i) {
-    const std::uint64_t x = detail::bits_of(a[i * a_stride]);
-    const std::uint64_t y = detail::bits_of(b[i * b_stride]);
-    if (detail::is_nan_bits(x) || detail::is_nan_bits(y)) {
-      nan = true;
-    } else if (detail::is_inf_bits(x) || detail::is_inf_bits(y)) {
-      if (detail::is_zero_bits(x) || detail::is_zero_bits(y)) {
-        nan = true;
-      } else {
-        (((x ^ y) >> 63) ? minus_inf : plus_inf) = true;
-      }
-    }
-  }
-  if (nan || (plus_inf && minus_inf)) return detail::mma_nan(m);
-  if (plus_inf || minus_inf) {
-    return detail::double_of((minus_inf ? std::uint64_t{1} << 63 : 0) | detail::kF64Infinity);
-  }
-
-  int emax = 0;
-  const std::int64_t sum =
-      detail::mma_fused_sum(m, a_format, b_format, c, a, a_stride, b, b_stride, n, emax);
+namespace detail {
+// Steps 4-5 of a fused step (mma.hpp's top): the exact sum S * 2^(emax - F) produced in the
+// model's output format (+0 for a zero sum; +-inf beyond the accumulator's range).
+AMPBENCH_HD inline double mma_output_of_sum(const MmaModel& m, std::int64_t sum, int emax) {
   if (sum == 0) return 0.0;  // MMA-Sim: an exact zero sum is +0 whatever the signs
 
   // Normalise once: the value |sum| * 2^(emax - F) as a window whose top bit is set, then produce
@@ -330,6 +296,52 @@ AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, const Format& a_form
     }
   }
   return r.value;
+}
+}  // namespace detail
+
+// One fused step: d = c + sum_{i<n} a[i * a_stride] * b[i * b_stride], as the model's hardware
+// computes it (steps 1-5 at the top of this file). a and b hold values of the model's input format
+// (tf32: already truncated, see mma_quantize_input); c a value of its accumulator format (fp32, or
+// fp16 for an fp16 accumulator). n >= 0 and n <= kMaxFusedProducts. The result is a value of the
+// accumulator format (for e8m13 outputs, an fp32 with its low 10 fraction bits zero).
+//
+// The overload with a_format and b_format is a mixed-format MMA (Hopper's and Blackwell's
+// e4m3 x e5m2): a holds values of a_format, b of b_format, each split in its own format, with the
+// model's other parameters unchanged. That is MMA-Sim's arithmetic with the operand types taken
+// separately; no mixed-format preset has been checked against hardware (docs/mma-models.md).
+AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, const Format& a_format,
+                                         const Format& b_format, double c, const double* a,
+                                         std::ptrdiff_t a_stride, const double* b,
+                                         std::ptrdiff_t b_stride, int n,
+                                         int product_exponent_offset = 0) {
+  // Specials first, as IEEE arithmetic on the exact products would give them (MMA-Sim evaluates
+  // sum(products) + c in binary64; with these formats that sum cannot overflow).
+  bool nan = detail::is_nan_bits(detail::bits_of(c));
+  bool plus_inf = false, minus_inf = false;
+  if (detail::is_inf_bits(detail::bits_of(c)))
+    (detail::bits_of(c) >> 63 ? minus_inf : plus_inf) = true;
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t x = detail::bits_of(a[i * a_stride]);
+    const std::uint64_t y = detail::bits_of(b[i * b_stride]);
+    if (detail::is_nan_bits(x) || detail::is_nan_bits(y)) {
+      nan = true;
+    } else if (detail::is_inf_bits(x) || detail::is_inf_bits(y)) {
+      if (detail::is_zero_bits(x) || detail::is_zero_bits(y)) {
+        nan = true;
+      } else {
+        (((x ^ y) >> 63) ? minus_inf : plus_inf) = true;
+      }
+    }
+  }
+  if (nan || (plus_inf && minus_inf)) return detail::mma_nan(m);
+  if (plus_inf || minus_inf) {
+    return detail::double_of((minus_inf ? std::uint64_t{1} << 63 : 0) | detail::kF64Infinity);
+  }
+
+  int emax = 0;
+  const std::int64_t sum = detail::mma_fused_sum(m, a_format, b_format, c, a, a_stride, b, b_stride,
+                                                 n, emax, product_exponent_offset);
+  return detail::mma_output_of_sum(m, sum, emax);
 }
 
 AMPBENCH_HD inline double mma_fused_step(const MmaModel& m, double c, const double* a,

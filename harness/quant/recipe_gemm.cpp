@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
 
+#include "harness/numeric/mma_block_scale.hpp"
 #include "harness/quant/hadamard.hpp"
 
 namespace ampbench::quant {
@@ -104,20 +106,130 @@ bool block_scaled(const OperandRecipe& o) {
   return o.scale == ScaleChoice::mx || o.scale == ScaleChoice::nvfp4;
 }
 
+bool fp8(const numeric::Format& f) {
+  return numeric::same_format(f, numeric::formats::e4m3) ||
+         numeric::same_format(f, numeric::formats::e5m2);
+}
+
+// Blackwell's block-scaled instructions (numeric/mma_block_scale.hpp) for two block-scaled
+// operands.
+MmaChoice blackwell_block_scaled(const Recipe& recipe, const OperandRecipe& a,
+                                 const OperandRecipe& b) {
+  const auto refuse = [&](const std::string& why) {
+    return MmaChoice{std::nullopt,
+                     fmt::format("{}: {}; --arch exact multiplies exactly, --arch hopper applies "
+                                 "FP8 elements' scales in fp32 after each block",
+                                 recipe.name, why)};
+  };
+  if (a.scale != b.scale || a.block != b.block || !block_scaled(a) || !block_scaled(b)) {
+    return refuse(
+        "Blackwell's block-scaled MMAs take two operands scaled alike (MX or NVFP4, the "
+        "same block)");
+  }
+  const numeric::MmaModel output = *numeric::mma_model("blackwell", numeric::formats::e4m3);
+  const bool e2m1 = numeric::same_format(a.element, numeric::formats::e2m1) &&
+                    numeric::same_format(b.element, numeric::formats::e2m1);
+  if (a.scale == ScaleChoice::mx && a.block == 32 && fp8(a.element) && fp8(b.element)) {
+    RecipeMma mma{*numeric::mma_model("blackwell", a.element), a.element, b.element,
+                  fmt::format("blackwell kind::mxf8f6f4 ({} x {})", a.element.name, b.element.name),
+                  ScaledProduct::mxf8f6f4};
+    return {std::move(mma), {}};
+  }
+  if (a.scale == ScaleChoice::mx && a.block == 32 && e2m1) {
+    return {RecipeMma{output, a.element, b.element, "blackwell kind::mxf4 (e2m1, ue8m0 per 32)",
+                      ScaledProduct::mxf4},
+            {}};
+  }
+  if (a.scale == ScaleChoice::nvfp4 && a.block == 16 && e2m1) {
+    return {RecipeMma{output, a.element, b.element, "blackwell kind::mxf4nvf4 (e2m1, ue4m3 per 16)",
+                      ScaledProduct::mxf4nvf4},
+            {}};
+  }
+  return refuse(fmt::format(
+      "no block-scaled Blackwell MMA is modelled for {} x {} elements in blocks of {} (modelled: "
+      "kind::mxf8f6f4 with e4m3/e5m2 per 32, kind::mxf4 with e2m1 per 32, kind::mxf4nvf4 with "
+      "e2m1 and UE4M3 per 16; MMA-Sim leaves FP6 unmodelled)",
+      a.element.name, b.element.name, a.block));
+}
+
+// The block-scaled product of recipe_product (see recipe_gemm.hpp).
+std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
+                                         const RecipeMma& mma, std::size_t promote_interval) {
+  const std::size_t m = a.rows, n = b.rows, k = a.cols;
+  const std::size_t instruction = mma.product == ScaledProduct::mxf8f6f4 ? 32 : 64;
+  if (k % instruction != 0) {
+    throw std::invalid_argument(
+        fmt::format("recipe GEMM: {} takes K in steps of {}: K = {} is not a multiple", mma.name,
+                    instruction, k));
+  }
+  const std::size_t block = a.block_cols;
+  const numeric::ScaleEncoding encoding = mma.product == ScaledProduct::mxf4nvf4
+                                              ? numeric::ScaleEncoding::ue4m3
+                                              : numeric::ScaleEncoding::ue8m0;
+  const float alpha = mma.product == ScaledProduct::mxf4nvf4
+                          ? fl32_product(a.global_decode, b.global_decode)
+                          : 1.0f;
+  const std::size_t a_tiles_per_row = k / a.block_cols;
+  const std::size_t b_tiles_per_row = k / b.block_cols;
+  const auto scale_of = [&](const Quantized& q, std::size_t tiles_per_row, std::size_t row,
+                            std::size_t col) {
+    const Tile& t = q.tiles[(row / q.block_rows) * tiles_per_row + col / q.block_cols];
+    return numeric::decode_block_scale(encoding, static_cast<std::uint8_t>(t.scale_bits));
+  };
+  std::vector<double> c(m * n);
+  const auto rows = [&](std::size_t first, std::size_t end) {
+    std::array<numeric::BlockScale, 4> sa{}, sb{};
+    for (std::size_t i = first; i < end; ++i) {
+      const double* ar = a.values.data() + i * k;
+      for (std::size_t j = 0; j < n; ++j) {
+        const double* br = b.values.data() + j * k;
+        float total = 0.0f;
+        double acc = 0.0;
+        for (std::size_t k0 = 0; k0 < k; k0 += instruction) {
+          for (std::size_t s = 0; s < instruction / block; ++s) {
+            sa[s] = scale_of(a, a_tiles_per_row, i, k0 + s * block);
+            sb[s] = scale_of(b, b_tiles_per_row, j, k0 + s * block);
+          }
+          if (!std::isinf(acc)) {
+            acc = mma.product == ScaledProduct::mxf8f6f4
+                      ? numeric::mma_mxf8f6f4_step(mma.model, mma.a_format, mma.b_format, acc,
+                                                   ar + k0, br + k0, static_cast<int>(instruction),
+                                                   sa[0], sb[0])
+                      : numeric::mma_mxf4_step(mma.model, acc, ar + k0, br + k0,
+                                               static_cast<int>(instruction), sa.data(), sb.data(),
+                                               static_cast<int>(block));
+          }
+          const std::size_t done = k0 + instruction;
+          if (promote_interval != 0 && done % promote_interval == 0 && done < k) {
+            total += static_cast<float>(acc);  // binary32 addition, rounded once
+            acc = 0.0;
+          }
+        }
+        total += static_cast<float>(acc);
+        c[i * n + j] = alpha == 1.0f ? total : alpha * total;
+      }
+    }
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(m, 1));
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 1; t < blocks; ++t) {
+      pool.emplace_back(rows, m * t / blocks, m * (t + 1) / blocks);
+    }
+    rows(0, m / blocks);
+  }
+  return c;
+}
+
 }  // namespace
 
 MmaChoice recipe_mma(std::string_view arch, const Recipe& recipe, Gemm gemm) {
   const auto [ra, rb] = gemm_roles(gemm);
   const OperandRecipe& a = recipe.operand(ra);
   const OperandRecipe& b = recipe.operand(rb);
-  if (arch == "blackwell" && (block_scaled(a) || block_scaled(b))) {
-    return {std::nullopt,
-            fmt::format("{}: Blackwell applies MX and NVFP4 block scales inside tcgen05.mma "
-                        "(kind::mxf8f6f4, kind::mxf4nvf4), which ampbench does not model; "
-                        "--arch exact multiplies exactly, --arch hopper applies the scales in fp32 "
-                        "after each block",
-                        recipe.name)};
-  }
+  if (arch == "blackwell" && (block_scaled(a) || block_scaled(b)))
+    return blackwell_block_scaled(recipe, a, b);
   const auto ma = numeric::mma_model(arch, a.element);
   const auto mb = numeric::mma_model(arch, b.element);
   if (!ma || !mb) {
@@ -157,6 +269,9 @@ std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const
   if (a.cols != b.cols) {
     throw std::invalid_argument(
         fmt::format("recipe GEMM: A has k = {}, B has k = {}", a.cols, b.cols));
+  }
+  if (mma.product != ScaledProduct::promoted) {
+    return block_scaled_product(a, b, mma, promote_interval);
   }
   const std::size_t m = a.rows, n = b.rows, k = a.cols;
   const std::size_t a_tiles_per_row = k / a.block_cols;

@@ -48,19 +48,32 @@ QuantizedOperand quantize_operand(const Recipe& recipe, Role role, Gemm gemm,
                                   std::uint64_t seed,
                                   std::optional<float> delayed_scale = std::nullopt);
 
+// How the recipe's scales enter the product.
+enum class ScaledProduct : std::uint8_t {
+  promoted,  // each chunk's partial scaled and added in fp32 after the MMA (Hopper; any scales)
+  mxf8f6f4,  // Blackwell tcgen05.mma kind::mxf8f6f4: UE8M0 scales per 32 inside the MMA, K = 32
+  mxf4,      // kind::mxf4: e2m1, UE8M0 scales per 32 inside the MMA, K = 64
+  mxf4nvf4,  // kind::mxf4nvf4: e2m1, UE4M3 scales per 16 inside the MMA, K = 64; the two fp32
+             // tensor scales multiply the result (cuBLASLt's alpha)
+};
+
 // The Tensor Core arithmetic of a recipe GEMM: the model of A's element format, and B's element
-// format (a mixed e4m3 x e5m2 GEMM splits each operand in its own format, mma.hpp).
+// format (a mixed e4m3 x e5m2 GEMM splits each operand in its own format, mma.hpp), and how the
+// scales enter (block-scaled instructions: numeric/mma_block_scale.hpp).
 struct RecipeMma {
   numeric::MmaModel model;
   numeric::Format a_format;
   numeric::Format b_format;
-  std::string name;  // "hopper-e4m3" or "hopper-e5m2 x hopper-e4m3"
+  std::string name;  // "hopper-e4m3", "hopper-e5m2 x hopper-e4m3", "blackwell kind::mxf4nvf4"
+  ScaledProduct product = ScaledProduct::promoted;
 };
 // The model of architecture `arch` ("ada", "hopper", "blackwell") for a GEMM with these element
 // formats, or why there is none: no MMA takes the format (FP6 and FP4 have no preset), the two
-// formats' presets differ in more than their input (no mixed-format MMA), or the recipe's scales
-// are MX/NVFP4 block scales on Blackwell, whose tcgen05.mma applies them inside the instruction
-// (kind::mxf8f6f4, kind::mxf4nvf4), which is not modelled.
+// formats' presets differ in more than their input (no mixed-format MMA). MX and NVFP4 block
+// scales on Blackwell enter its block-scaled instructions (ScaledProduct): MX with e4m3/e5m2 in
+// blocks of 32 (kind::mxf8f6f4), MX with e2m1 in blocks of 32 (kind::mxf4), NVFP4 (e2m1, UE4M3
+// per 16: kind::mxf4nvf4); other block-scaled operands (FP6 elements, operands scaled unalike)
+// are refused with the reason.
 struct MmaChoice {
   std::optional<RecipeMma> mma;
   std::string reason;  // when there is none
@@ -80,6 +93,13 @@ std::vector<std::size_t> chunk_ends(const Quantized& a, const Quantized& b,
 // `final_accum += scale_a * scale_b * accum`, contracted to an FMA by nvcc); acc starts at +0.
 // A and B must have the same k (cols); A's element values must be values of mma.a_format, B's of
 // mma.b_format.
+//
+// A block-scaled product (mma.product other than promoted) runs the instruction along K, each
+// from the previous one's result (the accumulator stays in the Tensor Core; its k, 32 or 64, must
+// divide K), the block scales read from the tiles' stored patterns; with a promote_interval the
+// accumulator restarts every that many products and the partials are added in binary32. NVFP4's
+// result is then fl32(alpha * sum), alpha = fl32(S_dec(A) * S_dec(B)). An infinite accumulator
+// stays infinite.
 std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const RecipeMma& mma,
                                    std::size_t promote_interval);
 

@@ -54,7 +54,7 @@ TEST(RecipeAudit, Fp8DelayedInSteadyStateScalesAsCurrent) {
 }
 
 TEST(RecipeAudit, MxOnOnesIsExact) {
-  for (const char* arch : {"exact", "hopper"}) {
+  for (const char* arch : {"exact", "hopper", "blackwell"}) {
     const RecipeCaseResult r = run_recipe_case(case_of("mxfp8", 32, 32, 64, arch, "constant"));
     for (const RecipeGemmResult& g : r.gemms) {
       SCOPED_TRACE(std::string(arch) + " " + std::string(quant::gemm_name(g.gemm)));

@@ -21,27 +21,31 @@ std::string temp(const std::string& name) {
 
 TEST(AuditRecipeCli, TableAndRecordOfEveryGemm) {
   const std::string path = temp("fp8.json");
-  const Outcome run = ampbench("audit --recipe fp8-block,mxfp4 --shape 128x128x256 --json " + path);
+  const Outcome run =
+      ampbench("audit --recipe fp8-block,mxfp4,mxfp6 --shape 128x128x256 --json " + path);
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("fp8-block  fprop  x w^T"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("hopper-e4m3"), std::string::npos) << run.out;
-  // mxfp4 has no Tensor Core model: multiplied exactly, and the table says why.
-  EXPECT_NE(run.out.find("note: mxfp4: multiplied exactly (no Tensor Core takes e2m1 operands"),
+  // mxfp4 runs on Blackwell's block-scaled MMA; mxfp6 has no Tensor Core model: multiplied
+  // exactly, and the table says why.
+  EXPECT_NE(run.out.find("note: mxfp6: multiplied exactly (no Tensor Core takes e3m2 operands"),
             std::string::npos)
       << run.out;
   std::ifstream in(path);
   const nlohmann::json doc = nlohmann::json::parse(in);
   EXPECT_EQ(doc["schema"], "ampbench.audit-recipe/1");
   EXPECT_EQ(doc["complete"], true);
-  EXPECT_EQ(doc["expected"], 2);
-  ASSERT_EQ(doc["cases"].size(), 2u);
+  EXPECT_EQ(doc["expected"], 3);
+  ASSERT_EQ(doc["cases"].size(), 3u);
   const nlohmann::json& block = doc["cases"][0];
   EXPECT_EQ(block["recipe"], "fp8-block");
   EXPECT_EQ(block["shape"], "128x128x256");
   EXPECT_EQ(block["gemms"][0]["multiplied_on"], "hopper-e4m3");
   EXPECT_EQ(block["gemms"][0]["chunks"], 2);
   EXPECT_EQ(block["gemms"][1]["output"], nlohmann::json::array({128, 256}));
-  EXPECT_EQ(doc["cases"][1]["gemms"][2]["multiplied_on"], "exact");
+  EXPECT_EQ(doc["cases"][1]["gemms"][2]["multiplied_on"],
+            "blackwell kind::mxf4 (e2m1, ue8m0 per 32)");
+  EXPECT_EQ(doc["cases"][2]["gemms"][2]["multiplied_on"], "exact");
   std::remove(path.c_str());
 }
 
@@ -70,7 +74,7 @@ TEST(AuditRecipeCli, BadInputIsNamed) {
       {"--recipe fp8-block --op gemm", "--op gemm: the audit under a recipe runs linear's"},
       {"--recipe nosuch", "unknown recipe 'nosuch'"},
       {"--recipe fp8-block --shape 64x64x100", "its 1x128 tiles do not divide K = 100"},
-      {"--recipe mxfp8 --arch blackwell", "inside tcgen05.mma"},
+      {"--recipe mxfp6 --arch blackwell", "no block-scaled Blackwell MMA is modelled for e3m2"},
       {"--recipe nvfp4 --arch hopper", "no Tensor Core MMA with e2m1 inputs"},
       {"--recipe fp8-block --arch pascal", "unknown architecture 'pascal'"},
       {"--recipe fp8-block --gemm fprop,bgrad", "--gemm: unknown GEMM 'bgrad'"},

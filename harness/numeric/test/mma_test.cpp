@@ -678,16 +678,7 @@ void split_like_mmasim(double x, int emin, double& s, int& e) {
   if (s == 0) e = -126;
 }
 
-struct Mpfr {
-  mpfr_t v;
-  Mpfr() {
-    mpfr_init2(v, 512);
-    mpfr_set_zero(v, 1);
-  }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+using oracle::Mpfr;
 
 // One fused step, written from MMA-Sim's arithmetic.py (fused_sum, nv_fused_dot_add) with MPFR
 // and the oracle; finite inputs only. a's values are split at a_format's emin, b's at b_format's.

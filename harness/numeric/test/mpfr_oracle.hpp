@@ -66,4 +66,17 @@ std::uint64_t stochastic_threshold(const Spec& spec, mpfr_srcptr x);
 // Whether MPFR keeps its exponent range per thread (needed to call the oracle from threads).
 bool thread_safe();
 
+// A 512-bit MPFR number, +0 when made, cleared when it goes out of scope: exact for the sums of
+// products the tests form.
+struct Mpfr {
+  mpfr_t v;
+  Mpfr() {
+    mpfr_init2(v, 512);
+    mpfr_set_zero(v, 1);
+  }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
 }  // namespace ampbench::numeric::oracle

@@ -114,6 +114,36 @@ TEST(RecipeGemm, HopperFp8AccumulationStallsWithoutPromotion) {
   EXPECT_EQ(recipe_product(qx.q, qw.q, *blackwell.mma, 0).at(0), 32768.0);
 }
 
+// Blackwell's block-scaled MMAs on ones(1, 32768): mxfp8's elements are 256 under 2^-8 scales,
+// each product 2^16 * 2^-16 = 1 inside the MMA (F = 25, a 23-bit output): the sum is exact up to
+// 2^24, D = 32768. NVFP4 (ones become 6 under a block scale 448 and a tensor decode scale
+// S_dec = fl32(1/2688)) sums 64 products of 36 per instruction exactly, 2^15 * 36 * 448^2 in
+// all, then multiplies by alpha = fl32(S_dec^2): D = fl32(alpha * that).
+TEST(RecipeGemm, BlackwellBlockScaledOnOnes) {
+  const std::size_t k = 32768;
+  const std::vector<float> ones(k, 1.0f);
+  const Recipe mx = builtin("mxfp8");
+  const QuantizedOperand x = quantize_operand(mx, Role::x, Gemm::fprop, ones, 1, k, 1);
+  const QuantizedOperand w = quantize_operand(mx, Role::w, Gemm::fprop, ones, 1, k, 1);
+  const RecipeMma mxf8 = *recipe_mma("blackwell", mx, Gemm::fprop).mma;
+  EXPECT_EQ(recipe_product(x.q, w.q, mxf8, 0).at(0), 32768.0);
+  EXPECT_EQ(recipe_product(x.q, w.q, mxf8, 4096).at(0), 32768.0);
+
+  const Recipe nv = builtin("nvfp4");
+  const std::vector<float> ones16(16 * k, 1.0f);
+  const QuantizedOperand xn = quantize_operand(nv, Role::x, Gemm::fprop, ones, 1, k, 1);
+  const QuantizedOperand wn = quantize_operand(nv, Role::w, Gemm::fprop, ones16, 16, k, 1);
+  ASSERT_EQ(xn.q.values.at(0), 6.0);
+  const double s_dec = static_cast<float>(1.0 / static_cast<float>(2688.0 / 1.0));
+  ASSERT_EQ(xn.q.global_decode, s_dec);
+  const RecipeMma nvf4 = *recipe_mma("blackwell", nv, Gemm::fprop).mma;
+  const std::vector<double> d = recipe_product(xn.q, wn.q, nvf4, 0);
+  const float alpha = static_cast<float>(s_dec * s_dec);  // s_dec has 24 bits: exact product
+  const float sum = static_cast<float>(32768.0 * 36 * 448 * 448);  // 2^15 * 36 * 448^2, exact
+  EXPECT_EQ(d.at(0), static_cast<double>(alpha * sum));
+  EXPECT_EQ(d.at(15), d.at(0));
+}
+
 TEST(RecipeGemm, ChunksEndAtTileEdgesAndPromotions) {
   Quantized a, b;
   a.rows = b.rows = 1;
@@ -147,11 +177,19 @@ TEST(RecipeGemm, ModelsARecipeMayRunOn) {
   const MmaChoice fp4 = recipe_mma("hopper", builtin("mxfp4"), Gemm::fprop);
   EXPECT_FALSE(fp4.mma.has_value());
   EXPECT_NE(fp4.reason.find("e2m1"), std::string::npos) << fp4.reason;
-  // MX on Hopper: the scales applied in fp32 after each block of 32; on Blackwell, refused.
+  // MX on Hopper: the scales applied in fp32 after each block of 32; on Blackwell, inside its
+  // block-scaled MMAs, except for FP6 (which MMA-Sim leaves unmodelled).
   EXPECT_TRUE(recipe_mma("hopper", builtin("mxfp8"), Gemm::fprop).mma.has_value());
   const MmaChoice mx = recipe_mma("blackwell", builtin("mxfp8"), Gemm::fprop);
-  EXPECT_FALSE(mx.mma.has_value());
-  EXPECT_NE(mx.reason.find("tcgen05"), std::string::npos) << mx.reason;
+  ASSERT_TRUE(mx.mma.has_value()) << mx.reason;
+  EXPECT_EQ(mx.mma->product, ScaledProduct::mxf8f6f4);
+  EXPECT_EQ(recipe_mma("blackwell", builtin("mxfp4"), Gemm::wgrad).mma->product,
+            ScaledProduct::mxf4);
+  EXPECT_EQ(recipe_mma("blackwell", builtin("nvfp4"), Gemm::dgrad).mma->product,
+            ScaledProduct::mxf4nvf4);
+  const MmaChoice fp6 = recipe_mma("blackwell", builtin("mxfp6"), Gemm::fprop);
+  EXPECT_FALSE(fp6.mma.has_value());
+  EXPECT_NE(fp6.reason.find("e3m2"), std::string::npos) << fp6.reason;
 }
 
 TEST(RecipeGemm, DelayedOperandNeedsItsScale) {

@@ -149,7 +149,7 @@ TEST(Record, ARecipeCaseKeepsEachGemmsErrors) {
       parse_suite("name = \"r\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\nshapes = [\"32x32x64\"]\n",
                   "r.toml", "/nonexistent");
   const Record record = run_case(suite.cases[0], suite.budgets);
-  EXPECT_EQ(record.key, "recipe/mxfp8/32x32x64/hopper/normal/seed=1");
+  EXPECT_EQ(record.key, "recipe/mxfp8/32x32x64/blackwell/normal/seed=1");
   EXPECT_EQ(record.kind, "recipe");
   EXPECT_TRUE(record.pass) << (record.breaches.empty() ? "" : record.breaches[0]);
   for (const char* gemm : {"fprop", "dgrad", "wgrad"}) {

@@ -172,8 +172,8 @@ presets = ["hopper-fp16"]
             (std::vector<std::string>{
                 "fingerprint/hopper-fp16", "recipe/fp8-block/128x128x256/hopper/normal/seed=3",
                 "recipe/fp8-block/128x128x256/hopper/uniform/seed=3",
-                "recipe/mxfp4/128x128x256/exact/normal/seed=3",
-                "recipe/mxfp4/128x128x256/exact/uniform/seed=3",
+                "recipe/mxfp4/128x128x256/blackwell/normal/seed=3",
+                "recipe/mxfp4/128x128x256/blackwell/uniform/seed=3",
                 "recipe/fp8-current/256x256x256/blackwell/normal/seed=3/promote=64"}));
   EXPECT_EQ(suite.cases[1].kind(), "recipe");
   const auto& last = std::get<audit::RecipeCase>(suite.cases.back().work);
@@ -229,7 +229,7 @@ TEST(Suite, TheShippedSuitesParse) {
   const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
   EXPECT_EQ(quick.name, "quick");
   EXPECT_EQ(quick.cases.size(), 25u);
-  EXPECT_EQ(quick.cases.back().key, "recipe/nvfp4/128x128x256/exact/normal/seed=1");
+  EXPECT_EQ(quick.cases.back().key, "recipe/nvfp4/128x128x256/blackwell/normal/seed=1");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
   EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 9);
   EXPECT_EQ(nightly.cases.back().key,
