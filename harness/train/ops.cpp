@@ -123,9 +123,9 @@ std::vector<T> run_lowered(ops::convolution::Pass pass, const ops::convolution::
 
 // ---- emulated ----------------------------------------------------------------------------------
 
-EmulatedOps::EmulatedOps(policy::Policy policy) : policy_(std::move(policy)) {}
+EmulatedKernels::EmulatedKernels(policy::Policy policy) : policy_(std::move(policy)) {}
 
-EmulatedTensor EmulatedOps::constant(std::span<const double> values) const {
+EmulatedTensor EmulatedKernels::constant(std::span<const double> values) const {
   Tensor t{{values.begin(), values.end()}, numeric::formats::fp32};
   for (const double v : t.values) {
     const double r = numeric::round_to(t.format, numeric::Rounding::nearest_even, v).value;
@@ -134,382 +134,205 @@ EmulatedTensor EmulatedOps::constant(std::span<const double> values) const {
   return t;
 }
 
-EmulatedTensor EmulatedOps::parameter(std::span<const Master> values) const {
+EmulatedTensor EmulatedKernels::parameter(std::span<const Master> values) const {
   Tensor t;
   t.values.assign(values.begin(), values.end());
   return t;
 }
 
-std::vector<EmulatedOps::Master> EmulatedOps::master_gradient(const Tensor& gradient) const {
+std::vector<EmulatedKernels::Master> EmulatedKernels::master_gradient(
+    const Tensor& gradient) const {
   if (!policy::contains(numeric::formats::fp32, gradient.format)) {
     throw std::logic_error("a parameter's gradient is not in binary32");
   }
   return {gradient.values.begin(), gradient.values.end()};
 }
 
-policy::OpPrecision EmulatedOps::resolved(policy::Op op,
-                                          std::span<const numeric::Format> inputs) const {
-  return policy::resolve(policy_.precision(op), inputs);
-}
-
-ops::Autocast EmulatedOps::autocast(std::string_view catalog_op, policy::Op op,
-                                    std::span<const numeric::Format> inputs) const {
-  return ops::Autocast(*ops::find_op(catalog_op), resolved(op, inputs));
-}
-
-EmulatedTensor EmulatedOps::convert(const Tensor& t, const ops::Conversion& c) {
-  return c.kept ? t : cast(t, c.format, c.mode);
-}
-
-EmulatedTensor EmulatedOps::cast(const Tensor& t, const Format& to, numeric::Rounding mode) {
+EmulatedTensor EmulatedKernels::cast(const Tensor& t, const Format& to,
+                                     numeric::Rounding mode) const {
   if (policy::contains(to, t.format)) return Tensor{t.values, to};
   Tensor r{std::vector<double>(t.values.size()), to};
   for (std::size_t i = 0; i < t.values.size(); ++i) {
-    const numeric::Rounded rounded = numeric::round_to(to, mode, t.values[i]);
-    r.values[i] = rounded.value;
-    cast_events_.add(rounded.event);
+    r.values[i] = numeric::round_to(to, mode, t.values[i]).value;
   }
   return r;
 }
 
-EmulatedTensor EmulatedOps::linear(const Tensor& x, const Tensor& w, const Tensor& b,
-                                   std::size_t rows, std::size_t in, std::size_t out) {
-  const auto range = phase("linear");
-  // The bias is added in the output's type, as addmm's cuBLASLt epilogue adds it: under tf32 the
-  // bias is not rounded to tf32 (only the product's inputs are).
-  const auto flow = autocast("linear", policy::Op::linear, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor wa = convert(w, flow.operand(1));
-  const Tensor ba = convert(b, flow.operand(2));
-  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, out, in, xa.values, wa.values,
-                    {}, ba.values, events_),
-          flow.result()};
+EmulatedTensor EmulatedKernels::linear(const Precision& q, const Tensor& x, const Tensor& w,
+                                       const Tensor& b, std::size_t rows, std::size_t in,
+                                       std::size_t out) {
+  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, out, in, x.values, w.values,
+                    {}, b.values, events_),
+          q.output};
 }
 
-EmulatedOps::LinearGradients EmulatedOps::linear_backward(const Tensor& x, const Tensor& w,
-                                                          const Tensor& b, const Tensor& dy,
-                                                          std::size_t rows, std::size_t in,
-                                                          std::size_t out, bool need_dx) {
-  const auto range = phase("linear_backward");
-  // dx = dy w^T (gemm_backward_a), dw = x^T dy (gemm_backward_b), db (linear_backward_bias).
-  const std::initializer_list<Format> inputs{x.format};
-  const auto dx_flow = autocast("gemm_backward_a", policy::Op::linear, inputs);
-  const auto dw_flow = autocast("gemm_backward_b", policy::Op::linear, inputs);
-  const auto db_flow = autocast("linear_backward_bias", policy::Op::linear, inputs);
-  const auto a = arithmetic(dw_flow.precision());
-  const Tensor xa = convert(x, dw_flow.operand(0));
-  const Tensor dya = convert(dy, dw_flow.operand(1));
-  LinearGradients g;
-  if (need_dx) {
-    const Tensor wa = convert(w, dx_flow.operand(1));
-    g.dx = convert({cpu::gemm(a, cpu::Summation::sequential, rows, in, out, dya.values,
-                              transposed(wa.values, in, out), {}, {}, events_),
-                    dx_flow.result()},
-                   dx_flow.gradient(x.format));
-  }
-  g.dw = convert({cpu::gemm(a, cpu::Summation::sequential, in, out, rows,
-                            transposed(xa.values, rows, in), dya.values, {}, {}, events_),
-                  dw_flow.result()},
-                 dw_flow.gradient(w.format));
-  // The bias gradient, dy summed over the rows (as the same product with a row of ones), from dy in
-  // the output's type: autograd's sum(0) of dy, which under tf32 is not rounded to tf32.
-  const Tensor dyb = convert(dy, db_flow.operand(0));
+EmulatedTensor EmulatedKernels::linear_backward_data(const Precision& q, const Tensor& dy,
+                                                     const Tensor& w, std::size_t rows,
+                                                     std::size_t in, std::size_t out) {
+  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, in, out, dy.values,
+                    transposed(w.values, in, out), {}, {}, events_),
+          q.output};
+}
+
+EmulatedTensor EmulatedKernels::linear_backward_weight(const Precision& q, const Tensor& x,
+                                                       const Tensor& dy, std::size_t rows,
+                                                       std::size_t in, std::size_t out) {
+  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, in, out, rows,
+                    transposed(x.values, rows, in), dy.values, {}, {}, events_),
+          q.output};
+}
+
+EmulatedTensor EmulatedKernels::linear_backward_bias(const Precision& q, const Tensor& dy,
+                                                     std::size_t rows, std::size_t out) {
+  // The same product with a row of ones: each product exact, the sums as the gemm's.
   const std::vector<double> ones(rows, 1.0);
-  g.db = convert(
-      {cpu::gemm(a, cpu::Summation::sequential, 1, out, rows, ones, dyb.values, {}, {}, events_),
-       db_flow.result()},
-      db_flow.gradient(b.format));
-  return g;
-}
-
-EmulatedTensor EmulatedOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
-  const auto range = phase("gelu");
-  const auto flow = autocast("gelu", policy::Op::gelu, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  return {cpu::bias_activation(arithmetic(q), cpu::Activation::gelu, xa.values, rows, cols, {},
-                               events_),
+  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, 1, out, rows, ones, dy.values, {},
+                    {}, events_),
           q.output};
 }
 
-EmulatedTensor EmulatedOps::gelu_backward(const Tensor& x, const Tensor& dy) {
-  const auto range = phase("gelu_backward");
-  const auto flow = autocast("gelu_backward", policy::Op::gelu,
-                             std::initializer_list<Format>{x.format, dy.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  return cast({cpu::activation_backward(arithmetic(q), cpu::Activation::gelu, xa.values, dya.values,
-                                        events_),
-               q.output},
-              x.format, q.mode);
+EmulatedTensor EmulatedKernels::gelu(const Precision& q, const Tensor& x, std::size_t rows,
+                                     std::size_t cols) {
+  return {
+      cpu::bias_activation(arithmetic(q), cpu::Activation::gelu, x.values, rows, cols, {}, events_),
+      q.output};
 }
 
-EmulatedTensor EmulatedOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                       std::size_t rows, std::size_t cols) {
-  const auto range = phase("layer_norm");
-  const auto flow =
-      autocast("layer_norm", policy::Op::layer_norm, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor ga = convert(gamma, flow.operand(1));
-  const Tensor ba = convert(beta, flow.operand(2));
-  return {cpu::layer_norm(arithmetic(q), xa.values, rows, cols, kLayerNormEps, ga.values, ba.values,
-                          events_),
-          q.output};
+EmulatedTensor EmulatedKernels::gelu_backward(const Precision& q, const Tensor& x,
+                                              const Tensor& dy) {
+  return {
+      cpu::activation_backward(arithmetic(q), cpu::Activation::gelu, x.values, dy.values, events_),
+      q.output};
 }
 
-EmulatedOps::LayerNormGradients EmulatedOps::layer_norm_backward(const Tensor& x, const Tensor& dy,
-                                                                 const Tensor& gamma,
-                                                                 const Tensor& beta,
-                                                                 std::size_t rows,
-                                                                 std::size_t cols) {
-  const auto range = phase("layer_norm_backward");
-  const auto flow = autocast("layer_norm_backward", policy::Op::layer_norm,
-                             std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const auto a = arithmetic(q);
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  const Tensor ga = convert(gamma, flow.operand(2));
-  LayerNormGradients g;
-  g.dx = cast({cpu::layer_norm_backward(a, xa.values, dya.values, rows, cols, kLayerNormEps,
-                                        ga.values, events_),
-               q.output},
-              x.format, q.mode);
-  auto p = cpu::layer_norm_parameter_backward(a, xa.values, dya.values, rows, cols, kLayerNormEps,
-                                              events_);
-  g.dgamma = cast({std::move(p.dgamma), q.output}, gamma.format, q.mode);
-  g.dbeta = cast({std::move(p.dbeta), q.output}, beta.format, q.mode);
-  return g;
-}
-
-double EmulatedOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
-                                  std::size_t rows, std::size_t classes) {
-  const auto range = phase("cross_entropy");
-  const auto flow = autocast("cross_entropy", policy::Op::cross_entropy,
-                             std::initializer_list<Format>{logits.format});
-  const auto& q = flow.precision();
-  const Tensor la = convert(logits, flow.operand(0));
-  return cpu::cross_entropy(arithmetic(q), la.values, targets, rows, classes, 0.0, events_);
-}
-
-EmulatedTensor EmulatedOps::cross_entropy_backward(const Tensor& logits,
-                                                   std::span<const std::int64_t> targets,
-                                                   std::size_t rows, std::size_t classes,
-                                                   double d_loss) {
-  const auto range = phase("cross_entropy_backward");
-  const auto flow = autocast("cross_entropy_backward", policy::Op::cross_entropy,
-                             std::initializer_list<Format>{logits.format});
-  const auto& q = flow.precision();
-  const Tensor la = convert(logits, flow.operand(0));
-  const double upstream = numeric::round_to(q.compute, q.mode, d_loss).value;
-  return cast({cpu::cross_entropy_backward(arithmetic(q), la.values, targets, rows, classes,
-                                           events_, upstream),
-               q.output},
-              logits.format, q.mode);
-}
-
-EmulatedTensor EmulatedOps::conv2d(const Tensor& x, const Tensor& w,
-                                   const ops::convolution::Geometry& g) {
-  const auto range = phase("conv2d");
-  const auto flow = autocast("conv2d", policy::Op::conv, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor wa = convert(w, flow.operand(1));
-  return {lowered_gemms(q, ops::convolution::Pass::forward, g, xa, wa), q.output};
-}
-
-EmulatedOps::ConvolutionGradients EmulatedOps::conv2d_backward(const Tensor& x, const Tensor& w,
-                                                               const Tensor& dy,
-                                                               const ops::convolution::Geometry& g,
-                                                               bool need_dx) {
-  const auto range = phase("conv2d_backward");
-  // dx from dy and w (conv2d_backward_data), dw from x and dy (conv2d_backward_filter).
-  const std::initializer_list<Format> inputs{x.format};
-  const auto dx_flow = autocast("conv2d_backward_data", policy::Op::conv, inputs);
-  const auto dw_flow = autocast("conv2d_backward_filter", policy::Op::conv, inputs);
-  const auto& q = dw_flow.precision();
-  const Tensor xa = convert(x, dw_flow.operand(0));
-  const Tensor wa = convert(w, dx_flow.operand(1));
-  const Tensor dya = convert(dy, dw_flow.operand(1));
-  ConvolutionGradients grads;
-  if (need_dx) {
-    grads.dx = cast({lowered_gemms(q, ops::convolution::Pass::backward_data, g, dya, wa), q.output},
-                    x.format, q.mode);
-  }
-  grads.dw = cast({lowered_gemms(q, ops::convolution::Pass::backward_filter, g, xa, dya), q.output},
-                  w.format, q.mode);
-  return grads;
-}
-
-std::vector<double> EmulatedOps::lowered_gemms(const policy::OpPrecision& q,
-                                               ops::convolution::Pass pass,
-                                               const ops::convolution::Geometry& g,
-                                               const Tensor& first, const Tensor& second) {
-  const auto a = arithmetic(q);
-  return run_lowered<double>(pass, g, first.values, second.values, [&](const auto& part) {
-    const auto& s = part.shape.sizes;
-    return cpu::gemm(a, cpu::Summation::sequential, s[0], s[1], s[2], part.a, part.b, {}, {},
-                     events_);
-  });
-}
-
-EmulatedTensor EmulatedOps::batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                       std::size_t batch, std::size_t channels,
-                                       std::size_t spatial) {
-  const auto range = phase("batch_norm");
-  const auto flow =
-      autocast("batch_norm", policy::Op::batch_norm, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  // Under autocast batch norm keeps its fp32 weight (a promote entry); a policy that fixes its
-  // formats (model.half()) holds the weight in its input format.
-  const Tensor ga = convert(gamma, flow.operand(1));
-  const Tensor ba = convert(beta, flow.operand(2));
-  const auto y = cpu::batch_norm(
-      arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
-      batch * spatial, channels, kBatchNormEps, ga.values, ba.values, events_);
-  return {relayout(y, batch, channels, spatial, Layout::channels_first), q.output};
-}
-
-EmulatedOps::BatchNormGradients EmulatedOps::batch_norm_backward(
-    const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, std::size_t batch,
-    std::size_t channels, std::size_t spatial) {
-  const auto range = phase("batch_norm_backward");
-  const auto flow = autocast("batch_norm_backward", policy::Op::batch_norm,
-                             std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  const Tensor ga = convert(gamma, flow.operand(2));
-  auto g = cpu::batch_norm_backward(
-      arithmetic(q), relayout(xa.values, batch, channels, spatial, Layout::channels_last),
-      relayout(dya.values, batch, channels, spatial, Layout::channels_last), batch * spatial,
-      channels, kBatchNormEps, ga.values, events_);
-  BatchNormGradients grads;
-  grads.dx = cast({relayout(g.dx, batch, channels, spatial, Layout::channels_first), q.output},
-                  x.format, q.mode);
-  grads.dgamma = cast({std::move(g.dgamma), q.output}, gamma.format, q.mode);
-  grads.dbeta = cast({std::move(g.dbeta), q.output}, beta.format, q.mode);
-  return grads;
-}
-
-EmulatedTensor EmulatedOps::relu(const Tensor& x) {
-  const auto range = phase("relu");
-  const auto flow = autocast("relu", policy::Op::relu, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, xa.values, 1, xa.values.size(),
+EmulatedTensor EmulatedKernels::relu(const Precision& q, const Tensor& x) {
+  return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, x.values, 1, x.values.size(),
                                {}, events_),
           q.output};
 }
 
-EmulatedTensor EmulatedOps::relu_backward(const Tensor& x, const Tensor& dy) {
-  const auto range = phase("relu_backward");
-  const auto flow = autocast("relu_backward", policy::Op::relu,
-                             std::initializer_list<Format>{x.format, dy.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  return cast({cpu::activation_backward(arithmetic(q), cpu::Activation::relu, xa.values, dya.values,
-                                        events_),
-               q.output},
-              x.format, q.mode);
+EmulatedTensor EmulatedKernels::relu_backward(const Precision& q, const Tensor& x,
+                                              const Tensor& dy) {
+  return {
+      cpu::activation_backward(arithmetic(q), cpu::Activation::relu, x.values, dy.values, events_),
+      q.output};
 }
 
-EmulatedTensor EmulatedOps::mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
-  const auto range = phase("mean_pool");
-  const auto flow =
-      autocast("mean_pool", policy::Op::mean, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  return {cpu::mean_rows(arithmetic(q), xa.values, rows, cols, events_), q.output};
-}
-
-EmulatedTensor EmulatedOps::mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t,
-                                               std::size_t cols) {
-  const auto range = phase("mean_pool_backward");
-  const auto flow =
-      autocast("mean_pool_backward", policy::Op::mean, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor dya = convert(dy, flow.operand(1));
-  return cast({cpu::mean_rows_backward(arithmetic(q), dya.values, cols, events_), q.output},
-              x.format, q.mode);
-}
-
-EmulatedTensor EmulatedOps::gradient_for(const Tensor& input, const Tensor& gradient) {
-  return cast(gradient, input.format, numeric::Rounding::nearest_even);
-}
-
-EmulatedTensor EmulatedOps::add(const Tensor& a, const Tensor& b) {
-  const auto range = phase("add");
-  const auto flow =
-      autocast("add", policy::Op::add, std::initializer_list<Format>{a.format, b.format});
-  const auto& q = flow.precision();
-  const Tensor aa = convert(a, flow.operand(0));
-  const Tensor ba = convert(b, flow.operand(1));
-  return {cpu::elementwise(arithmetic(q), cpu::Binary::add, aa.values, ba.values, events_),
+EmulatedTensor EmulatedKernels::layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma,
+                                           const Tensor& beta, std::size_t rows, std::size_t cols) {
+  return {cpu::layer_norm(arithmetic(q), x.values, rows, cols, kLayerNormEps, gamma.values,
+                          beta.values, events_),
           q.output};
 }
 
-EmulatedTensor EmulatedOps::attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                      std::size_t batch, std::size_t length, std::size_t d) {
-  const auto range = phase("attention");
-  const auto flow = autocast("attention", policy::Op::attention,
-                             std::initializer_list<Format>{q.format, k.format, v.format});
-  const auto& p = flow.precision();
-  const Tensor qa = convert(q, flow.operand(0));
-  const Tensor ka = convert(k, flow.operand(1));
-  const Tensor va = convert(v, flow.operand(2));
+ops::LayerNormGradients<EmulatedTensor> EmulatedKernels::layer_norm_backward(
+    const Precision& q, const Tensor& x, const Tensor& dy, const Tensor& gamma, std::size_t rows,
+    std::size_t cols) {
+  const auto a = arithmetic(q);
+  Tensor dx{cpu::layer_norm_backward(a, x.values, dy.values, rows, cols, kLayerNormEps,
+                                     gamma.values, events_),
+            q.output};
+  auto p = cpu::layer_norm_parameter_backward(a, x.values, dy.values, rows, cols, kLayerNormEps,
+                                              events_);
+  return {std::move(dx), {std::move(p.dgamma), q.output}, {std::move(p.dbeta), q.output}};
+}
+
+double EmulatedKernels::cross_entropy(const Precision& q, const Tensor& logits,
+                                      std::span<const std::int64_t> targets, std::size_t rows,
+                                      std::size_t classes) {
+  return cpu::cross_entropy(arithmetic(q), logits.values, targets, rows, classes, 0.0, events_);
+}
+
+EmulatedTensor EmulatedKernels::cross_entropy_backward(const Precision& q, const Tensor& logits,
+                                                       std::span<const std::int64_t> targets,
+                                                       std::size_t rows, std::size_t classes,
+                                                       double d_loss) {
+  const double upstream = numeric::round_to(q.compute, q.mode, d_loss).value;
+  return {cpu::cross_entropy_backward(arithmetic(q), logits.values, targets, rows, classes, events_,
+                                      upstream),
+          q.output};
+}
+
+EmulatedTensor EmulatedKernels::convolution(const Precision& q, ops::convolution::Pass pass,
+                                            const ops::convolution::Geometry& g,
+                                            const Tensor& first, const Tensor& second) {
+  const auto a = arithmetic(q);
+  return {run_lowered<double>(pass, g, first.values, second.values,
+                              [&](const auto& part) {
+                                const auto& s = part.shape.sizes;
+                                return cpu::gemm(a, cpu::Summation::sequential, s[0], s[1], s[2],
+                                                 part.a, part.b, {}, {}, events_);
+                              }),
+          q.output};
+}
+
+EmulatedTensor EmulatedKernels::batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma,
+                                           const Tensor& beta, std::size_t batch,
+                                           std::size_t channels, std::size_t spatial) {
+  const auto y = cpu::batch_norm(
+      arithmetic(q), relayout(x.values, batch, channels, spatial, Layout::channels_last),
+      batch * spatial, channels, kBatchNormEps, gamma.values, beta.values, events_);
+  return {relayout(y, batch, channels, spatial, Layout::channels_first), q.output};
+}
+
+ops::LayerNormGradients<EmulatedTensor> EmulatedKernels::batch_norm_backward(
+    const Precision& q, const Tensor& x, const Tensor& dy, const Tensor& gamma, std::size_t batch,
+    std::size_t channels, std::size_t spatial) {
+  auto g = cpu::batch_norm_backward(
+      arithmetic(q), relayout(x.values, batch, channels, spatial, Layout::channels_last),
+      relayout(dy.values, batch, channels, spatial, Layout::channels_last), batch * spatial,
+      channels, kBatchNormEps, gamma.values, events_);
+  return {{relayout(g.dx, batch, channels, spatial, Layout::channels_first), q.output},
+          {std::move(g.dgamma), q.output},
+          {std::move(g.dbeta), q.output}};
+}
+
+EmulatedTensor EmulatedKernels::mean_pool(const Precision& q, const Tensor& x, std::size_t rows,
+                                          std::size_t cols) {
+  return {cpu::mean_rows(arithmetic(q), x.values, rows, cols, events_), q.output};
+}
+
+EmulatedTensor EmulatedKernels::mean_pool_backward(const Precision& q, const Tensor& dy,
+                                                   std::size_t, std::size_t cols) {
+  return {cpu::mean_rows_backward(arithmetic(q), dy.values, cols, events_), q.output};
+}
+
+EmulatedTensor EmulatedKernels::add(const Precision& q, const Tensor& a, const Tensor& b) {
+  return {cpu::elementwise(arithmetic(q), cpu::Binary::add, a.values, b.values, events_), q.output};
+}
+
+EmulatedTensor EmulatedKernels::attention(const Precision& q, const Tensor& queries,
+                                          const Tensor& keys, const Tensor& values,
+                                          std::size_t batch, std::size_t length, std::size_t d) {
   const std::size_t per = length * d;
-  Tensor out{std::vector<double>(), p.output};
+  Tensor out{std::vector<double>(), q.output};
   out.values.reserve(batch * per);
   for (std::size_t b = 0; b < batch; ++b) {
     const auto o =
-        cpu::attention(arithmetic(p), std::span(qa.values).subspan(b * per, per),
-                       std::span(ka.values).subspan(b * per, per),
-                       std::span(va.values).subspan(b * per, per), length, length, d, events_);
+        cpu::attention(arithmetic(q), std::span(queries.values).subspan(b * per, per),
+                       std::span(keys.values).subspan(b * per, per),
+                       std::span(values.values).subspan(b * per, per), length, length, d, events_);
     out.values.insert(out.values.end(), o.begin(), o.end());
   }
   return out;
 }
 
-EmulatedOps::AttentionGradients EmulatedOps::attention_backward(const Tensor& q, const Tensor& k,
-                                                                const Tensor& v,
-                                                                const Tensor& d_out,
-                                                                std::size_t batch,
-                                                                std::size_t length, std::size_t d) {
-  const auto range = phase("attention_backward");
-  const auto flow = autocast("attention_backward_q", policy::Op::attention,
-                             std::initializer_list<Format>{q.format, k.format, v.format});
-  const auto& p = flow.precision();
-  const Tensor qa = convert(q, flow.operand(0));
-  const Tensor ka = convert(k, flow.operand(1));
-  const Tensor va = convert(v, flow.operand(2));
-  const Tensor da = convert(d_out, flow.operand(3));
+ops::AttentionGradients<EmulatedTensor> EmulatedKernels::attention_backward(
+    const Precision& q, const Tensor& queries, const Tensor& keys, const Tensor& values,
+    const Tensor& d_out, std::size_t batch, std::size_t length, std::size_t d) {
   const std::size_t per = length * d;
-  AttentionGradients g{{{}, p.output}, {{}, p.output}, {{}, p.output}};
+  ops::AttentionGradients<Tensor> g{{{}, q.output}, {{}, q.output}, {{}, q.output}};
   for (std::size_t b = 0; b < batch; ++b) {
     const auto part = cpu::attention_backward(
-        arithmetic(p), std::span(qa.values).subspan(b * per, per),
-        std::span(ka.values).subspan(b * per, per), std::span(va.values).subspan(b * per, per),
-        std::span(da.values).subspan(b * per, per), length, length, d, events_);
+        arithmetic(q), std::span(queries.values).subspan(b * per, per),
+        std::span(keys.values).subspan(b * per, per),
+        std::span(values.values).subspan(b * per, per),
+        std::span(d_out.values).subspan(b * per, per), length, length, d, events_);
     g.dq.values.insert(g.dq.values.end(), part.dq.begin(), part.dq.end());
     g.dk.values.insert(g.dk.values.end(), part.dk.begin(), part.dk.end());
     g.dv.values.insert(g.dv.values.end(), part.dv.begin(), part.dv.end());
   }
-  g.dq = cast(g.dq, q.format, p.mode);
-  g.dk = cast(g.dk, k.format, p.mode);
-  g.dv = cast(g.dv, v.format, p.mode);
   return g;
-}
-
-numeric::Format EmulatedOps::gradient_format() const {
-  return policy::resolve(policy_.precision(policy::Op::linear),
-                         std::initializer_list<Format>{numeric::formats::fp32})
-      .output;
 }
 
 // ---- reference ---------------------------------------------------------------------------------
@@ -693,3 +516,5 @@ ReferenceOps::Tensor ReferenceOps::mean_pool_backward(const Tensor&, const Tenso
 }
 
 }  // namespace ampbench::train
+
+template class ampbench::ops::AutocastOps<ampbench::train::EmulatedKernels>;

@@ -2,7 +2,8 @@
 // once, as a template over the ops type:
 //   EmulatedOps   the CPU backend under a precision policy: values in binary64 containers, each op
 //                 casting its inputs and rounding its arithmetic as the policy says, each tensor
-//                 carrying the format its values are in;
+//                 carrying the format its values are in; autocast's type flow over the
+//                 emulation's kernels (ops::AutocastOps, as the CUDA backend's CudaOps is);
 //   ReferenceOps  the same functions in multiprecision (reference/mp), at the working precision of
 //                 the calling thread.
 //
@@ -17,12 +18,12 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/backends/cpu/emulate.hpp"
 #include "harness/numeric/format.hpp"
-#include "harness/ops/autocast.hpp"
+#include "harness/ops/autocast_ops.hpp"
 #include "harness/ops/convolution.hpp"
 #include "harness/ops/training_ops.hpp"
 #include "harness/policy/policy.hpp"
@@ -47,14 +48,18 @@ struct EmulatedTensor {
   numeric::Format format = numeric::formats::fp32;
 };
 
-class EmulatedOps {
+// The CPU emulation's kernels under a precision policy (ops/autocast_ops.hpp says what a backend's
+// kernels are): each takes the op's resolved precision and operands already converted by the
+// type flow, computes as backends/cpu/emulate.hpp rounds, and gives its result in the precision's
+// output format.
+class EmulatedKernels {
  public:
   using Tensor = EmulatedTensor;
   using Scalar = double;  // losses and the upstream gradient
   using Master = float;   // master weights and their gradients: binary32
   static constexpr const char* kBackend = "cpu";
 
-  explicit EmulatedOps(policy::Policy policy);
+  explicit EmulatedKernels(policy::Policy policy);
   const policy::Policy& policy() const { return policy_; }
 
   // Phases (forward, backward, ...) timed into `recorder` from now on, each op of the models a
@@ -74,84 +79,78 @@ class EmulatedOps {
   static std::vector<double> to_doubles(const Tensor& t) { return t.values; }
   static double to_double(Scalar s) { return s; }
 
-  // y = x w + b: x rows x in, w in x out, b out (linear / addmm).
-  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
-                std::size_t out);
-  using LinearGradients = train::LinearGradients<Tensor>;
-  // dx = dy w^T (only when need_dx), dw = x^T dy, db = column sums of dy.
-  LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
-                                  const Tensor& dy, std::size_t rows, std::size_t in,
-                                  std::size_t out, bool need_dx);
-  Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor gelu_backward(const Tensor& x, const Tensor& dy);
-  Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
-                    std::size_t cols);
-  using LayerNormGradients = train::LayerNormGradients<Tensor>;
-  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t rows, std::size_t cols);
-  // Mean cross-entropy of rows x classes logits.
-  Scalar cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
-                       std::size_t rows, std::size_t classes);
-  // Its gradient times the upstream gradient d_loss (the loss scale, divided by the number of
-  // accumulated micro-batches), in the logits' format.
-  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
-                                std::size_t rows, std::size_t classes, Scalar d_loss);
+ protected:
+  using Precision = policy::OpPrecision;
+  std::optional<profile::ScopedPhase> op_range(const char* name) { return phase(name); }
+  // t's values rounded to `to` in `mode`; t itself, said to be of `to`, when `to` holds them.
+  Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode) const;
 
-  // The CNN's ops. conv2d: x N x C x H x W, w O x C/groups x R x S, the geometry's batch N.
-  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
-  using ConvolutionGradients = train::ConvolutionGradients<Tensor>;
-  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
-                                       const ops::convolution::Geometry& g, bool need_dx);
-  // Training-mode batch norm of batch x channels x spatial values, per channel.
-  Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
-                    std::size_t channels, std::size_t spatial);
-  using BatchNormGradients = train::LayerNormGradients<Tensor>;
-  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t batch,
-                                         std::size_t channels, std::size_t spatial);
-  Tensor relu(const Tensor& x);
-  Tensor relu_backward(const Tensor& x, const Tensor& dy);
-  // Global average pooling: the mean of each row of rows x cols, and its backward.
-  Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
-
-  // The gradient with respect to `input` as autograd stores it: in the input's format.
-  Tensor gradient_for(const Tensor& input, const Tensor& gradient);
-  // The transformer's ops. a + b element by element (a residual connection, and the sum of the
-  // gradients a tensor receives from its several uses, as autograd accumulates them).
-  Tensor add(const Tensor& a, const Tensor& b);
-  // One head of attention per sample: q, k, v batch x length x d.
-  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
-                   std::size_t length, std::size_t d);
-  using AttentionGradients = train::AttentionGradients<Tensor>;
-  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                        const Tensor& d_out, std::size_t batch, std::size_t length,
-                                        std::size_t d);
-
-  // The format the weight gradients of matmuls come out in (fp16 under amp-fp16): where small
-  // gradients underflow.
-  numeric::Format gradient_format() const;
-  // Rounding events of the arithmetic (intermediate and output roundings of every op) and of the
-  // casts of op inputs.
-  const backends::cpu::Events& events() const { return events_; }
-  const numeric::EventCounts& cast_events() const { return cast_events_; }
+  Tensor linear(const Precision& q, const Tensor& x, const Tensor& w, const Tensor& b,
+                std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
+                              std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
+                                std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_bias(const Precision& q, const Tensor& dy, std::size_t rows,
+                              std::size_t out);
+  Tensor gelu(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor gelu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
+  Tensor relu(const Precision& q, const Tensor& x);
+  Tensor relu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
+  Tensor layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                    std::size_t rows, std::size_t cols);
+  ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
+                                                      const Tensor& dy, const Tensor& gamma,
+                                                      std::size_t rows, std::size_t cols);
+  Scalar cross_entropy(const Precision& q, const Tensor& logits,
+                       std::span<const std::int64_t> targets, std::size_t rows,
+                       std::size_t classes);
+  // d_loss is rounded to the compute format first.
+  Tensor cross_entropy_backward(const Precision& q, const Tensor& logits,
+                                std::span<const std::int64_t> targets, std::size_t rows,
+                                std::size_t classes, Scalar d_loss);
+  // One pass of a convolution as its lowered gemms (ops/convolution.hpp), first and second in the
+  // pass's operand order.
+  Tensor convolution(const Precision& q, ops::convolution::Pass pass,
+                     const ops::convolution::Geometry& g, const Tensor& first,
+                     const Tensor& second);
+  Tensor batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                    std::size_t batch, std::size_t channels, std::size_t spatial);
+  ops::LayerNormGradients<Tensor> batch_norm_backward(const Precision& q, const Tensor& x,
+                                                      const Tensor& dy, const Tensor& gamma,
+                                                      std::size_t batch, std::size_t channels,
+                                                      std::size_t spatial);
+  Tensor mean_pool(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor mean_pool_backward(const Precision& q, const Tensor& dy, std::size_t rows,
+                            std::size_t cols);
+  Tensor add(const Precision& q, const Tensor& a, const Tensor& b);
+  Tensor attention(const Precision& q, const Tensor& queries, const Tensor& keys,
+                   const Tensor& values, std::size_t batch, std::size_t length, std::size_t d);
+  ops::AttentionGradients<Tensor> attention_backward(const Precision& q, const Tensor& queries,
+                                                     const Tensor& keys, const Tensor& values,
+                                                     const Tensor& d_out, std::size_t batch,
+                                                     std::size_t length, std::size_t d);
 
  private:
-  policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
-  // The type flow of the catalog op `catalog_op` (ops/autocast.hpp) under the policy's precision
-  // for `op` resolved for the data inputs' formats; a tensor converted as it says.
-  ops::Autocast autocast(std::string_view catalog_op, policy::Op op,
-                         std::span<const numeric::Format> inputs) const;
-  Tensor convert(const Tensor& t, const ops::Conversion& c);
-  Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode);
-  std::vector<double> lowered_gemms(const policy::OpPrecision& q, ops::convolution::Pass pass,
-                                    const ops::convolution::Geometry& g, const Tensor& first,
-                                    const Tensor& second);
-
   policy::Policy policy_;
+  // Where the emulation's kernels count their rounding events; the trainer reads none.
   backends::cpu::Events events_;
-  numeric::EventCounts cast_events_;
   profile::PhaseRecorder* recorder_ = nullptr;
+};
+
+}  // namespace ampbench::train
+
+// The type flow over these kernels is compiled once, in ops.cpp.
+extern template class ampbench::ops::AutocastOps<ampbench::train::EmulatedKernels>;
+
+namespace ampbench::train {
+
+// The CPU backend under a precision policy: values in binary64 containers, each op casting its
+// inputs and rounding its arithmetic as the policy says, each tensor carrying the format its
+// values are in.
+class EmulatedOps : public ops::AutocastOps<EmulatedKernels> {
+ public:
+  explicit EmulatedOps(policy::Policy policy) : AutocastOps(std::move(policy)) {}
 };
 
 // The reference: every op in multiprecision (reference/mp/ops.hpp) at the calling thread's working

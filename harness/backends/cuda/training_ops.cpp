@@ -94,7 +94,7 @@ void reset_peak_pool_bytes() {
 
 // ---- the ops ------------------------------------------------------------------------------------
 
-CudaOps::Context::Context()
+CudaKernels::Context::Context()
     : owned_stream(std::make_shared<const kernels::CudaStream>()), stream(owned_stream->get()) {
   // Keep freed memory in the pool between steps instead of returning it to the driver at every
   // synchronization, as a caching allocator does.
@@ -106,13 +106,13 @@ CudaOps::Context::Context()
   AMPBENCH_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
 }
 
-CudaOps::Context::~Context() {
+CudaKernels::Context::~Context() {
   AMPBENCH_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream));
   cudnn.reset();
   // The stream itself goes with the last array allocated on it (SharedStream).
 }
 
-CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
+CudaKernels::CudaKernels(policy::Policy policy) : policy_(std::move(policy)) {
   // The ops do not know the model (train_on_device checks the whole model's before any work): the
   // policy must run the ops every model has, its linear layers and its loss, on the device.
   const ops::ModelOp every_model[] = {{ops::find_op("linear"), policy::Op::linear},
@@ -121,53 +121,57 @@ CudaOps::CudaOps(policy::Policy policy) : policy_(std::move(policy)) {
   context_ = std::make_unique<Context>();
 }
 
-CudaOps::~CudaOps() = default;
-CudaOps::CudaOps(CudaOps&&) noexcept = default;
-CudaOps& CudaOps::operator=(CudaOps&&) noexcept = default;
+CudaKernels::~CudaKernels() = default;
+CudaKernels::CudaKernels(CudaKernels&&) noexcept = default;
+CudaKernels& CudaKernels::operator=(CudaKernels&&) noexcept = default;
 
-cudaStream_t CudaOps::stream() const {
+cudaStream_t CudaKernels::stream() const {
   return context_->stream;
 }
 
-const SharedStream& CudaOps::shared_stream() const {
+const SharedStream& CudaKernels::shared_stream() const {
   return context_->owned_stream;
 }
 
-policy::OpPrecision CudaOps::resolved(policy::Op op, std::span<const Format> inputs) const {
-  return policy::resolve(policy_.precision(op), inputs);
-}
-
-CudaTensor CudaOps::empty(std::size_t size, kernels::DType type) const {
+CudaTensor CudaKernels::empty(std::size_t size, kernels::DType type) const {
   return {std::make_shared<DeviceArray>(size * kernels::dtype_bytes(type), context_->owned_stream),
           size, type, kernels::dtype_format(type)};
 }
 
-CudaTensor CudaOps::cast(const Tensor& t, kernels::DType to) const {
+CudaTensor CudaKernels::retyped(const Tensor& t, kernels::DType to) const {
   if (t.type == to) return t;
   Tensor r = empty(t.size, to);
   kernels::cast(t.type, to, t.data(), r.data(), t.size, context_->stream);
   return r;
 }
 
-CudaTensor CudaOps::cast(const Tensor& t, const Format& to) const {
-  return cast(t, dtype_of(to));
-}
-
-ops::Autocast CudaOps::autocast(std::string_view catalog_op, policy::Op op,
-                                std::span<const Format> inputs) const {
-  return ops::Autocast(*ops::find_op(catalog_op), resolved(op, inputs));
-}
-
-CudaTensor CudaOps::convert(const Tensor& t, const ops::Conversion& c) const {
-  if (c.kept) return t;
-  if (c.mode != numeric::Rounding::nearest_even) {
-    throw std::logic_error(fmt::format("the device's casts round to nearest even, not {}",
-                                       numeric::rounding_name(c.mode)));
+CudaTensor CudaKernels::cast(const Tensor& t, const Format& to, numeric::Rounding mode) const {
+  const std::optional<DeviceType> held = holding_type(to);
+  if (!held) throw std::logic_error(fmt::format("no device type holds {}", to.name));
+  const kernels::DType type = dtype_of(*held);
+  if (policy::contains(to, t.format)) {  // exact: a change of type at most
+    Tensor r = retyped(t, type);
+    r.format = to;
+    return r;
   }
-  return cast(t, c.format);
+  if (mode != numeric::Rounding::nearest_even) {
+    throw std::logic_error(fmt::format("the device's casts round to nearest even, not {}",
+                                       numeric::rounding_name(mode)));
+  }
+  Tensor r = retyped(t, type);
+  if (numeric::same_values(r.format, to)) return r;
+  if (!numeric::same_values(to, formats::tf32) || r.type != kernels::DType::f32) {
+    throw std::logic_error(
+        fmt::format("the device does not round {} values to {}", r.format.name, to.name));
+  }
+  Tensor rounded = empty(r.size, kernels::DType::f32);
+  kernels::round_to_tf32(static_cast<const float*>(r.data()), static_cast<float*>(rounded.data()),
+                         r.size, context_->stream);
+  rounded.format = to;
+  return rounded;
 }
 
-CudaTensor CudaOps::constant(std::span<const double> values) const {
+CudaTensor CudaKernels::constant(std::span<const double> values) const {
   std::vector<float> binary32(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     binary32[i] = static_cast<float>(values[i]);
@@ -178,13 +182,13 @@ CudaTensor CudaOps::constant(std::span<const double> values) const {
   return parameter(binary32);
 }
 
-CudaTensor CudaOps::parameter(std::span<const Master> values) const {
+CudaTensor CudaKernels::parameter(std::span<const Master> values) const {
   Tensor t = empty(values.size(), kernels::DType::f32);
   upload_async(t.data(), values.data(), values.size_bytes(), context_->stream);
   return t;
 }
 
-std::vector<CudaOps::Master> CudaOps::master_gradient(const Tensor& gradient) const {
+std::vector<CudaKernels::Master> CudaKernels::master_gradient(const Tensor& gradient) const {
   if (gradient.type != kernels::DType::f32) {
     throw std::logic_error("a parameter's gradient is not in binary32");
   }
@@ -197,7 +201,7 @@ std::vector<CudaOps::Master> CudaOps::master_gradient(const Tensor& gradient) co
   return host;
 }
 
-std::vector<double> CudaOps::to_doubles(const Tensor& t) {
+std::vector<double> CudaKernels::to_doubles(const Tensor& t) {
   std::vector<double> out(t.size);
   if (t.size == 0) return out;
   const cudaStream_t stream = t.storage->stream();
@@ -208,60 +212,51 @@ std::vector<double> CudaOps::to_doubles(const Tensor& t) {
   return from_device(bytes, device_type_of(t.type));
 }
 
-CudaTensor CudaOps::linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows,
-                           std::size_t in, std::size_t out) {
-  const auto range = op_range("linear");
-  const GemmPlan plan = linear_plan(policy_, x.format);
-  const auto flow = autocast("linear", policy::Op::linear, std::initializer_list<Format>{x.format});
-  const Tensor xa = cast(x, dtype_of(plan.inputs));
-  const Tensor wa = cast(w, dtype_of(plan.inputs));
-  const Tensor ba = convert(b, flow.operand(2));  // in the output's type (addmm's epilogue)
-  Tensor y = empty(rows * out, dtype_of(plan.output));
-  // C = X W as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
-  const GemmCall call = gemm_call(op_info("gemm"), ops::Shape{{rows, out, in}});
-  const void* operands[] = {xa.data(), wa.data()};
-  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], y.data(), ba.data());
-  return y;
+CudaTensor CudaKernels::linear_product(const Precision& q, std::string_view op, std::size_t rows,
+                                       std::size_t in, std::size_t out, const Tensor& first,
+                                       const Tensor& second, std::size_t size, const void* bias) {
+  // The audit's plan of gemm under q, as linear_plan gives it for the layer's input format.
+  const Planning planned = plan(op_info("gemm"), q);
+  if (!planned.plan) throw std::invalid_argument(planned.reason);
+  const GemmPlan& plan = planned.plan->gemm;
+  const Tensor a = retyped(first, dtype_of(plan.inputs));
+  const Tensor b = retyped(second, dtype_of(plan.inputs));
+  Tensor d = empty(size, dtype_of(plan.output));
+  const GemmCall call = gemm_call(op_info(op), ops::Shape{{rows, out, in}});
+  const void* operands[] = {a.data(), b.data()};
+  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], d.data(), bias);
+  return d;
 }
 
-CudaOps::LinearGradients CudaOps::linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
-                                                  const Tensor& dy, std::size_t rows,
-                                                  std::size_t in, std::size_t out, bool need_dx) {
-  const auto range = op_range("linear_backward");
-  const GemmPlan plan = linear_plan(policy_, x.format);
-  const kernels::DType inputs = dtype_of(plan.inputs);
-  const Tensor xa = cast(x, inputs);
-  const Tensor dya = cast(dy, inputs);
-  const ops::Shape shape{{rows, out, in}};
-  LinearGradients g;
-  if (need_dx) {
-    // dX = dY W^T: the catalog's gemm_backward_a, operands dY and W.
-    const Tensor wa = cast(w, inputs);
-    Tensor dx = empty(rows * in, dtype_of(plan.output));
-    const GemmCall call = gemm_call(op_info("gemm_backward_a"), shape);
-    const void* operands[] = {dya.data(), wa.data()};
-    matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dx.data(), nullptr);
-    g.dx = cast(dx, x.format);
-  }
+CudaTensor CudaKernels::linear(const Precision& q, const Tensor& x, const Tensor& w,
+                               const Tensor& b, std::size_t rows, std::size_t in, std::size_t out) {
+  // Y = X W + b as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
+  return linear_product(q, "gemm", rows, in, out, x, w, rows * out, b.data());
+}
+
+CudaTensor CudaKernels::linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
+                                             std::size_t rows, std::size_t in, std::size_t out) {
+  // dX = dY W^T: the catalog's gemm_backward_a, operands dY and W.
+  return linear_product(q, "gemm_backward_a", rows, in, out, dy, w, rows * in, nullptr);
+}
+
+CudaTensor CudaKernels::linear_backward_weight(const Precision& q, const Tensor& x,
+                                               const Tensor& dy, std::size_t rows, std::size_t in,
+                                               std::size_t out) {
   // dW = X^T dY: gemm_backward_b, operands X and dY.
-  Tensor dw = empty(in * out, dtype_of(plan.output));
-  const GemmCall call = gemm_call(op_info("gemm_backward_b"), shape);
-  const void* operands[] = {xa.data(), dya.data()};
-  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], dw.data(), nullptr);
-  g.dw = cast(dw, w.format);
-  // The bias gradient: dY summed over the rows in the output's type (linear_backward_bias's dy),
-  // as autograd's sum(0) of dY gives it.
-  const auto db_flow =
-      autocast("linear_backward_bias", policy::Op::linear, std::initializer_list<Format>{x.format});
-  const Tensor dyb = convert(dy, db_flow.operand(0));
-  Tensor db = empty(out, dyb.type);
-  kernels::column_sums(dyb.type, dyb.data(), db.data(), rows, out, context_->stream);
-  g.db = convert(db, db_flow.gradient(b.format));
-  return g;
+  return linear_product(q, "gemm_backward_b", rows, in, out, x, dy, in * out, nullptr);
 }
 
-void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
-                     void* d, const void* bias) {
+CudaTensor CudaKernels::linear_backward_bias(const Precision&, const Tensor& dy, std::size_t rows,
+                                             std::size_t out) {
+  // dY summed over the rows in its type (the output's), as autograd's sum(0) of dY gives it.
+  Tensor db = empty(out, dy.type);
+  kernels::column_sums(dy.type, dy.data(), db.data(), rows, out, context_->stream);
+  return db;
+}
+
+void CudaKernels::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
+                         void* d, const void* bias) {
   // The shape as the kernel sees it (m x n from k terms, for each of the batch) and the type its
   // inputs reach the Tensor Cores in: tf32 under 32F_FAST_TF32.
   profile::GemmShape shape{call.m, call.n, call.k, profile::GemmDtype::fp32,
@@ -278,87 +273,50 @@ void CudaOps::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, 
   context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
-CudaTensor CudaOps::activation(policy::Op op, std::string_view catalog_op, kernels::Activation act,
-                               const Tensor& x, std::size_t rows, std::size_t cols) {
-  const auto flow = autocast(catalog_op, op, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  Tensor y = empty(xa.size, xa.type);
-  kernels::bias_activation(xa.type, act, xa.data(), nullptr, y.data(), rows, cols,
-                           context_->stream);
-  return cast(y, q.output);
+CudaTensor CudaKernels::gelu(const Precision&, const Tensor& x, std::size_t rows,
+                             std::size_t cols) {
+  Tensor y = empty(x.size, x.type);
+  kernels::bias_activation(x.type, kernels::Activation::gelu, x.data(), nullptr, y.data(), rows,
+                           cols, context_->stream);
+  return y;
 }
 
-CudaTensor CudaOps::activation_gradient(policy::Op op, std::string_view catalog_op,
-                                        kernels::Activation act, const Tensor& x,
-                                        const Tensor& dy) {
-  const auto flow = autocast(catalog_op, op, std::initializer_list<Format>{x.format, dy.format});
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  Tensor dx = empty(xa.size, xa.type);
-  kernels::activation_backward(xa.type, act, xa.data(), dya.data(), dx.data(), xa.size,
-                               context_->stream);
-  return cast(dx, x.format);
+CudaTensor CudaKernels::gelu_backward(const Precision&, const Tensor& x, const Tensor& dy) {
+  Tensor dx = empty(x.size, x.type);
+  kernels::activation_backward(x.type, kernels::Activation::gelu, x.data(), dy.data(), dx.data(),
+                               x.size, context_->stream);
+  return dx;
 }
 
-CudaTensor CudaOps::gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
-  const auto range = op_range("gelu");
-  return activation(policy::Op::gelu, "gelu", kernels::Activation::gelu, x, rows, cols);
-}
-
-CudaTensor CudaOps::gelu_backward(const Tensor& x, const Tensor& dy) {
-  const auto range = op_range("gelu_backward");
-  return activation_gradient(policy::Op::gelu, "gelu_backward", kernels::Activation::gelu, x, dy);
-}
-
-CudaTensor CudaOps::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                               std::size_t rows, std::size_t cols) {
-  const auto range = op_range("layer_norm");
-  const auto flow =
-      autocast("layer_norm", policy::Op::layer_norm, std::initializer_list<Format>{x.format});
-  const auto& q = flow.precision();
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor ga = convert(gamma, flow.operand(1));
-  const Tensor ba = convert(beta, flow.operand(2));
-  Tensor y = empty(xa.size, xa.type);
-  kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), y.data(), nullptr, nullptr, rows,
+CudaTensor CudaKernels::layer_norm(const Precision&, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& beta, std::size_t rows, std::size_t cols) {
+  Tensor y = empty(x.size, x.type);
+  kernels::layer_norm(x.type, x.data(), gamma.data(), beta.data(), y.data(), nullptr, nullptr, rows,
                       cols, static_cast<float>(ops::kLayerNormEps), context_->stream);
-  return cast(y, q.output);
+  return y;
 }
 
-CudaOps::LayerNormGradients CudaOps::layer_norm_backward(const Tensor& x, const Tensor& dy,
-                                                         const Tensor& gamma, const Tensor& beta,
-                                                         std::size_t rows, std::size_t cols) {
-  const auto range = op_range("layer_norm_backward");
-  // The forward's statistics again (layer_norm's operands), then dx (layer_norm_backward's).
-  const std::initializer_list<Format> inputs{x.format};
-  const auto forward = autocast("layer_norm", policy::Op::layer_norm, inputs);
-  const auto flow = autocast("layer_norm_backward", policy::Op::layer_norm, inputs);
-  const Tensor xa = convert(x, flow.operand(0));
-  const Tensor dya = convert(dy, flow.operand(1));
-  const Tensor ga = convert(gamma, flow.operand(2));
-  const Tensor ba = convert(beta, forward.operand(2));
+ops::LayerNormGradients<CudaTensor> CudaKernels::layer_norm_backward(
+    const Precision&, const Tensor& x, const Tensor& dy, const Tensor& gamma, std::size_t rows,
+    std::size_t cols) {
+  // The forward's statistics again, then the gradients. The forward's output is scratch and beta
+  // does not enter the statistics: gamma (of beta's type, both weights of one role) stands in.
   Tensor mean = empty(rows, kernels::DType::f32);
   Tensor rstd = empty(rows, kernels::DType::f32);
-  Tensor scratch = empty(xa.size, xa.type);  // the forward's output, not needed
-  kernels::layer_norm(xa.type, xa.data(), ga.data(), ba.data(), scratch.data(),
+  Tensor scratch = empty(x.size, x.type);
+  kernels::layer_norm(x.type, x.data(), gamma.data(), gamma.data(), scratch.data(),
                       static_cast<float*>(mean.data()), static_cast<float*>(rstd.data()), rows,
                       cols, static_cast<float>(ops::kLayerNormEps), context_->stream);
-  Tensor dx = empty(xa.size, xa.type);
-  Tensor dgamma = empty(cols, xa.type);
-  Tensor dbeta = empty(cols, xa.type);
-  kernels::layer_norm_backward(xa.type, xa.data(), dya.data(), ga.data(),
+  ops::LayerNormGradients<Tensor> g{empty(x.size, x.type), empty(cols, x.type),
+                                    empty(cols, x.type)};
+  kernels::layer_norm_backward(x.type, x.data(), dy.data(), gamma.data(),
                                static_cast<const float*>(mean.data()),
-                               static_cast<const float*>(rstd.data()), dx.data(), dgamma.data(),
-                               dbeta.data(), rows, cols, context_->stream);
-  LayerNormGradients g;
-  g.dx = cast(dx, x.format);
-  g.dgamma = cast(dgamma, gamma.format);
-  g.dbeta = cast(dbeta, beta.format);
+                               static_cast<const float*>(rstd.data()), g.dx.data(), g.dgamma.data(),
+                               g.dbeta.data(), rows, cols, context_->stream);
   return g;
 }
 
-CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const {
+CudaTensor CudaKernels::upload_targets(std::span<const std::int64_t> targets) const {
   // Stored as an fp32-typed array of the right byte size: only the kernels read it.
   Tensor t{std::make_shared<DeviceArray>(targets.size_bytes(), context_->owned_stream),
            targets.size(), kernels::DType::f32, formats::fp32};
@@ -366,39 +324,29 @@ CudaTensor CudaOps::upload_targets(std::span<const std::int64_t> targets) const 
   return t;
 }
 
-double CudaOps::cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
-                              std::size_t rows, std::size_t classes) {
-  const auto range = op_range("cross_entropy");
-  const auto flow = autocast("cross_entropy", policy::Op::cross_entropy,
-                             std::initializer_list<Format>{logits.format});
-  const Tensor la = convert(logits, flow.operand(0));
+double CudaKernels::cross_entropy(const Precision&, const Tensor& logits,
+                                  std::span<const std::int64_t> targets, std::size_t rows,
+                                  std::size_t classes) {
   const Tensor t = upload_targets(targets);
   Tensor loss = empty(1, kernels::DType::f32);
-  kernels::cross_entropy(la.type, la.data(), static_cast<const std::int64_t*>(t.data()),
+  kernels::cross_entropy(logits.type, logits.data(), static_cast<const std::int64_t*>(t.data()),
                          static_cast<float*>(loss.data()), rows, classes, context_->stream);
   return to_doubles(loss).front();
 }
 
-CudaTensor CudaOps::cross_entropy_backward(const Tensor& logits,
-                                           std::span<const std::int64_t> targets, std::size_t rows,
-                                           std::size_t classes, double d_loss) {
-  const auto range = op_range("cross_entropy_backward");
-  const auto flow = autocast("cross_entropy_backward", policy::Op::cross_entropy,
-                             std::initializer_list<Format>{logits.format});
-  const Tensor la = convert(logits, flow.operand(0));
+CudaTensor CudaKernels::cross_entropy_backward(const Precision&, const Tensor& logits,
+                                               std::span<const std::int64_t> targets,
+                                               std::size_t rows, std::size_t classes,
+                                               double d_loss) {
   const Tensor t = upload_targets(targets);
-  Tensor dlogits = empty(la.size, la.type);
+  Tensor dlogits = empty(logits.size, logits.type);
   // d_loss is the loss scale over the micro-batches, a binary32 value.
-  kernels::cross_entropy_backward(la.type, la.data(), static_cast<const std::int64_t*>(t.data()),
-                                  static_cast<float>(d_loss), dlogits.data(), rows, classes,
-                                  context_->stream);
-  return cast(dlogits, logits.format);
-}
-
-numeric::Format CudaOps::gradient_format() const {
-  return policy::resolve(policy_.precision(policy::Op::linear),
-                         std::initializer_list<Format>{formats::fp32})
-      .output;
+  kernels::cross_entropy_backward(
+      logits.type, logits.data(), static_cast<const std::int64_t*>(t.data()),
+      static_cast<float>(d_loss), dlogits.data(), rows, classes, context_->stream);
+  return dlogits;
 }
 
 }  // namespace ampbench::backends::cuda
+
+template class ampbench::ops::AutocastOps<ampbench::backends::cuda::CudaKernels>;

@@ -1,12 +1,13 @@
-// The training ops of the CUDA backend: the ops interface of harness/train/ops.hpp (what the mlp,
-// the cnn and the transformer run) on the device, under a precision policy, with autocast's dtype
-// flow as train::EmulatedOps models it: each op casts its inputs to the policy's input type on the
-// device, linear layers run through cuBLASLt with the compute type the policy's plan names, the
-// other ops through kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type),
-// and a gradient comes back in the type of its input. In training, the master weights, their
-// gradients and the optimizer stay on the device (train::cuda::DeviceMasters,
-// harness/train/cuda/device_masters.hpp), and the trainer unscales, clips and steps them there;
-// parameter() and master_gradient() copy between host and device for tests and single ops.
+// The training ops of the CUDA backend: the ops interface of harness/ops/training_ops.hpp (what
+// the mlp, the cnn and the transformer run) on the device, under a precision policy, with
+// autocast's type flow as the CPU emulation runs it (ops::AutocastOps over each backend's
+// kernels): each op's operands converted to the policy's formats on the device, linear layers run
+// through cuBLASLt with the compute type the policy's plan names, the other ops through
+// kernels/op_kernels.hpp (binary32 arithmetic, one rounding to the output type), and a gradient
+// brought back to the type of its input. In training, the master weights, their gradients and the
+// optimizer stay on the device (train::cuda::DeviceMasters, harness/train/cuda/device_masters.hpp),
+// and the trainer unscales, clips and steps them there; parameter() and master_gradient() copy
+// between host and device for tests and single ops.
 //
 // All work of one CudaOps runs in order on a stream of its own; device memory comes from the
 // stream-ordered pool (cudaMallocAsync), so that a step allocates without synchronizing, as a
@@ -23,11 +24,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/numeric/format.hpp"
-#include "harness/ops/autocast.hpp"
+#include "harness/ops/autocast_ops.hpp"
 #include "harness/ops/convolution.hpp"
 #include "harness/ops/training_ops.hpp"
 #include "harness/policy/policy.hpp"
@@ -78,7 +80,12 @@ struct CudaTensor {
   void* data() { return storage ? storage->data() : nullptr; }
 };
 
-class CudaOps {
+// The CUDA backend's kernels under a precision policy (ops/autocast_ops.hpp says what a backend's
+// kernels are): each takes the op's resolved precision and operands already converted by the
+// type flow, on the device, and gives its result in the type its device kernel writes (the
+// operands' type, or the GEMM plan's output type), which the type flow then takes to the op's
+// output format.
+class CudaKernels {
  public:
   using Tensor = CudaTensor;
   using Scalar = double;  // losses and the upstream gradient
@@ -87,10 +94,10 @@ class CudaOps {
 
   // Throws std::invalid_argument when the device cannot run the policy's linear layers or loss
   // (why_not_trainable), kernels::CudaError when the stream or cuBLASLt cannot be created.
-  explicit CudaOps(policy::Policy policy);
-  ~CudaOps();
-  CudaOps(CudaOps&&) noexcept;
-  CudaOps& operator=(CudaOps&&) noexcept;
+  explicit CudaKernels(policy::Policy policy);
+  ~CudaKernels();
+  CudaKernels(CudaKernels&&) noexcept;
+  CudaKernels& operator=(CudaKernels&&) noexcept;
 
   const policy::Policy& policy() const { return policy_; }
   cudaStream_t stream() const;
@@ -104,12 +111,6 @@ class CudaOps {
     if (recorder_ == nullptr) return std::nullopt;
     return std::optional<profile::ScopedPhase>(std::in_place, *recorder_, std::move(name));
   }
-  // A range named after an op of the ops interface around its work, while phases are recorded:
-  // with NVTX hooks, Nsight Systems and the attribution see each op ("linear", "layer_norm", ...),
-  // and the GEMM and convolution ranges nest inside.
-  std::optional<profile::ScopedPhase> op_range(const char* name) {
-    return recording() ? phase(name) : std::nullopt;
-  }
 
   Tensor constant(std::span<const double> values) const;  // binary32 values
   Tensor parameter(std::span<const Master> values) const;
@@ -117,132 +118,137 @@ class CudaOps {
   static std::vector<double> to_doubles(const Tensor& t);             // waits for the stream
   static double to_double(Scalar s) { return s; }
 
-  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
-                std::size_t out);
-  using LinearGradients = ops::LinearGradients<Tensor>;
-  LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
-                                  const Tensor& dy, std::size_t rows, std::size_t in,
-                                  std::size_t out, bool need_dx);
-  Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor gelu_backward(const Tensor& x, const Tensor& dy);
-  Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
-                    std::size_t cols);
-  using LayerNormGradients = ops::LayerNormGradients<Tensor>;
+ protected:
+  using Precision = policy::OpPrecision;
+  // A range named after an op of the ops interface around its work, while phases are recorded:
+  // with NVTX hooks, Nsight Systems and the attribution see each op ("linear", "layer_norm", ...),
+  // and the GEMM and convolution ranges nest inside.
+  std::optional<profile::ScopedPhase> op_range(const char* name) {
+    return recording() ? phase(name) : std::nullopt;
+  }
+  // t's values as values of `to`, in the device type that holds `to` (fp32 and tf32: binary32):
+  // a cast between types, and for tf32 kernels::round_to_tf32 after it. t itself, said to be of
+  // `to`, when its type holds `to` and `to` holds its values. The device rounds to nearest even
+  // only: std::logic_error for another mode (why_not_trainable refuses such policies first).
+  Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode) const;
+
+  // Linear layers through cuBLASLt with the audit's plan of gemm under q (plan.hpp); the bias in
+  // the output's type through the epilogue. The backward's products are the catalog's
+  // gemm_backward_a (dy w^T) and gemm_backward_b (x^T dy); the bias gradient dy's column sums.
+  Tensor linear(const Precision& q, const Tensor& x, const Tensor& w, const Tensor& b,
+                std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
+                              std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
+                                std::size_t rows, std::size_t in, std::size_t out);
+  Tensor linear_backward_bias(const Precision& q, const Tensor& dy, std::size_t rows,
+                              std::size_t out);
+  Tensor gelu(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor gelu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
+  Tensor relu(const Precision& q, const Tensor& x);
+  Tensor relu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
+  Tensor layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                    std::size_t rows, std::size_t cols);
   // Recomputes the rows' mean and reciprocal standard deviation (one more layer-norm kernel): the
   // ops interface hands the backward the forward's input, not its saved statistics.
-  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t rows, std::size_t cols);
-  Scalar cross_entropy(const Tensor& logits, std::span<const std::int64_t> targets,
-                       std::size_t rows, std::size_t classes);  // waits for the stream
-  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
-                                std::size_t rows, std::size_t classes, Scalar d_loss);
+  ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
+                                                      const Tensor& dy, const Tensor& gamma,
+                                                      std::size_t rows, std::size_t cols);
+  Scalar cross_entropy(const Precision& q, const Tensor& logits,
+                       std::span<const std::int64_t> targets, std::size_t rows,
+                       std::size_t classes);  // waits for the stream
+  Tensor cross_entropy_backward(const Precision& q, const Tensor& logits,
+                                std::span<const std::int64_t> targets, std::size_t rows,
+                                std::size_t classes, Scalar d_loss);
 
-  // The cnn's ops (training_ops_cnn.cpp). Convolutions run through cuDNN with the data, compute
-  // and math types of the audit's plan for the policy's conv precision (conv_plan.hpp), on a
-  // cuDNN handle bound to this stream; batch norm and pooling through kernels/cnn_kernels.hpp,
+  // The cnn's kernels (training_ops_cnn.cpp). One pass of a convolution through cuDNN with the
+  // data, compute and math types of the audit's plan for the pass under q (conv_plan.hpp), on a
+  // cuDNN handle bound to this stream, inside a range that names it (when phases are recorded);
+  // first and second in the pass's operand order, cast to its data type. Batch norm and pooling
+  // through kernels/cnn_kernels.hpp (batch norm's backward recomputes the channels' statistics),
   // relu through kernels/op_kernels.hpp.
-  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
-  using ConvolutionGradients = ops::ConvolutionGradients<Tensor>;
-  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
-                                       const ops::convolution::Geometry& g, bool need_dx);
-  // Training-mode batch norm of batch x channels x spatial values, per channel. The backward
-  // recomputes the channels' statistics, as layer_norm_backward does.
-  Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t batch,
-                    std::size_t channels, std::size_t spatial);
-  using BatchNormGradients = ops::LayerNormGradients<Tensor>;
-  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t batch,
-                                         std::size_t channels, std::size_t spatial);
-  Tensor relu(const Tensor& x);
-  Tensor relu_backward(const Tensor& x, const Tensor& dy);
-  // Global average pooling: the mean of each row of rows x cols, and its backward.
-  Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols);
+  Tensor convolution(const Precision& q, ops::convolution::Pass pass,
+                     const ops::convolution::Geometry& g, const Tensor& first,
+                     const Tensor& second);
+  Tensor batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                    std::size_t batch, std::size_t channels, std::size_t spatial);
+  ops::LayerNormGradients<Tensor> batch_norm_backward(const Precision& q, const Tensor& x,
+                                                      const Tensor& dy, const Tensor& gamma,
+                                                      std::size_t batch, std::size_t channels,
+                                                      std::size_t spatial);
+  Tensor mean_pool(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
+  Tensor mean_pool_backward(const Precision& q, const Tensor& dy, std::size_t rows,
+                            std::size_t cols);
 
-  // The transformer's ops (training_ops_transformer.cpp). add runs kernels::add under the policy's
-  // add precision; gradient_for casts a gradient to its input's format, as autograd stores it.
-  // Attention is the emulation's fused kernel (harness/backends/cpu/emulate.hpp) as separate
-  // steps in the compute format of the policy's attention (fp32 under fp32, tf32 and autocast, fp16
-  // under pure fp16): the scores Q K^T and dP = dO V^T through strided-batched cuBLASLt products of
-  // the inputs as the policy casts them (tf32: rounded on the device) written in the compute
-  // format, the scale 1/sqrt(d) rounded to that format applied to the sums, softmax and the score
-  // gradients dS = P (dP - rowsum(dO * O)) (FlashAttention-2's) in kernels/op_kernels.hpp, and the
-  // products of the probabilities and score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the
-  // compute format on the other operand widened exactly; one rounding to the output format at the
-  // end. The backward recomputes the scores, the probabilities and the output O, as
-  // FlashAttention's recomputes P (it keeps O).
-  Tensor gradient_for(const Tensor& input, const Tensor& gradient);
-  Tensor add(const Tensor& a, const Tensor& b);
-  // One head of attention per sample: q, k, v batch x length x d.
-  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
-                   std::size_t length, std::size_t d);
-  using AttentionGradients = ops::AttentionGradients<Tensor>;
-  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                        const Tensor& d_out, std::size_t batch, std::size_t length,
-                                        std::size_t d);
-
-  // The format the weight gradients of matmuls come out in (fp16 under amp-fp16).
-  numeric::Format gradient_format() const;
+  // The transformer's kernels (training_ops_transformer.cpp). add runs kernels::add. Attention
+  // is the emulation's fused kernel (harness/backends/cpu/emulate.hpp) as separate steps in the
+  // compute format of q (fp32 under fp32, tf32 and autocast, fp16 under pure fp16): the scores
+  // Q K^T and dP = dO V^T through strided-batched cuBLASLt products of the inputs as the type flow
+  // converted them, written in the compute format, the scale 1/sqrt(d) rounded to that format
+  // applied to the sums, softmax and the score gradients dS = P (dP - rowsum(dO * O))
+  // (FlashAttention-2's) in kernels/op_kernels.hpp, and the products of the probabilities and
+  // score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the compute format on the other
+  // operand widened exactly. The backward recomputes the scores, the probabilities and the output
+  // O (rounded to the output format, as the forward stored it), as FlashAttention's recomputes P.
+  Tensor add(const Precision& q, const Tensor& a, const Tensor& b);
+  Tensor attention(const Precision& q, const Tensor& queries, const Tensor& keys,
+                   const Tensor& values, std::size_t batch, std::size_t length, std::size_t d);
+  ops::AttentionGradients<Tensor> attention_backward(const Precision& q, const Tensor& queries,
+                                                     const Tensor& keys, const Tensor& values,
+                                                     const Tensor& d_out, std::size_t batch,
+                                                     std::size_t length, std::size_t d);
 
  private:
   struct Context;
   Tensor empty(std::size_t size, kernels::DType type) const;
-  Tensor cast(const Tensor& t, kernels::DType to) const;
-  Tensor cast(const Tensor& t, const numeric::Format& to) const;
+  // t in element type `to` (the values converted by the device, rounding to nearest even).
+  Tensor retyped(const Tensor& t, kernels::DType to) const;
   Tensor upload_targets(std::span<const std::int64_t> targets) const;
-  // An activation of rows x cols values under `op`'s precision, and its backward: gelu and relu.
-  Tensor activation(policy::Op op, std::string_view catalog_op, kernels::Activation act,
-                    const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor activation_gradient(policy::Op op, std::string_view catalog_op, kernels::Activation act,
-                             const Tensor& x, const Tensor& dy);
   // Enqueues one product of a linear layer inside a range "gemm m=.. n=.. k=.. dtype=.." (when
   // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
   void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,
               const void* bias);
-  policy::OpPrecision resolved(policy::Op op, std::span<const numeric::Format> inputs) const;
-  // The type flow of the catalog op `catalog_op` (ops/autocast.hpp, the emulation's too) under the
-  // policy's precision for `op` resolved for the data inputs' formats; a tensor converted as it
-  // says, to the type that holds the conversion's format (the device casts round to nearest even,
-  // the only mode why_not_trainable lets through).
-  ops::Autocast autocast(std::string_view catalog_op, policy::Op op,
-                         std::span<const numeric::Format> inputs) const;
-  Tensor convert(const Tensor& t, const ops::Conversion& c) const;
-  // Batch norm's gamma or beta as the kernels take it, binary32 holding the values of the weight
-  // the op uses (kept under a promote entry: the fp32 parameter itself; otherwise rounded to its
-  // input format).
-  Tensor batch_norm_weight(const ops::Conversion& c, const Tensor& weight) const;
-  // One cuDNN pass of a convolution, the catalog's op `pass` (conv2d, conv2d_backward_data or
-  // conv2d_backward_filter) under the conv precision `q`, inside a range that names it (when
-  // phases are recorded); first and second in the pass's operand order, cast to its data type.
-  // The output is in that type.
-  Tensor convolution(const policy::OpPrecision& q, std::string_view pass,
-                     const ops::convolution::Geometry& g, const Tensor& first,
-                     const Tensor& second);
+  // One product of a linear layer, the catalog's `op` (gemm, gemm_backward_a or gemm_backward_b)
+  // of shape rows x out x in, with its operands in the catalog's order, written to a new tensor of
+  // `size` elements; the bias (or null) through the epilogue.
+  Tensor linear_product(const Precision& q, std::string_view op, std::size_t rows, std::size_t in,
+                        std::size_t out, const Tensor& first, const Tensor& second,
+                        std::size_t size, const void* bias);
 
   // x * factor element by element, in x's type (kernels::scale).
   Tensor scaled(const Tensor& x, float factor);
-  // t's values rounded to attention's input format f (autocast's cast), in the type that holds f:
-  // a cast, and for tf32 (held by binary32) kernels::round_to_tf32 after it.
-  Tensor in_format(const Tensor& t, const numeric::Format& f);
   // t widened exactly to the compute format f (a format that holds t's values), said to be f.
   Tensor widened(const Tensor& t, const numeric::Format& f) const;
   // The scaled scores of attention under its precision q, batch x length x length values of its
   // compute format s_ij = (q_i . k_j) * (1/sqrt d), from q and k already in q's input type; and
   // the probabilities, the softmax of each row of `length` scores in their type.
-  Tensor attention_scores(const policy::OpPrecision& q, const Tensor& queries, const Tensor& keys,
+  Tensor attention_scores(const Precision& q, const Tensor& queries, const Tensor& keys,
                           std::size_t batch, std::size_t length, std::size_t d);
   Tensor attention_probabilities(const Tensor& scores, std::size_t length);
   // One strided-batched product of attention, batch x (M x N x K) as `shape` gives it: `op` is the
   // catalog's gemm, gemm_backward_a or gemm_backward_b, first and second its operands in the
   // catalog's order, both of one format (q's input or compute format), each sample's matrices one
   // after another. The result is in q's compute format (attention_product_plan).
-  Tensor attention_product(const policy::OpPrecision& q, std::string_view op,
-                           const ops::Shape& shape, std::size_t batch, const Tensor& first,
-                           const Tensor& second);
+  Tensor attention_product(const Precision& q, std::string_view op, const ops::Shape& shape,
+                           std::size_t batch, const Tensor& first, const Tensor& second);
 
   policy::Policy policy_;
   std::unique_ptr<Context> context_;
   profile::PhaseRecorder* recorder_ = nullptr;
+};
+
+}  // namespace ampbench::backends::cuda
+
+// The type flow over these kernels is compiled once, in training_ops.cpp.
+extern template class ampbench::ops::AutocastOps<ampbench::backends::cuda::CudaKernels>;
+
+namespace ampbench::backends::cuda {
+
+// The training ops on the device: autocast's type flow (ops::AutocastOps, the CPU emulation's
+// too) over the kernels above.
+class CudaOps : public ops::AutocastOps<CudaKernels> {
+ public:
+  explicit CudaOps(policy::Policy policy) : AutocastOps(std::move(policy)) {}
 };
 
 static_assert(ops::TrainingOps<CudaOps>);

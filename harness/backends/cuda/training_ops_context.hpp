@@ -1,5 +1,6 @@
-// What the files of CudaOps share (training_ops.cpp: the mlp's ops, training_ops_cnn.cpp: the
-// cnn's): the state behind a CudaOps and the conversions between element types and formats.
+// What the files of the CUDA backend's training kernels share (training_ops.cpp,
+// training_ops_cnn.cpp, training_ops_transformer.cpp): the state behind them and the conversions
+// between element types and formats.
 // Internal to the CUDA backend.
 #pragma once
 
@@ -14,7 +15,7 @@
 
 namespace ampbench::backends::cuda {
 
-struct CudaOps::Context {
+struct CudaKernels::Context {
   // Shared with every array allocated on it (DeviceArray), which may outlive this context.
   SharedStream owned_stream;
   cudaStream_t stream = nullptr;  // owned_stream's
