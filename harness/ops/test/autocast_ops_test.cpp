@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -175,7 +176,7 @@ TEST(AutocastOps, LinearUnderAmpFp16CastsItsInputsAndBiasToFp16) {
                                 tensor("b", formats::fp32), 2, 2, 2);
   EXPECT_EQ(ops.log, (Log{"x fp32->fp16 rne", "w fp32->fp16 rne", "b fp32->fp16 rne",
                           "linear[fp16->fp16](x fp16, w fp16, b fp16)"}));
-  EXPECT_EQ(y.format.name, "fp16");
+  EXPECT_EQ(std::string_view(y.format.name), "fp16");
 }
 
 TEST(AutocastOps, LinearsGradientsComeBackInTheirTensorsFormats) {
@@ -188,9 +189,9 @@ TEST(AutocastOps, LinearsGradientsComeBackInTheirTensorsFormats) {
   EXPECT_EQ(ops.log, (Log{"x fp32->fp16 rne", "w fp32->fp16 rne", "dx[fp16->fp16](dy fp16, w fp16)",
                           "dx fp16=>fp32", "dw[fp16->fp16](x fp16, dy fp16)", "dw fp16=>fp32",
                           "db[fp16->fp16](dy fp16)", "db fp16=>fp32"}));
-  EXPECT_EQ(g.dx.format.name, "fp32");
-  EXPECT_EQ(g.dw.format.name, "fp32");
-  EXPECT_EQ(g.db.format.name, "fp32");
+  EXPECT_EQ(std::string_view(g.dx.format.name), "fp32");
+  EXPECT_EQ(std::string_view(g.dw.format.name), "fp32");
+  EXPECT_EQ(std::string_view(g.db.format.name), "fp32");
 
   // Without need_dx (the first layer) w is not converted and no dx product runs.
   Ops first = under("amp-fp16");
@@ -229,7 +230,7 @@ TEST(AutocastOps, LayerNormRunsInFp32UnderAutocastAndItsGradientGoesBackToBf16) 
   Ops ops = under("amp-bf16");
   const Recorded y = ops.layer_norm(tensor("x", formats::bf16), tensor("gamma", formats::fp32),
                                     tensor("beta", formats::fp32), 2, 2);
-  EXPECT_EQ(y.format.name, "fp32");
+  EXPECT_EQ(std::string_view(y.format.name), "fp32");
   const auto g =
       ops.layer_norm_backward(tensor("x", formats::bf16), tensor("dy", formats::fp32),
                               tensor("gamma", formats::fp32), tensor("beta", formats::fp32), 2, 2);
@@ -237,9 +238,9 @@ TEST(AutocastOps, LayerNormRunsInFp32UnderAutocastAndItsGradientGoesBackToBf16) 
             (Log{"x bf16=>fp32", "layer_norm[fp32->fp32](x fp32, gamma fp32, beta fp32)",
                  "x bf16=>fp32", "layer_norm_backward[fp32->fp32](x fp32, dy fp32, gamma fp32)",
                  "layer_norm_backward fp32->bf16 rne"}));
-  EXPECT_EQ(g.dx.format.name, "bf16");
-  EXPECT_EQ(g.dgamma.format.name, "fp32");
-  EXPECT_EQ(g.dbeta.format.name, "fp32");
+  EXPECT_EQ(std::string_view(g.dx.format.name), "bf16");
+  EXPECT_EQ(std::string_view(g.dgamma.format.name), "fp32");
+  EXPECT_EQ(std::string_view(g.dbeta.format.name), "fp32");
 }
 
 TEST(AutocastOps, BatchNormKeepsItsFp32WeightsUnderAutocastAndHalvesThemUnderHalfModel) {
@@ -266,7 +267,7 @@ TEST(AutocastOps, TheLossRunsInFp32AndItsGradientReturnsToTheLogitsFp16) {
   EXPECT_EQ(ops.log, (Log{"logits fp16=>fp32", "cross_entropy[fp32->fp32](logits fp32)",
                           "logits fp16=>fp32", "cross_entropy_backward[fp32->fp32](logits fp32)",
                           "cross_entropy_backward fp32->fp16 rne"}));
-  EXPECT_EQ(g.format.name, "fp16");
+  EXPECT_EQ(std::string_view(g.format.name), "fp16");
 }
 
 TEST(AutocastOps, AddPromotesToTheWidestOfItsInputs) {
@@ -274,7 +275,7 @@ TEST(AutocastOps, AddPromotesToTheWidestOfItsInputs) {
   Ops ops = under("amp-fp16");
   const Recorded y = ops.add(tensor("a", formats::fp16), tensor("b", formats::fp32));
   EXPECT_EQ(ops.log, (Log{"a fp16=>fp32", "add[fp32->fp32](a fp32, b fp32)"}));
-  EXPECT_EQ(y.format.name, "fp32");
+  EXPECT_EQ(std::string_view(y.format.name), "fp32");
 }
 
 TEST(AutocastOps, AttentionUnderAmpFp16ReadsFp16Operands) {
@@ -283,7 +284,7 @@ TEST(AutocastOps, AttentionUnderAmpFp16ReadsFp16Operands) {
                                    tensor("v", formats::fp32), 1, 2, 2);
   EXPECT_EQ(ops.log, (Log{"q fp32->fp16 rne", "k fp32->fp16 rne", "v fp32->fp16 rne",
                           "attention[fp16->fp16](q fp16, k fp16, v fp16)"}));
-  EXPECT_EQ(y.format.name, "fp16");
+  EXPECT_EQ(std::string_view(y.format.name), "fp16");
 }
 
 TEST(AutocastOps, AKernelsResultInItsOperandsTypeIsRoundedToTheOutputFormat) {
@@ -297,15 +298,15 @@ TEST(AutocastOps, AKernelsResultInItsOperandsTypeIsRoundedToTheOutputFormat) {
   EXPECT_EQ(ops.log, (Log{"gelu[fp32->fp16](x fp32)", "gelu fp32->fp16 rne", "dy fp16=>fp32",
                           "gelu_backward[fp32->fp16](x fp32, dy fp32)",
                           "gelu_backward fp32->fp16 rne", "gelu_backward fp16=>fp32"}));
-  EXPECT_EQ(y.format.name, "fp16");
-  EXPECT_EQ(dx.format.name, "fp32");
+  EXPECT_EQ(std::string_view(y.format.name), "fp16");
+  EXPECT_EQ(std::string_view(dx.format.name), "fp32");
 }
 
 TEST(AutocastOps, GradientForCastsToTheInputsFormat) {
   Ops ops = under("amp-fp16");
   const Recorded g = ops.gradient_for(tensor("x", formats::fp32), tensor("g", formats::fp16));
   EXPECT_EQ(ops.log, (Log{"g fp16=>fp32"}));
-  EXPECT_EQ(g.format.name, "fp32");
+  EXPECT_EQ(std::string_view(g.format.name), "fp32");
 }
 
 }  // namespace
