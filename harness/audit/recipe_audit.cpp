@@ -13,6 +13,7 @@
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/numeric/mma.hpp"
+#include "harness/numeric/transpose.hpp"
 #include "harness/quant/hadamard.hpp"
 #include "harness/quant/recipe_gemm.hpp"
 #include "reference/exact/dot.hpp"
@@ -20,6 +21,7 @@
 namespace ampbench::audit {
 namespace {
 
+using numeric::transposed;
 using quant::Gemm;
 using quant::Role;
 
@@ -68,14 +70,6 @@ std::optional<std::string> why_not_tiled(const RecipeCase& c, Gemm g, Role role,
         c.recipe.name, quant::gemm_name(g), layout, k);
   }
   return std::nullopt;
-}
-
-std::vector<float> transposed(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
-  std::vector<float> t(x.size());
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t col = 0; col < cols; ++col) t[col * rows + r] = x[r * cols + col];
-  }
-  return t;
 }
 
 std::vector<float> generate(const RecipeCase& c, std::size_t rows, std::size_t cols,
@@ -276,33 +270,6 @@ bool known_arch(const std::string& arch) {
 }
 
 }  // namespace
-
-DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms) {
-  // Block-scaled recipes (MX, NVFP4) on Blackwell's block-scaled MMAs where they are modelled.
-  const auto block_scaled = [&](Role role) {
-    const quant::ScaleChoice s = recipe.operand(role).scale;
-    return s == quant::ScaleChoice::mx || s == quant::ScaleChoice::nvfp4;
-  };
-  if (block_scaled(Role::x) || block_scaled(Role::w) || block_scaled(Role::dy)) {
-    bool on_blackwell = true;
-    for (const Gemm g : gemms)
-      on_blackwell = on_blackwell && quant::recipe_mma("blackwell", recipe, g).mma;
-    if (on_blackwell) return {"blackwell", {}};
-  }
-  for (const Gemm g : gemms) {
-    if (!quant::recipe_mma("hopper", recipe, g).mma) {
-      const auto [ra, rb] = quant::gemm_roles(g);
-      const numeric::Format& a = recipe.operand(ra).element;
-      const numeric::Format& b = recipe.operand(rb).element;
-      const bool a_missing = !numeric::mma_model("hopper", a).has_value();
-      return {"exact",
-              fmt::format("{}: multiplied exactly (no Tensor Core takes {} operands; --arch "
-                          "chooses a model)",
-                          recipe.name, (a_missing ? a : b).name)};
-    }
-  }
-  return {"hopper", {}};
-}
 
 std::optional<std::string> why_not_runnable(const RecipeCase& c) {
   if (c.m == 0 || c.n == 0 || c.k == 0) {

@@ -75,16 +75,6 @@ struct RecipeCaseResult {
   bool pass() const { return breaches.empty(); }
 };
 
-// The architecture a recipe's GEMMs run on when none is named: blackwell for MX and NVFP4 recipes
-// whose block-scaled MMAs it has (mxfp8, mxfp4, nvfp4), else hopper where it has a model of the
-// recipe's formats for every GEMM of `gemms`, else exact, with a note that says why ("mxfp6:
-// multiplied exactly (no Tensor Core takes e3m2 operands; ...)").
-struct DefaultArch {
-  std::string arch;
-  std::string note;  // empty unless exact
-};
-DefaultArch default_arch(const quant::Recipe& recipe, const std::vector<quant::Gemm>& gemms);
-
 // Why the case cannot run, or nothing: a block that does not divide the dimension it tiles (a
 // role's 1xN tiles run along K of each GEMM it enters, so x's tiles must divide k for fprop and m
 // for wgrad), a Hadamard transform on a length that is not a multiple of 16, an architecture

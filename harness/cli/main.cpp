@@ -273,8 +273,16 @@ int run_command_line(int argc, char** argv) {
       "reference: loss, gradient errors, underflow, loss scale, verdict (exit 1 when a policy "
       "does not track the reference)");
   train->add_option("--model", train_args.model, "mlp")->capture_default_str();
-  train->add_option("--policy", train_args.policies, "Policies, comma-separated, or FILE.toml")
+  train
+      ->add_option("--policy", train_args.policies,
+                   "Policies (or built-in recipes), comma-separated, or FILE.toml")
       ->capture_default_str();
+  train->add_option("--recipe", train_args.recipes,
+                    "FP8/microscaling recipes trained beside the policies: names or FILE.toml, "
+                    "comma-separated (docs/training.md)");
+  train->add_option("--arch", train_args.arch,
+                    "The recipes' Tensor Core model: hopper, blackwell, ... or exact (default: "
+                    "blackwell for MX/NVFP4, else hopper)");
   options::add_integer(*train, "--reference-bits", train_args.reference_bits, {64, 4096},
                        "Precision of the reference")
       ->capture_default_str();

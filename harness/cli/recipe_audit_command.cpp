@@ -123,7 +123,7 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
       c.promote_interval = args.promote_interval;
     }
     if (args.arch.empty()) {
-      const audit::DefaultArch arch = audit::default_arch(c.recipe, c.gemms);
+      const quant::DefaultArch arch = quant::default_arch(c.recipe, c.gemms);
       c.arch = arch.arch;
       if (!arch.note.empty()) notes.push_back(arch.note);
     } else {

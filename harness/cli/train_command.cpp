@@ -11,8 +11,11 @@
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
+#include "harness/quant/recipe.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 #include "harness/runtime/cuda.hpp"
 #include "harness/train/limits.hpp"
+#include "harness/train/recipe_ops.hpp"
 #include "harness/train/trainer.hpp"
 
 namespace ampbench::cli {
@@ -44,6 +47,49 @@ void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every
   }
 }
 
+// Where a recipe's GEMMs are multiplied: "on the hopper model", "exactly".
+std::string gemms_on(const std::string& arch) {
+  return arch == "exact" ? std::string("multiplied exactly") : "on the " + arch + " model";
+}
+
+// A recipe run's scaled tensors over all its steps: the largest amax, the last per-tensor scale,
+// and the fractions of the quantized elements saturated, flushed to zero and subnormal.
+void write_scaled(std::ostream& out, const train::RunResult& r,
+                  const std::vector<std::string>& parameters) {
+  if (r.steps.empty() || r.steps.front().scaled.empty()) return;
+  std::vector<train::ScaledTensorRecord> total = r.steps.front().scaled;
+  for (std::size_t s = 1; s < r.steps.size(); ++s) {
+    const auto& step = r.steps[s].scaled;
+    for (std::size_t i = 0; i < std::min(step.size(), total.size()); ++i) {
+      train::ScaledTensorRecord& t = total[i];
+      t.amax = std::max(t.amax, step[i].amax);
+      t.scale = step[i].scale;
+      t.elements += step[i].elements;
+      t.saturated += step[i].saturated;
+      t.flushed += step[i].flushed;
+      t.subnormal += step[i].subnormal;
+      t.blocks_lost += step[i].blocks_lost;
+    }
+  }
+  out << fmt::format("\n{}: scaled tensors over {} steps (GEMMs {})\n", r.policy, r.steps.size(),
+                     gemms_on(r.recipe_arch));
+  out << fmt::format("{:<12}{:<7}{:<6}{:>11}{:>12}{:>11}{:>11}{:>11}{:>12}\n", "parameter", "gemm",
+                     "role", "amax_max", "scale_last", "saturated", "flushed", "subnormal",
+                     "blocks_lost");
+  for (const auto& t : total) {
+    const auto fraction = [&](std::uint64_t n) {
+      return t.elements == 0
+                 ? std::string("-")
+                 : fmt::format("{:.3g}", static_cast<double>(n) / static_cast<double>(t.elements));
+    };
+    out << fmt::format("{:<12}{:<7}{:<6}{:>11}{:>12}{:>11}{:>11}{:>11}{:>12}\n",
+                       parameters.at(t.parameter), quant::gemm_name(t.gemm),
+                       quant::role_name(t.role), number(t.amax), number(t.scale, "{:.4g}"),
+                       fraction(t.saturated), fraction(t.flushed), fraction(t.subnormal),
+                       t.blocks_lost);
+  }
+}
+
 // The command-line flag of a LossScalerOptions member that validate() names.
 std::string scaler_flag(const std::string& option) {
   if (option == "init_scale") return "init-scale";
@@ -59,12 +105,61 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   train::TrainConfig config;
   if (!known_model(kCommand, args.model, err)) return kExitUsage;
   config.model = args.model;
-  auto policies = read_policies(kCommand, split_list(args.policies), err);
-  if (!policies) return kExitUsage;
-  config.policies = std::move(*policies);
+  // --policy takes built-in recipes' names too; --recipe takes recipes alone.
+  std::vector<std::string> policy_names;
+  std::vector<std::string> recipe_names;
+  for (std::string& name : split_list(args.policies)) {
+    (quant::find_recipe(name) != nullptr ? recipe_names : policy_names).push_back(std::move(name));
+  }
+  if (args.recipes) {
+    for (std::string& name : split_list(*args.recipes)) recipe_names.push_back(std::move(name));
+  }
+  if (policy_names.empty() && recipe_names.empty()) {
+    err << fmt::format("{}: --policy: no policy or recipe named (policies: {}; recipes: {})\n",
+                       kCommand, policy::builtin_policy_names(), quant::builtin_recipe_names());
+    return kExitUsage;
+  }
+  if (!policy_names.empty()) {
+    auto policies = read_policies(kCommand, policy_names, err);
+    if (!policies) return kExitUsage;
+    config.policies = std::move(*policies);
+  }
+  if (!args.arch.empty() && recipe_names.empty()) {
+    err << fmt::format("{}: --arch {}: goes with a recipe (--recipe, or a recipe in --policy)\n",
+                       kCommand, args.arch);
+    return kExitUsage;
+  }
+  config.recipe_arch = args.arch;
+  std::vector<std::string> notes;
+  for (const std::string& name : recipe_names) {
+    try {
+      config.recipes.push_back(quant::recipe_by_name_or_file(name));
+    } catch (const quant::RecipeError& e) {
+      err << fmt::format("{}: --recipe {}\n", kCommand, e.what());
+      return kExitUsage;
+    }
+    const quant::Recipe& recipe = config.recipes.back();
+    const quant::DefaultArch arch =
+        quant::default_arch(recipe, {quant::Gemm::fprop, quant::Gemm::dgrad, quant::Gemm::wgrad});
+    if (args.arch.empty() && !arch.note.empty()) notes.push_back(arch.note);
+    try {
+      (void)train::RecipeOps(recipe, args.arch.empty() ? arch.arch : args.arch, 0);
+    } catch (const std::invalid_argument& e) {
+      err << fmt::format("{}: {}: {}\n", kCommand,
+                         args.arch.empty() ? "--recipe" : "--arch " + args.arch, e.what());
+      return kExitUsage;
+    }
+  }
   const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
   if (!request) return kExitUsage;
   bool on_cuda = runtime::selection_of(*request).cuda;
+  if (on_cuda && !config.recipes.empty()) {
+    err << fmt::format(
+        "{}: --backend {}: recipes train on the CPU emulation only (their GPU GEMMs are not built "
+        "yet); use --backend cpu\n",
+        kCommand, args.backend);
+    return kExitUsage;
+  }
   if (on_cuda) {
     for (const auto& p : config.policies) {
       if (auto why = runtime::why_not_trainable(p, config.model)) {
@@ -117,7 +212,10 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   }
   config.clip_norm = args.clip_norm;
   FilePlan files;
-  for (const auto& file : policy_files(split_list(args.policies))) files.input("--policy", file);
+  for (const auto& file : policy_files(policy_names)) files.input("--policy", file);
+  for (const auto& name : recipe_names) {
+    if (quant::find_recipe(name) == nullptr) files.input("--recipe", name);
+  }
   if (!args.data.empty()) files.input("--data", args.data);
   if (!args.targets.empty()) files.input("--targets", args.targets);
   if (!args.json.empty()) files.output("--json", args.json);
@@ -185,6 +283,11 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
         out << "note: " << *note << "\n";
     }
   }
+  for (const auto& r : config.recipes) {
+    out << fmt::format("recipe {}: the linear layers' GEMMs {}, the rest as amp-bf16\n", r.name,
+                       gemms_on(train::recipe_arch(r, config)));
+  }
+  for (const auto& note : notes) out << "note: " << note << "\n";
   out.flush();
   train::TrainResult result;
   try {
@@ -210,7 +313,10 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   const std::size_t every =
       args.print_every > 0 ? args.print_every : std::max<std::size_t>(1, config.steps / 10);
   const bool both = result.backend == "all";
-  for (const auto& r : result.runs) write_steps(out, r, every, both);
+  for (const auto& r : result.runs) {
+    write_steps(out, r, every, both);
+    write_scaled(out, r, result.parameters);
+  }
   const std::size_t width = both ? 16 : 12;
   out << fmt::format("\n{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "policy", width, "scaler",
                      "skipped", "eval_loss", "accuracy", "w_diverge", "verdict");

@@ -249,7 +249,7 @@ class AutocastOps : public Kernels {
         .output;
   }
 
- private:
+ protected:
   // The type flow of the catalog op `catalog_op` under the policy's precision for `op` resolved
   // for the formats of the op's data inputs.
   Autocast flow(std::string_view catalog_op, policy::Op op,

@@ -324,4 +324,31 @@ std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const
   return {acc.begin(), acc.end()};
 }
 
+DefaultArch default_arch(const Recipe& recipe, const std::vector<Gemm>& gemms) {
+  // Block-scaled recipes (MX, NVFP4) on Blackwell's block-scaled MMAs where they are modelled.
+  const auto block_scaled = [&](Role role) {
+    const ScaleChoice s = recipe.operand(role).scale;
+    return s == ScaleChoice::mx || s == ScaleChoice::nvfp4;
+  };
+  if (block_scaled(Role::x) || block_scaled(Role::w) || block_scaled(Role::dy)) {
+    bool on_blackwell = true;
+    for (const Gemm g : gemms)
+      on_blackwell = on_blackwell && recipe_mma("blackwell", recipe, g).mma;
+    if (on_blackwell) return {"blackwell", {}};
+  }
+  for (const Gemm g : gemms) {
+    if (!recipe_mma("hopper", recipe, g).mma) {
+      const auto [ra, rb] = gemm_roles(g);
+      const numeric::Format& a = recipe.operand(ra).element;
+      const numeric::Format& b = recipe.operand(rb).element;
+      const bool a_missing = !numeric::mma_model("hopper", a).has_value();
+      return {"exact",
+              fmt::format("{}: multiplied exactly (no Tensor Core takes {} operands; --arch "
+                          "chooses a model)",
+                          recipe.name, (a_missing ? a : b).name)};
+    }
+  }
+  return {"hopper", {}};
+}
+
 }  // namespace ampbench::quant

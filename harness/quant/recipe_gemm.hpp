@@ -80,6 +80,16 @@ struct MmaChoice {
 };
 MmaChoice recipe_mma(std::string_view arch, const Recipe& recipe, Gemm gemm);
 
+// The architecture a recipe's GEMMs run on when none is named: blackwell for MX and NVFP4 recipes
+// whose block-scaled MMAs it has (mxfp8, mxfp4, nvfp4), else hopper where it has a model of the
+// recipe's formats for every GEMM of `gemms`, else exact, with a note that says why ("mxfp6:
+// multiplied exactly (no Tensor Core takes e3m2 operands; ...)").
+struct DefaultArch {
+  std::string arch;
+  std::string note;  // empty unless exact
+};
+DefaultArch default_arch(const Recipe& recipe, const std::vector<Gemm>& gemms);
+
 // Where the product's chunks along K end: at every tile edge of A and of B (where a scale
 // changes) and every `promote_interval` products (0: never); the last ends at k. Increasing.
 std::vector<std::size_t> chunk_ends(const Quantized& a, const Quantized& b,

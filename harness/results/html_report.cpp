@@ -244,8 +244,47 @@ std::string op_charts(const std::string& op, const std::vector<AuditRecord>& rec
   return html;
 }
 
+// A recipe run's scaled tensors per step: each layer's x, w and dy (as the first GEMM it enters
+// quantizes it), by its per-tensor scale where the recipe has one, else by its amax. Nothing for
+// a policy's run.
+std::string recipe_chart(const std::string& model, const nlohmann::json& run) {
+  if (!member(run, "recipe_arch").is_string() || !member(run, "steps").is_array()) return {};
+  const std::string recipe = text_of(run, "policy");
+  bool scaled = false;
+  for (const auto& step : run["steps"]) {
+    if (!member(step, "scaled").is_array()) continue;
+    for (const auto& t : step["scaled"]) scaled = scaled || member(t, "scale").is_number();
+  }
+  const char* what = scaled ? "scale" : "amax";
+  const std::string arch = text_of(run, "recipe_arch");
+  svg::LineChart chart{.title = fmt::format("{}: {} per tensor, {} (GEMMs {})", model, what, recipe,
+                                            arch == "exact" ? "multiplied exactly" : "on " + arch),
+                       .x = {"step", 0},
+                       .y = {fmt::format("{} (log)", what), 2}};
+  std::vector<std::string> names;
+  for (const auto& step : run["steps"]) {
+    if (!member(step, "scaled").is_array()) continue;
+    std::vector<std::string> seen;
+    for (const auto& t : step["scaled"]) {
+      const std::string name = text_of(t, "parameter") + " " + text_of(t, "role");
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+      seen.push_back(name);
+      if (!member(t, what).is_number()) continue;
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end()) {
+        it = names.insert(names.end(), name);
+        chart.series.push_back(
+            {.name = name, .colour = svg::colour(static_cast<std::size_t>(it - names.begin()))});
+      }
+      chart.series[static_cast<std::size_t>(it - names.begin())].points.emplace_back(
+          number_of(step, "step"), number_of(t, what));
+    }
+  }
+  return chart.series.empty() ? std::string() : svg::line_chart(chart);
+}
+
 // A training run's charts: the loss per step of every policy against the reference, the loss
-// error per step, and the loss scale with the skipped steps marked.
+// error per step, the loss scale with the skipped steps marked, and each recipe run's scales.
 std::string train_charts(const nlohmann::json& detail, Colours& colours) {
   const std::string model = text_of(member(detail, "config"), "model");
   const svg::Axis steps{"step", 0};
@@ -297,6 +336,7 @@ std::string train_charts(const nlohmann::json& detail, Colours& colours) {
   std::string out = svg::line_chart(loss);
   if (!error.series.empty()) out += svg::line_chart(error);
   if (!scale.series.empty()) out += svg::line_chart(scale);
+  for (const auto* run : runs) out += recipe_chart(model, *run);
   std::string html = fmt::format("<div class=\"charts\">{}</div>\n", out);
   if (scale.series.empty()) {
     html +=

@@ -14,7 +14,9 @@
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
 #include "harness/quant/recipe.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 #include "harness/train/limits.hpp"
+#include "harness/train/recipe_ops.hpp"
 
 namespace ampbench::results {
 namespace {
@@ -244,6 +246,27 @@ void expand_audit(const Reader& reader, const toml::table& table, std::uint64_t 
   }
 }
 
+// Recipes as --recipe takes them, each with its item: a built-in name, or a recipe file (a
+// relative one found next to the suite; a file is one of the files the suite reads).
+std::vector<std::pair<quant::Recipe, const toml::node*>> read_recipes(
+    const Reader& reader, const toml::node& node, std::string_view where,
+    const std::filesystem::path& directory) {
+  std::vector<std::pair<quant::Recipe, const toml::node*>> recipes;
+  for (const auto& [name, item] : reader.strings(node, where)) {
+    const bool is_file = quant::find_recipe(name) == nullptr &&
+                         (name.ends_with(".toml") || name.find('/') != std::string::npos);
+    const std::string path =
+        is_file && std::filesystem::path(name).is_relative() ? (directory / name).string() : name;
+    if (is_file) reader.reads(path);
+    try {
+      recipes.emplace_back(quant::recipe_by_name_or_file(path), item);
+    } catch (const quant::RecipeError& e) {
+      reader.fail(*item, where, e.what());
+    }
+  }
+  return recipes;
+}
+
 // The model, policies, steps and batch of a [[train]] or [[profile]] entry (`table_name`), within
 // the limits of train::size_problem against the model's default data set: its training split
 // (all but kSuiteEvalSamples) for [[train]], all of it for [[profile]], with `warmup` steps first.
@@ -289,9 +312,25 @@ train::TrainConfig read_training(const Reader& reader, const toml::table& table,
 void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[train]]";
-  reader.check_keys(table, kTable, {"model", "policies", "steps", "batch"});
+  reader.check_keys(table, kTable, {"model", "policies", "recipes", "arch", "steps", "batch"});
   train::TrainConfig config =
       read_training(reader, table, kTable, seed, directory, 0, std::nullopt);
+  // Recipes trained beside the policies, their GEMMs on `arch` (as train --recipe, --arch).
+  const toml::node* arch = table.get("arch");
+  if (arch != nullptr) config.recipe_arch = reader.string(*arch, "[[train]] arch");
+  if (const toml::node* node = table.get("recipes")) {
+    for (auto& [recipe, item] : read_recipes(reader, *node, "[[train]] recipes", directory)) {
+      try {
+        (void)train::RecipeOps(recipe, train::recipe_arch(recipe, config), 0);
+      } catch (const std::invalid_argument& e) {
+        reader.fail(arch != nullptr ? *arch : *item,
+                    arch != nullptr ? "[[train]] arch" : "[[train]] recipes", e.what());
+      }
+      config.recipes.push_back(std::move(recipe));
+    }
+  } else if (arch != nullptr) {
+    reader.fail(*arch, "[[train]] arch", "goes with recipes");
+  }
   cases.push_back(SuiteCase{train_key(config), std::move(config)});
 }
 
@@ -359,20 +398,8 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
                    const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[recipe]]";
   reader.check_keys(table, kTable, {"recipes", "shapes", "arch", "promote_interval", "dists"});
-  std::vector<std::pair<quant::Recipe, const toml::node*>> recipes;
-  for (const auto& [name, item] :
-       reader.strings(required(reader, table, "recipes", kTable), "[[recipe]] recipes")) {
-    const bool is_file = quant::find_recipe(name) == nullptr &&
-                         (name.ends_with(".toml") || name.find('/') != std::string::npos);
-    const std::string path =
-        is_file && std::filesystem::path(name).is_relative() ? (directory / name).string() : name;
-    if (is_file) reader.reads(path);
-    try {
-      recipes.emplace_back(quant::recipe_by_name_or_file(path), item);
-    } catch (const quant::RecipeError& e) {
-      reader.fail(*item, "[[recipe]] recipes", e.what());
-    }
-  }
+  const std::vector<std::pair<quant::Recipe, const toml::node*>> recipes = read_recipes(
+      reader, required(reader, table, "recipes", kTable), "[[recipe]] recipes", directory);
   const ops::OpInfo& linear = *ops::find_op("linear");
   std::vector<std::pair<ops::Shape, const toml::node*>> shapes;
   if (const toml::node* node = table.get("shapes")) {
@@ -408,7 +435,7 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
         c.distribution = dist;
         c.seed = seed;
         c.promote_interval = promote_interval;
-        c.arch = arch.empty() ? audit::default_arch(recipe, c.gemms).arch : arch;
+        c.arch = arch.empty() ? quant::default_arch(recipe, c.gemms).arch : arch;
         if (const auto why = audit::why_not_runnable(c)) {
           reader.fail(arch_node != nullptr ? *arch_node : *shape_node, kTable, *why);
         }

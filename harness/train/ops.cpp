@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "harness/numeric/rounding.hpp"
+#include "harness/numeric/transpose.hpp"
 #include "harness/ops/catalog.hpp"
 #include "reference/mp/attention_backward.hpp"
 #include "reference/mp/ops.hpp"
@@ -18,19 +19,11 @@ namespace {
 
 namespace cpu = backends::cpu;
 using numeric::Format;
+using numeric::transposed;
 using reference::Real;
 
 cpu::Arithmetic arithmetic(const policy::OpPrecision& q) {
   return {q.compute, q.accumulate, q.output, q.mode};
-}
-
-template <class T>
-std::vector<T> transposed(const std::vector<T>& x, std::size_t rows, std::size_t cols) {
-  std::vector<T> t(x.size());
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
-  }
-  return t;
 }
 
 // A matrix read through strides: element (i, p) is data[i * row + p * col], so that a transposed

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "harness/quant/recipe_gemm.hpp"
 #include "harness/train/ops.hpp"
 #include "harness/train/trainer_steps.hpp"
 
@@ -42,6 +43,27 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
     }
     if (s.scale) step["scale"] = *s.scale;
     if (s.growth_tracker) step["growth_tracker"] = *s.growth_tracker;
+    if (!s.scaled.empty()) {
+      nlohmann::json scaled = nlohmann::json::array();
+      for (const ScaledTensorRecord& t : s.scaled) {
+        const double n = static_cast<double>(t.elements);
+        const auto fraction = [&](std::uint64_t count) {
+          return t.elements == 0 ? 0.0 : static_cast<double>(count) / n;
+        };
+        nlohmann::json one{{"parameter", parameters.at(t.parameter)},
+                           {"gemm", quant::gemm_name(t.gemm)},
+                           {"role", quant::role_name(t.role)},
+                           {"amax", number(t.amax)},
+                           {"scale", t.scale ? number(*t.scale) : nlohmann::json(nullptr)},
+                           {"elements", t.elements},
+                           {"saturated", fraction(t.saturated)},
+                           {"flushed", fraction(t.flushed)},
+                           {"subnormal", fraction(t.subnormal)},
+                           {"blocks_lost", t.blocks_lost}};
+        scaled.push_back(std::move(one));
+      }
+      step["scaled"] = std::move(scaled);
+    }
     steps.push_back(std::move(step));
   }
   nlohmann::json j{{"policy", r.policy},
@@ -51,6 +73,7 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
                    {"steps", std::move(steps)},
                    {"eval_loss", number(r.eval_loss)},
                    {"eval_accuracy", number(r.eval_accuracy)}};
+  if (!r.recipe_arch.empty()) j["recipe_arch"] = r.recipe_arch;
   if (r.policy != "reference") {
     j["weight_divergence"] = by_parameter(parameters, r.weight_divergence, number);
     j["skipped_steps"] = r.skipped_steps;
@@ -79,6 +102,12 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed) {
       fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
 }
 
+std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config) {
+  if (!config.recipe_arch.empty()) return config.recipe_arch;
+  return quant::default_arch(recipe, {quant::Gemm::fprop, quant::Gemm::dgrad, quant::Gemm::wgrad})
+      .arch;
+}
+
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t)>& progress) {
   return steps::with_model(config, train_set, [&](const auto& model) {
@@ -97,6 +126,8 @@ nlohmann::json to_json(const TrainResult& result) {
   const TrainConfig& c = result.config;
   nlohmann::json policies = nlohmann::json::array();
   for (const auto& p : c.policies) policies.push_back(p.name);
+  nlohmann::json recipes = nlohmann::json::array();
+  for (const auto& r : c.recipes) recipes.push_back(r.name);
   nlohmann::json optimizer;
   if (const auto* sgd = std::get_if<SgdOptions>(&c.optimizer)) {
     optimizer = {{"name", "sgd"},
@@ -115,6 +146,8 @@ nlohmann::json to_json(const TrainResult& result) {
                    {"config",
                     {{"model", c.model},
                      {"policies", policies},
+                     {"recipes", recipes},
+                     {"recipe_arch", c.recipe_arch},
                      {"reference_bits", c.reference_bits},
                      {"steps", c.steps},
                      {"batch", c.batch},

@@ -23,6 +23,7 @@
 #include "harness/profile/attribution.hpp"
 #include "harness/profile/events.hpp"
 #include "harness/profile/hardware_metrics.hpp"
+#include "harness/quant/recipe.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/optimizer.hpp"
 #include "harness/train/scaler.hpp"
@@ -38,6 +39,13 @@ enum class ScalerMode {
 struct TrainConfig {
   std::string model = "mlp";
   std::vector<policy::Policy> policies;
+  // FP8 and microscaling recipes trained beside the policies, on the CPU emulation
+  // (docs/training.md "Recipes"): the linear layers' three GEMMs quantized as the recipe says and
+  // multiplied on the Tensor Core model of `recipe_arch`; everything else as amp-bf16.
+  std::vector<quant::Recipe> recipes;
+  // "hopper", "blackwell", ... or "exact" (the exact product rounded once to binary32); empty:
+  // each recipe's quant::default_arch.
+  std::string recipe_arch;
   int reference_bits = 113;
   std::size_t steps = 200;
   std::size_t batch = 64;      // samples per micro-batch
@@ -51,6 +59,23 @@ struct TrainConfig {
   // this relative distance of the reference's and its eval accuracy within this many points.
   double loss_budget = 0.05;
   double accuracy_budget = 0.05;
+};
+
+// One scaled tensor of a recipe run over a step: an operand of one of a linear layer's GEMMs,
+// over the step's micro-batches.
+struct ScaledTensorRecord {
+  std::size_t parameter = 0;  // the layer's weight: an index into TrainResult::parameters
+  quant::Gemm gemm = quant::Gemm::fprop;
+  quant::Role role = quant::Role::x;
+  double amax = 0;  // the largest of the step's quantizations (of the tensor before any transform)
+  // The per-tensor scale of the step's last quantization (the tensor's fp32 scale; NVFP4's fp32
+  // tensor encode scale); none for per-tile scales alone.
+  std::optional<double> scale;
+  std::uint64_t elements = 0;  // quantized, over the step (padding not counted)
+  std::uint64_t saturated = 0;
+  std::uint64_t flushed = 0;  // nonzero inputs that became zero
+  std::uint64_t subnormal = 0;
+  std::uint64_t blocks_lost = 0;  // tiles with a nonzero input that dequantize to all zeros
 };
 
 struct StepRecord {
@@ -69,12 +94,14 @@ struct StepRecord {
   std::optional<double> scale;  // the scale used; none without a scaler
   std::optional<int> growth_tracker;
   bool skipped = false;
+  std::vector<ScaledTensorRecord> scaled;  // a recipe run's scaled tensors; empty otherwise
 };
 
 struct RunResult {
   std::string policy;           // "reference" for the reference
   std::string backend = "cpu";  // where the policy ran: cpu (emulated) or cuda
   std::string gradient_format;
+  std::string recipe_arch;  // a recipe run's GEMM model (TrainConfig::recipe_arch); empty otherwise
   bool scaler = false;
   std::vector<StepRecord> steps;
   std::vector<std::size_t> skipped_steps;
@@ -106,6 +133,10 @@ std::vector<std::string> model_names();
 std::size_t default_steps(const std::string& model);
 // A synthetic data set for the model, from `seed`.
 Dataset default_dataset(const std::string& model, std::uint64_t seed);
+
+// The architecture a recipe's GEMMs run on under `config`: config.recipe_arch, or the recipe's
+// quant::default_arch for its three GEMMs.
+std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config);
 
 // Runs the configuration on `train_set`, evaluating at the end on `eval_set`. `progress` (may be
 // empty) receives a line per finished step. Throws std::invalid_argument for a model it does not

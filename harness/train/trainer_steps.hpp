@@ -34,6 +34,7 @@
 #include "harness/train/clip.hpp"
 #include "harness/train/models.hpp"
 #include "harness/train/ops.hpp"
+#include "harness/train/recipe_ops.hpp"
 #include "harness/train/trainer.hpp"
 #include "reference/mp/multiprecision.hpp"
 
@@ -197,6 +198,7 @@ void policy_step(const Model& model, Run<PolicyOps>& run, const std::vector<Batc
   } else {
     optimizer_step();
   }
+  if constexpr (requires { run.ops.finish_step(); }) record.scaled = run.ops.finish_step();
 }
 
 // The reference's step: the same in Real, unscaled; clipping as clip_grad_norm_ defines it, in
@@ -303,20 +305,37 @@ inline bool wants_scaler(ScalerMode mode, const numeric::Format& gradient_format
   return gradient_format.emin > numeric::formats::fp32.emin;
 }
 
-// A policy's run from the initial weights, for at most `steps` optimizer steps.
+// A run of `ops` named `name` from the initial weights, for at most `steps` optimizer steps.
 template <class PolicyOps>
-Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
-                          const std::vector<std::vector<double>>& initial, std::size_t steps) {
-  PolicyOps ops(p);
+Run<PolicyOps> make_run(PolicyOps ops, const std::string& name, const TrainConfig& config,
+                        const std::vector<std::vector<double>>& initial, std::size_t steps) {
   typename MastersOf<PolicyOps>::type masters(ops, initial, config.optimizer, steps);
   Run<PolicyOps> run{std::move(ops), std::move(masters), std::nullopt, {}, {}};
-  run.result.policy = p.name;
+  run.result.policy = name;
   run.result.backend = PolicyOps::kBackend;
   run.result.gradient_format = run.ops.gradient_format().name;
   if (wants_scaler(config.scaler, run.ops.gradient_format())) {
     run.scaler.emplace(config.scaler_options);
     run.result.scaler = true;
   }
+  return run;
+}
+
+// A policy's run from the initial weights, for at most `steps` optimizer steps.
+template <class PolicyOps>
+Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
+                          const std::vector<std::vector<double>>& initial, std::size_t steps) {
+  return make_run(PolicyOps(p), p.name, config, initial, steps);
+}
+
+// A recipe's run on the CPU emulation (RecipeOps).
+inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const TrainConfig& config,
+                                 const std::vector<std::vector<double>>& initial,
+                                 std::size_t steps) {
+  const std::string arch = recipe_arch(recipe, config);
+  Run<RecipeOps> run =
+      make_run(RecipeOps(recipe, arch, config.seed), recipe.name, config, initial, steps);
+  run.result.recipe_arch = arch;
   return run;
 }
 
@@ -440,7 +459,8 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
 }
 
 // Trains every policy of the configuration on each backend of PolicyOps (e.g. EmulatedOps, or
-// EmulatedOps and CudaOps side by side: each policy's runs in that order) beside one reference.
+// EmulatedOps and CudaOps side by side: each policy's runs in that order), then every recipe on
+// the CPU emulation, beside one reference.
 template <class... PolicyOps, class Model>
 TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
                          const Dataset& eval_set,
@@ -466,11 +486,15 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
       {}};
   reference.result.policy = "reference";
   reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
-  std::vector<std::variant<Run<PolicyOps>...>> runs;
+  std::vector<std::variant<Run<PolicyOps>..., Run<RecipeOps>>> runs;
   for (const auto& p : config.policies) {
     (runs.emplace_back(std::in_place_type<Run<PolicyOps>>,
                        policy_run<PolicyOps>(p, config, initial, config.steps)),
      ...);
+  }
+  for (const auto& r : config.recipes) {
+    runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
+                      recipe_run(r, config, initial, config.steps));
   }
 
   for (std::size_t step = 0; step < config.steps; ++step) {

@@ -41,6 +41,50 @@ TEST(TrainCli, ShortRunReportsEveryPolicyAndWritesItsRecord) {
 
 // An initial scale of 2^30 overflows pure fp16's gradients: the first steps are skipped while the
 // scale backs off, and the run reports them.
+// Recipes beside a policy: built-in names in --policy, a user recipe file in --recipe; each
+// run's scaled tensors in the table and in the record.
+TEST(TrainCli, TrainsRecipesBesideThePolicies) {
+  const std::string json = temp_path("recipes.json");
+  const std::string recipe = temp_path("my-fp8.toml");
+  {
+    std::ofstream f(recipe);
+    f << "name = \"my-fp8\"\nbase = \"fp8-current\"\npromote_interval = 32\n";
+  }
+  const Outcome run = ampbench(
+      "train --steps 2 --batch 16 --eval 64 --print-every 1 --policy "
+      "amp-bf16,fp8-delayed,nvfp4 --recipe " +
+      recipe + " --json " + json);
+  std::remove(recipe.c_str());
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("recipe fp8-delayed: the linear layers' GEMMs on the hopper model, the "
+                         "rest as amp-bf16"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("fp8-delayed: scaled tensors over 2 steps (GEMMs on the hopper model)"),
+            std::string::npos);
+  EXPECT_NE(run.out.find("nvfp4: scaled tensors over 2 steps (GEMMs on the blackwell model)"),
+            std::string::npos);
+  EXPECT_NE(run.out.find("my-fp8 (gradients in bf16, scaler off)"), std::string::npos);
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(record["config"]["policies"], nlohmann::json::array({"amp-bf16"}));
+  EXPECT_EQ(record["config"]["recipes"], nlohmann::json::array({"fp8-delayed", "nvfp4", "my-fp8"}));
+  ASSERT_EQ(record["runs"].size(), 4u);
+  EXPECT_FALSE(record["runs"][0].contains("recipe_arch"));
+  const auto& delayed = record["runs"][1];
+  EXPECT_EQ(delayed["policy"], "fp8-delayed");
+  EXPECT_EQ(delayed["recipe_arch"], "hopper");
+  const auto& first = delayed["steps"][0]["scaled"];
+  ASSERT_EQ(first.size(), 10u);
+  EXPECT_EQ(first[0]["parameter"], "w1");
+  EXPECT_EQ(first[0]["gemm"], "fprop");
+  EXPECT_EQ(first[0]["role"], "x");
+  EXPECT_EQ(first[0]["scale"], 1.0);  // TE's initial scale
+  EXPECT_EQ(first[0]["elements"], 16 * 32);
+  EXPECT_EQ(record["runs"][2]["recipe_arch"], "blackwell");
+  EXPECT_EQ(record["runs"][3]["policy"], "my-fp8");
+}
+
 TEST(TrainCli, ReportsTheStepsTheScalerSkipped) {
   const std::string json = temp_path("skipped.json");
   const Outcome run = ampbench(
@@ -171,6 +215,17 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
        "ampbench train: --data: the value is empty (leave the option out for its default)"},
       {"train --policy ''",
        "ampbench train: --policy: the value is empty (leave the option out for its default)"},
+      {"train --recipe ''",
+       "ampbench train: --recipe: the value is empty (leave the option out for its default)"},
+      {"train --recipe fp9", "ampbench train: --recipe unknown recipe 'fp9'"},
+      {"train --recipe /nonexistent/r.toml", "ampbench train: --recipe"},
+      {"train --arch hopper",
+       "ampbench train: --arch hopper: goes with a recipe (--recipe, or a recipe in --policy)"},
+      {"train --recipe mxfp6 --arch hopper", "ampbench train: --arch hopper: mxfp6 on hopper"},
+      {"train --policy fp8-delayed --arch pascal",
+       "ampbench train: --arch pascal: unknown architecture 'pascal'"},
+      {"train --policy fp8-delayed --backend cuda",
+       "ampbench train: --backend cuda: recipes train on the CPU emulation only"},
       {"train --targets y.npy", "ampbench train: --targets goes with --data FILE.npy"},
       {"train --data x.npy", "ampbench train: --data x.npy: a .npy of inputs needs --targets"},
       {"train --data /nonexistent.csv", "ampbench train: --data: "},

@@ -124,6 +124,49 @@ TEST(HtmlReport, HasAChartForEachViewOfTheRecords) {
   EXPECT_NE(svgs[7].find("Time per policy"), std::string::npos);
 }
 
+// A recipe run draws its per-tensor scales, a line per layer and role, the first GEMM that
+// quantizes each; a recipe with per-tile scales only draws amaxes; a policy's run draws neither.
+TEST(HtmlReport, ARecipeRunDrawsItsScalesPerTensor) {
+  nlohmann::json record = train();
+  auto& runs = record["detail"]["runs"];
+  nlohmann::json delayed{{"policy", "fp8-delayed"}, {"recipe_arch", "hopper"}, {"steps", {}}};
+  nlohmann::json block{{"policy", "fp8-block"}, {"recipe_arch", "hopper"}, {"steps", {}}};
+  for (int s = 0; s < 3; ++s) {
+    const auto tensor = [&](const char* gemm, const char* role, nlohmann::json scale) {
+      return nlohmann::json{{"parameter", "w1"}, {"gemm", gemm},   {"role", role},
+                            {"amax", 2.0 + s},   {"scale", scale}, {"elements", 64}};
+    };
+    const double x_scale = s == 0 ? 1.0 : 448.0 / (1 + s);
+    delayed["steps"].push_back({{"step", s},
+                                {"loss", 1.0},
+                                {"scaled",
+                                 {tensor("fprop", "x", x_scale), tensor("fprop", "w", 64.0),
+                                  tensor("wgrad", "x", 999.0), tensor("wgrad", "dy", 1024.0)}}});
+    block["steps"].push_back(
+        {{"step", s}, {"loss", 1.0}, {"scaled", {tensor("fprop", "x", nullptr)}}});
+  }
+  runs.push_back(delayed);
+  runs.push_back(block);
+  const std::string html =
+      html_report(std::vector<ResultDocument>{{"r.json",
+                                               {{"schema", "ampbench.result/1"},
+                                                {"suite", "s"},
+                                                {"shard", "0/1"},
+                                                {"records", {record}}}}});
+  const auto svgs = charts(html);
+  std::vector<std::string> recipe;
+  for (const auto& svg : svgs) {
+    if (svg.find("per tensor") != std::string::npos) recipe.push_back(svg);
+  }
+  ASSERT_EQ(recipe.size(), 2u) << html;
+  EXPECT_NE(recipe[0].find("mlp: scale per tensor, fp8-delayed (GEMMs on hopper)"),
+            std::string::npos);
+  // w1 x (fprop's, not wgrad's 999), w1 w, w1 dy: three steps each.
+  EXPECT_EQ(polyline_points(recipe[0]), (std::vector<std::size_t>{3, 3, 3}));
+  EXPECT_NE(recipe[1].find("mlp: amax per tensor, fp8-block (GEMMs on hopper)"), std::string::npos);
+  EXPECT_EQ(polyline_points(recipe[1]), (std::vector<std::size_t>{3}));
+}
+
 TEST(HtmlReport, TableHighlightsFailuresAndTextIsEscaped) {
   const std::vector<ResultDocument> results{html_sample()};
   const std::string html = html_report(results);

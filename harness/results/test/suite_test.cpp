@@ -185,6 +185,32 @@ presets = ["hopper-fp16"]
   EXPECT_FALSE(std::get<audit::RecipeCase>(suite.cases[1].work).promote_interval.has_value());
 }
 
+// A [[train]] entry's recipes train beside its policies, their GEMMs on `arch` or each recipe's
+// default.
+TEST(Suite, TrainEntriesTakeRecipesAndTheirArchitecture) {
+  const Suite suite = parse(R"(name = "t"
+[[train]]
+model = "mlp"
+policies = ["amp-bf16"]
+recipes = ["fp8-delayed", "mxfp6"]
+arch = "exact"
+steps = 4
+[[train]]
+model = "transformer"
+policies = ["fp32"]
+recipes = ["nvfp4"]
+steps = 4
+)");
+  ASSERT_EQ(suite.cases.size(), 2u);
+  const auto& first = std::get<train::TrainConfig>(suite.cases[0].work);
+  ASSERT_EQ(first.recipes.size(), 2u);
+  EXPECT_EQ(first.recipes[1].name, "mxfp6");
+  EXPECT_EQ(first.recipe_arch, "exact");
+  const auto& second = std::get<train::TrainConfig>(suite.cases[1].work);
+  ASSERT_EQ(second.recipes.size(), 1u);
+  EXPECT_EQ(train::recipe_arch(second.recipes[0], second), "blackwell");
+}
+
 // Each case on each backend, case by case; another backend's keys name it, and what it cannot run
 // is listed with the reason.
 TEST(Suite, CasesOnSeveralBackendsKeepTheirOrderAndListWhatCannotRun) {
@@ -269,6 +295,13 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:5:9: [[train]] steps: must be an integer >= 1"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nlr = 0.1\n",
        "suites/x.toml:5:6: [[train]] lr: unknown key"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = [\"fp9\"]\n",
+       "suites/x.toml:5:12: [[train]] recipes: unknown recipe 'fp9'"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"mxfp6\"]\narch = \"hopper\"\n",
+       "suites/x.toml:6:8: [[train]] arch: mxfp6 on hopper: "},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\narch = \"hopper\"\n",
+       "suites/x.toml:5:8: [[train]] arch: goes with recipes"},
       {"name = \"x\"\ntolerance = -0.5\n",
        "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\ntolerance = \"10%\"\n",

@@ -1,0 +1,209 @@
+// The trainer under FP8 and microscaling recipes (recipe_ops.hpp): a linear layer's three GEMMs
+// against products computed here in binary64 from values every quantizer holds exactly (so that
+// the oracle is the exact product, rounded as the layer's output and gradients are); the
+// delayed-scaling scales a run records against TE's rule replayed from the amaxes it records;
+// every built-in recipe trains; the errors.
+#include "harness/train/recipe_ops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness/numeric/rounding.hpp"
+#include "harness/train/data.hpp"
+#include "harness/train/trainer.hpp"
+
+namespace ampbench::train {
+namespace {
+
+using numeric::Rounding;
+namespace formats = numeric::formats;
+
+// Multiples of 1/2 in [-4, 4]: values of e4m3 under any power-of-two scale fp8-block picks for
+// them (at most 3 significant bits, and a tile's scale keeps its largest at or under 448).
+std::vector<double> halves(std::size_t n, std::size_t salt) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 7 + salt * 3) % 17) / 2 - 4;
+  return v;
+}
+
+double bf16(double v) {
+  return numeric::round_to(formats::bf16, Rounding::nearest_even, v).value;
+}
+
+struct Layer {
+  static constexpr std::size_t rows = 3, in = 40, out = 5;  // K = 40: fp8-block pads it to 128
+  std::vector<double> x = halves(rows * in, 1), w = halves(in * out, 2), b = halves(out, 3);
+  std::vector<double> dy = halves(rows * out, 4);
+  std::vector<float> wf{w.begin(), w.end()}, bf{b.begin(), b.end()};
+};
+
+TEST(RecipeOps, ForwardIsTheExactProductPlusBiasInBinary32ThenBf16) {
+  const Layer l;
+  RecipeOps ops(*quant::find_recipe("fp8-block"), "exact", 1);
+  const auto w = ops.parameter(l.wf);
+  const auto b = ops.parameter(l.bf);
+  const auto y = ops.linear(ops.constant(l.x), w, b, l.rows, l.in, l.out);
+  EXPECT_EQ(std::string_view(y.format.name), "bf16");
+  ASSERT_EQ(y.values.size(), l.rows * l.out);
+  for (std::size_t i = 0; i < l.rows; ++i) {
+    for (std::size_t j = 0; j < l.out; ++j) {
+      double exact = 0;  // small multiples of 1/4: exact in binary64 and binary32
+      for (std::size_t k = 0; k < l.in; ++k) exact += l.x[i * l.in + k] * l.w[k * l.out + j];
+      const float sum = static_cast<float>(exact) + static_cast<float>(l.b[j]);
+      EXPECT_EQ(y.values[i * l.out + j], bf16(sum)) << "y[" << i << "][" << j << "]";
+    }
+  }
+}
+
+TEST(RecipeOps, GradientsAreTheExactProductsThroughBf16) {
+  const Layer l;
+  RecipeOps ops(*quant::find_recipe("fp8-block"), "exact", 1);
+  const auto w = ops.parameter(l.wf);
+  const auto b = ops.parameter(l.bf);
+  const auto x = ops.constant(l.x);
+  // dy as a bf16 gradient arrives (its values are bf16's).
+  EmulatedTensor dy{l.dy, formats::bf16};
+  const auto g = ops.linear_backward(x, w, b, dy, l.rows, l.in, l.out, true);
+  ASSERT_EQ(g.dx.values.size(), l.rows * l.in);
+  ASSERT_EQ(g.dw.values.size(), l.in * l.out);
+  EXPECT_EQ(std::string_view(g.dx.format.name), "fp32");  // x's format
+  for (std::size_t i = 0; i < l.rows; ++i) {
+    for (std::size_t k = 0; k < l.in; ++k) {
+      double exact = 0;
+      for (std::size_t j = 0; j < l.out; ++j) exact += l.dy[i * l.out + j] * l.w[k * l.out + j];
+      EXPECT_EQ(g.dx.values[i * l.in + k], bf16(exact)) << "dx[" << i << "][" << k << "]";
+    }
+  }
+  for (std::size_t k = 0; k < l.in; ++k) {
+    for (std::size_t j = 0; j < l.out; ++j) {
+      double exact = 0;
+      for (std::size_t i = 0; i < l.rows; ++i) exact += l.x[i * l.in + k] * l.dy[i * l.out + j];
+      EXPECT_EQ(g.dw.values[k * l.out + j], bf16(exact)) << "dw[" << k << "][" << j << "]";
+    }
+  }
+  // The step's records: fprop never ran; dgrad (dy, w) and wgrad (x, dy), each of its elements.
+  const auto records = ops.finish_step();
+  ASSERT_EQ(records.size(), 4u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r.parameter, 0u);
+    const std::size_t elements = r.role == quant::Role::x   ? l.rows * l.in
+                                 : r.role == quant::Role::w ? l.in * l.out
+                                                            : l.rows * l.out;
+    EXPECT_EQ(r.elements, elements) << quant::role_name(r.role);
+    EXPECT_EQ(r.saturated + r.flushed, 0u);
+    EXPECT_FALSE(r.scale.has_value());  // fp8-block: per-tile scales
+  }
+  EXPECT_TRUE(ops.finish_step().empty());
+}
+
+// The quantization shows: the same layer under nvfp4 on its Blackwell model differs from the
+// exact product (e2m1 holds none of 3.5, 2.5, ...).
+TEST(RecipeOps, Nvfp4ChangesTheProduct) {
+  const Layer l;
+  RecipeOps exact(*quant::find_recipe("fp8-block"), "exact", 1);
+  RecipeOps fp4(*quant::find_recipe("nvfp4"), "blackwell", 1);
+  const auto run = [&](RecipeOps& ops) {
+    const auto w = ops.parameter(l.wf);
+    const auto b = ops.parameter(l.bf);
+    return ops.linear(ops.constant(l.x), w, b, l.rows, l.in, l.out).values;
+  };
+  EXPECT_NE(run(exact), run(fp4));
+}
+
+TEST(RecipeOps, WeightsMustBeParametersOfThePass) {
+  const Layer l;
+  RecipeOps ops(*quant::find_recipe("fp8-current"), "hopper", 1);
+  const auto b = ops.parameter(l.bf);
+  const auto not_a_parameter = ops.constant(l.w);
+  EXPECT_THROW(ops.linear(ops.constant(l.x), not_a_parameter, b, l.rows, l.in, l.out),
+               std::logic_error);
+}
+
+TEST(RecipeOps, RefusesAnArchitectureWithoutTheRecipesMma) {
+  try {
+    RecipeOps(*quant::find_recipe("mxfp6"), "hopper", 1);
+    FAIL() << "mxfp6 on hopper was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mxfp6 on hopper"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(RecipeOps(*quant::find_recipe("fp8-delayed"), "pascal", 1), std::invalid_argument);
+  EXPECT_NO_THROW(RecipeOps(*quant::find_recipe("mxfp6"), "exact", 1));
+}
+
+TrainConfig short_run(std::vector<std::string> recipes, std::size_t steps) {
+  TrainConfig c;
+  c.model = "mlp";
+  c.policies = {*policy::find_builtin("amp-bf16")};
+  for (const auto& r : recipes) c.recipes.push_back(*quant::find_recipe(r));
+  c.steps = steps;
+  c.batch = 32;
+  c.reference_bits = 64;
+  return c;
+}
+
+// TE's DelayedScaling, replayed from the run's own records: step 0 quantizes with scale 1; step t
+// with fl32(fmt_max / amax) for the largest amax of steps 0..t-1 (the history of 1024 holds them
+// all), one state per layer and role whichever GEMM the tensor enters.
+TEST(RecipeTraining, DelayedScalesFollowTheAmaxHistory) {
+  const Dataset data = make_clusters(5, 512);
+  const TrainResult r = train(short_run({"fp8-delayed"}, 6), data, {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  const RunResult& run = r.runs[1];
+  EXPECT_EQ(run.policy, "fp8-delayed");
+  EXPECT_EQ(run.recipe_arch, "hopper");
+  std::map<std::pair<std::size_t, quant::Role>, float> history;  // largest amax so far
+  std::size_t checked = 0;
+  for (const StepRecord& step : run.steps) {
+    ASSERT_EQ(step.scaled.size(), 10u) << "w1: fprop x, w, wgrad x, dy; w2: all six";
+    std::map<std::pair<std::size_t, quant::Role>, float> seen;
+    for (const ScaledTensorRecord& t : step.scaled) {
+      const auto key = std::make_pair(t.parameter, t.role);
+      const float fmt_max = t.role == quant::Role::dy ? 57344.0f : 448.0f;  // HYBRID: e5m2 dy
+      const auto before = history.find(key);
+      const float expected = before == history.end() ? 1.0f : fmt_max / before->second;
+      ASSERT_TRUE(t.scale.has_value());
+      EXPECT_EQ(*t.scale, static_cast<double>(expected))
+          << "step " << step.step << " " << r.parameters[t.parameter] << " "
+          << quant::gemm_name(t.gemm) << " " << quant::role_name(t.role);
+      ++checked;
+      seen[key] = std::max(seen[key], static_cast<float>(t.amax));
+    }
+    for (const auto& [key, amax] : seen) history[key] = std::max(history[key], amax);
+  }
+  EXPECT_EQ(checked, 60u);
+}
+
+TEST(RecipeTraining, EveryBuiltinRecipeTrainsAndIsNotAmpBf16) {
+  const Dataset data = make_clusters(5, 512);
+  std::vector<std::string> names;
+  for (const quant::Recipe& recipe : quant::builtin_recipes()) names.push_back(recipe.name);
+  const TrainResult r = train(short_run(names, 2), data, {});
+  ASSERT_EQ(r.runs.size(), 1 + names.size());
+  const RunResult& bf16_run = r.runs[0];
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const RunResult& run = r.runs[1 + i];
+    SCOPED_TRACE(run.policy);
+    EXPECT_EQ(run.policy, names[i]);
+    EXPECT_EQ(run.gradient_format, "bf16");
+    EXPECT_FALSE(run.scaler);
+    EXPECT_FALSE(run.recipe_arch.empty());
+    for (const StepRecord& step : run.steps) {
+      EXPECT_TRUE(std::isfinite(step.loss));
+      EXPECT_EQ(step.scaled.size(), 10u);
+      for (const ScaledTensorRecord& t : step.scaled) EXPECT_GT(t.elements, 0u);
+    }
+    // Quantized forward passes change the loss of the second step (the first, on the same
+    // weights, too).
+    EXPECT_NE(run.steps[1].loss, bf16_run.steps[1].loss);
+  }
+}
+
+}  // namespace
+}  // namespace ampbench::train
