@@ -143,8 +143,10 @@ int run_scaler(const ScalerArgs& args, std::istream& in, std::ostream& out, std:
 struct TrainArgs {
   std::string model = "mlp";
   std::string policies = "fp32,amp-fp16,amp-bf16,fp16";  // and built-in recipes' names
-  std::optional<std::string> recipes;  // recipes' names or FILE.toml, comma-separated
-  std::string arch;                    // the recipes' GEMM model; empty: each recipe's default
+  std::optional<std::string> recipes;    // recipes' names or FILE.toml, comma-separated
+  std::string arch;                      // the recipes' GEMM model; empty: each recipe's default
+  std::optional<std::string> keep_bf16;  // linear layers every recipe keeps in bf16
+  bool sensitivity = false;              // each recipe again with each other layer in bf16
   int reference_bits = 113;
   std::optional<std::size_t> steps;  // default: train::default_steps(model)
   std::size_t batch = 64;

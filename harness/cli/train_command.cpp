@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -90,6 +91,21 @@ void write_scaled(std::ostream& out, const train::RunResult& r,
   }
 }
 
+// A recipe's layers ranked by the share of its loss error each removes when kept in bf16.
+void write_sensitivity(std::ostream& out, const train::RecipeSensitivity& r) {
+  out << fmt::format(
+      "\n{}: linear layers kept in bf16 one at a time, by the share of the loss error they remove "
+      "(the mean over the steps of loss_err; {} alone: {})\n",
+      r.recipe, r.run, number(r.mean_loss_error));
+  out << fmt::format("{:<12}{:>15}{:>10}{:>15}\n", "layer", "mean_loss_err", "removed",
+                     "eval_loss_err");
+  for (const auto& l : r.layers) {
+    out << fmt::format("{:<12}{:>15}{:>10}{:>15}\n", l.parameter, number(l.mean_loss_error),
+                       std::isfinite(l.removed) ? fmt::format("{:+.0f}%", 100 * l.removed) : "-",
+                       number(l.eval_loss_error));
+  }
+}
+
 // The command-line flag of a LossScalerOptions member that validate() names.
 std::string scaler_flag(const std::string& option) {
   if (option == "init_scale") return "init-scale";
@@ -149,6 +165,36 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
                          args.arch.empty() ? "--recipe" : "--arch " + args.arch, e.what());
       return kExitUsage;
     }
+  }
+  if (args.keep_bf16 || args.sensitivity) {
+    const char* option = args.keep_bf16 ? "--keep-bf16" : "--sensitivity";
+    if (config.recipes.empty()) {
+      err << fmt::format("{}: {}: goes with a recipe (--recipe, or a recipe in --policy)\n",
+                         kCommand, option);
+      return kExitUsage;
+    }
+    const std::vector<std::string> layers = train::linear_layers(config.model);
+    if (args.keep_bf16) {
+      for (std::string& name : split_list(*args.keep_bf16)) {
+        if (std::find(layers.begin(), layers.end(), name) == layers.end()) {
+          err << fmt::format("{}: --keep-bf16: '{}' is not a linear layer of the {} (its: {})\n",
+                             kCommand, name, config.model, fmt::join(layers, ", "));
+          return kExitUsage;
+        }
+        if (std::find(config.keep_bf16.begin(), config.keep_bf16.end(), name) !=
+            config.keep_bf16.end()) {
+          err << fmt::format("{}: --keep-bf16: '{}' appears twice\n", kCommand, name);
+          return kExitUsage;
+        }
+        config.keep_bf16.push_back(std::move(name));
+      }
+    }
+    if (args.sensitivity && config.keep_bf16.size() == layers.size()) {
+      err << fmt::format("{}: --sensitivity: --keep-bf16 keeps every linear layer of the {}\n",
+                         kCommand, config.model);
+      return kExitUsage;
+    }
+    config.sensitivity = args.sensitivity;
   }
   const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
   if (!request) return kExitUsage;
@@ -317,7 +363,8 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     write_steps(out, r, every, both);
     write_scaled(out, r, result.parameters);
   }
-  const std::size_t width = both ? 16 : 12;
+  std::size_t width = 12;
+  for (const auto& r : result.runs) width = std::max(width, run_name(r, both).size() + 2);
   out << fmt::format("\n{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "policy", width, "scaler",
                      "skipped", "eval_loss", "accuracy", "w_diverge", "verdict");
   out << fmt::format("{:<{}}{:>8}{:>9}{:>11}{:>10}{:>12}  {}\n", "reference", width, "-", "-",
@@ -334,6 +381,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     for (const auto& w : r.scaler_warnings) out << fmt::format("  warning: {}\n", w);
     all_pass = all_pass && r.pass;
   }
+  for (const train::RecipeSensitivity& r : result.sensitivity) write_sensitivity(out, r);
   out << fmt::format(
       "\n{} steps in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: normwise "
       "error of the whole\ngradient (unscaled, before clipping); uflow, uflow_sc: fraction of the "

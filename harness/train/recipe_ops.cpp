@@ -54,8 +54,13 @@ policy::Policy RecipeOps::base_policy() {
   return *policy::find_builtin("amp-bf16");
 }
 
-RecipeOps::RecipeOps(quant::Recipe recipe, std::string arch, std::uint64_t seed)
-    : EmulatedOps(base_policy()), recipe_(std::move(recipe)), arch_(std::move(arch)), seed_(seed) {
+RecipeOps::RecipeOps(quant::Recipe recipe, std::string arch, std::uint64_t seed,
+                     std::vector<std::size_t> keep_bf16)
+    : EmulatedOps(base_policy()),
+      recipe_(std::move(recipe)),
+      arch_(std::move(arch)),
+      seed_(seed),
+      keep_bf16_(std::move(keep_bf16)) {
   if (arch_ == "exact") return;
   if (!known_recipe_arch(arch_)) {
     throw std::invalid_argument(fmt::format(
@@ -86,6 +91,10 @@ std::size_t RecipeOps::parameter_of(const Tensor& w) const {
         "a recipe's linear layer was given a weight that is not a parameter of this pass");
   }
   return static_cast<std::size_t>(it - parameters_.begin());
+}
+
+bool RecipeOps::kept(std::size_t p) const {
+  return std::find(keep_bf16_.begin(), keep_bf16_.end(), p) != keep_bf16_.end();
 }
 
 quant::DelayedScaling& RecipeOps::delayed_state(std::size_t p, Role role) {
@@ -183,9 +192,10 @@ std::vector<double> RecipeOps::gemm(Gemm g, std::vector<float> a, std::size_t m,
 
 RecipeOps::Tensor RecipeOps::linear(const Tensor& x, const Tensor& w, const Tensor& b,
                                     std::size_t rows, std::size_t in, std::size_t out) {
-  const auto range = op_range("linear");
   parameters_done_ = true;
   const std::size_t p = parameter_of(w);
+  if (kept(p)) return EmulatedOps::linear(x, w, b, rows, in, out);
+  const auto range = op_range("linear");
   const ops::Autocast f = flow("linear", policy::Op::linear, {x.format});
   const Tensor ba = operand(f, 2, b);
   // y = x w: A = x (rows x in), B = w^T (out x in), K = in.
@@ -205,9 +215,10 @@ RecipeOps::LinearGradients RecipeOps::linear_backward(const Tensor& x, const Ten
                                                       const Tensor& b, const Tensor& dy,
                                                       std::size_t rows, std::size_t in,
                                                       std::size_t out, bool need_dx) {
-  const auto range = op_range("linear_backward");
   parameters_done_ = true;
   const std::size_t p = parameter_of(w);
+  if (kept(p)) return EmulatedOps::linear_backward(x, w, b, dy, rows, in, out, need_dx);
+  const auto range = op_range("linear_backward");
   const std::initializer_list<numeric::Format> inputs{x.format};
   const ops::Autocast dx_flow = flow("gemm_backward_a", policy::Op::linear, inputs);
   const ops::Autocast dw_flow = flow("gemm_backward_b", policy::Op::linear, inputs);

@@ -42,9 +42,11 @@ class RecipeOps : public EmulatedOps {
  public:
   // The recipe's GEMMs on the Tensor Core model of `arch` ("hopper", "blackwell", ...; "exact":
   // the exact product of the quantized operands rounded once to binary32); stochastic rounding
-  // draws from `seed`. Throws std::invalid_argument when `arch` has no model for one of the
-  // recipe's GEMMs (the reason quant::recipe_mma gives) or is not an architecture.
-  RecipeOps(quant::Recipe recipe, std::string arch, std::uint64_t seed);
+  // draws from `seed`; the linear layers whose weights are the parameters at `keep_bf16` (their
+  // positions) run as under amp-bf16. Throws std::invalid_argument when `arch` has no model for
+  // one of the recipe's GEMMs (the reason quant::recipe_mma gives) or is not an architecture.
+  RecipeOps(quant::Recipe recipe, std::string arch, std::uint64_t seed,
+            std::vector<std::size_t> keep_bf16 = {});
 
   // The policy of everything but the linear layers' GEMMs: amp-bf16.
   static policy::Policy base_policy();
@@ -75,11 +77,13 @@ class RecipeOps : public EmulatedOps {
                            std::size_t n, std::size_t k, std::size_t p);
   quant::DelayedScaling& delayed_state(std::size_t p, quant::Role role);
   std::size_t parameter_of(const Tensor& w) const;
+  bool kept(std::size_t p) const;  // the layer of parameter p runs as under amp-bf16
   void note(const Key& key, const quant::QuantizedOperand& q, double amax, std::size_t elements);
 
   quant::Recipe recipe_;
   std::string arch_;
   std::uint64_t seed_;
+  std::vector<std::size_t> keep_bf16_;
   std::uint64_t draws_ = 0;                               // quantizations so far: their streams
   std::array<std::optional<quant::RecipeMma>, 3> mma_{};  // by GEMM; none: exact
   std::vector<const double*> parameters_;                 // this pass's parameters' storage

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "harness/quant/recipe_gemm.hpp"
+#include "harness/train/models.hpp"
 #include "harness/train/ops.hpp"
 #include "harness/train/trainer_steps.hpp"
 
@@ -73,7 +74,11 @@ nlohmann::json run_json(const RunResult& r, const std::vector<std::string>& para
                    {"steps", std::move(steps)},
                    {"eval_loss", number(r.eval_loss)},
                    {"eval_accuracy", number(r.eval_accuracy)}};
-  if (!r.recipe_arch.empty()) j["recipe_arch"] = r.recipe_arch;
+  if (!r.recipe.empty()) {
+    j["recipe"] = r.recipe;
+    j["recipe_arch"] = r.recipe_arch;
+    j["kept_bf16"] = r.kept_bf16;
+  }
   if (r.policy != "reference") {
     j["weight_divergence"] = by_parameter(parameters, r.weight_divergence, number);
     j["skipped_steps"] = r.skipped_steps;
@@ -100,6 +105,25 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed) {
   if (model == "transformer") return make_sequences(seed, 2048 + 512);
   throw std::invalid_argument(
       fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
+}
+
+std::vector<std::string> linear_layers(const std::string& model) {
+  std::vector<ParameterSpec> specs;
+  if (model == "mlp") {
+    specs = Mlp(MlpShape{}).parameters();
+  } else if (model == "cnn") {
+    specs = Cnn(CnnShape{}).parameters();
+  } else if (model == "transformer") {
+    specs = Transformer(TransformerShape{}).parameters();
+  } else {
+    throw std::invalid_argument(
+        fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
+  }
+  std::vector<std::string> names;
+  for (const ParameterSpec& p : specs) {
+    if (p.shape.size() == 2) names.push_back(p.name);
+  }
+  return names;
 }
 
 std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config) {
@@ -148,6 +172,8 @@ nlohmann::json to_json(const TrainResult& result) {
                      {"policies", policies},
                      {"recipes", recipes},
                      {"recipe_arch", c.recipe_arch},
+                     {"keep_bf16", c.keep_bf16},
+                     {"sensitivity", c.sensitivity},
                      {"reference_bits", c.reference_bits},
                      {"steps", c.steps},
                      {"batch", c.batch},
@@ -172,6 +198,25 @@ nlohmann::json to_json(const TrainResult& result) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : result.runs) runs.push_back(run_json(r, result.parameters));
   j["runs"] = std::move(runs);
+  if (c.sensitivity) {
+    nlohmann::json sensitivity = nlohmann::json::array();
+    for (const RecipeSensitivity& r : result.sensitivity) {
+      nlohmann::json layers = nlohmann::json::array();
+      for (const LayerSensitivity& l : r.layers) {
+        layers.push_back({{"parameter", l.parameter},
+                          {"run", l.run},
+                          {"mean_loss_error", number(l.mean_loss_error)},
+                          {"eval_loss_error", number(l.eval_loss_error)},
+                          {"removed", number(l.removed)}});
+      }
+      sensitivity.push_back({{"recipe", r.recipe},
+                             {"run", r.run},
+                             {"mean_loss_error", number(r.mean_loss_error)},
+                             {"eval_loss_error", number(r.eval_loss_error)},
+                             {"layers", std::move(layers)}});
+    }
+    j["sensitivity"] = std::move(sensitivity);
+  }
   return j;
 }
 

@@ -46,6 +46,12 @@ struct TrainConfig {
   // "hopper", "blackwell", ... or "exact" (the exact product rounded once to binary32); empty:
   // each recipe's quant::default_arch.
   std::string recipe_arch;
+  // Linear layers, by their weight's name (linear_layers), that every recipe run keeps in
+  // amp-bf16: NVFP4's "a few sensitive layers in high precision".
+  std::vector<std::string> keep_bf16;
+  // Each recipe also once per other linear layer with that layer kept in bf16 too, ranked by how
+  // much of the recipe's loss error each removes (TrainResult::sensitivity).
+  bool sensitivity = false;
   int reference_bits = 113;
   std::size_t steps = 200;
   std::size_t batch = 64;      // samples per micro-batch
@@ -101,7 +107,9 @@ struct RunResult {
   std::string policy;           // "reference" for the reference
   std::string backend = "cpu";  // where the policy ran: cpu (emulated) or cuda
   std::string gradient_format;
-  std::string recipe_arch;  // a recipe run's GEMM model (TrainConfig::recipe_arch); empty otherwise
+  std::string recipe;                  // a recipe run's recipe; empty otherwise
+  std::string recipe_arch;             // its GEMM model (TrainConfig::recipe_arch)
+  std::vector<std::string> kept_bf16;  // its linear layers kept in amp-bf16
   bool scaler = false;
   std::vector<StepRecord> steps;
   std::vector<std::size_t> skipped_steps;
@@ -111,6 +119,25 @@ struct RunResult {
   std::vector<double> weight_divergence;  // per parameter: ||w - w_ref|| / ||w_ref||
   std::string verdict;
   bool pass = true;
+};
+
+// How much of a recipe's loss error keeping one more linear layer in bf16 removes.
+struct LayerSensitivity {
+  std::string parameter;  // the layer's weight
+  std::string run;        // the run that kept it
+  double mean_loss_error = 0;
+  double eval_loss_error = 0;
+  // (mean_loss_error of the recipe's run - this run's) / the recipe's: 1 removes it all, 0
+  // nothing, negative makes it worse.
+  double removed = 0;
+};
+struct RecipeSensitivity {
+  std::string recipe;
+  std::string run;  // the recipe's run without the extra layer
+  // The mean over the steps of |loss - reference| / |reference|, and the eval loss's.
+  double mean_loss_error = 0;
+  double eval_loss_error = 0;
+  std::vector<LayerSensitivity> layers;  // the most error removed first
 };
 
 struct TrainResult {
@@ -125,6 +152,7 @@ struct TrainResult {
   std::string backend = "cpu";               // where the policies ran: cpu, cuda or all (both)
   nlohmann::json device = nlohmann::json();  // the GPU's record (backends::cuda::device_record)
   std::string cuda_unavailable;              // why a run asked for both backends had the CPU alone
+  std::vector<RecipeSensitivity> sensitivity;  // with TrainConfig::sensitivity, per recipe
 };
 
 // The models this build can train ("mlp").
@@ -133,6 +161,10 @@ std::vector<std::string> model_names();
 std::size_t default_steps(const std::string& model);
 // A synthetic data set for the model, from `seed`.
 Dataset default_dataset(const std::string& model, std::uint64_t seed);
+
+// The linear layers of a model, by their weights' names, in parameter order (its 2-D parameters;
+// a convolution's weight has four dimensions). Throws std::invalid_argument for an unknown model.
+std::vector<std::string> linear_layers(const std::string& model);
 
 // The architecture a recipe's GEMMs run on under `config`: config.recipe_arch, or the recipe's
 // quant::default_arch for its three GEMMs.

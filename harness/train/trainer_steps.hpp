@@ -328,15 +328,74 @@ Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
   return make_run(PolicyOps(p), p.name, config, initial, steps);
 }
 
-// A recipe's run on the CPU emulation (RecipeOps).
-inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const TrainConfig& config,
+// A recipe's run on the CPU emulation (RecipeOps), the linear layers whose weights are named in
+// `keep` in amp-bf16: named "RECIPE", or "RECIPE+bf16[w1,w2]" with layers kept.
+inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const std::vector<std::string>& keep,
+                                 const std::vector<ParameterSpec>& specs, const TrainConfig& config,
                                  const std::vector<std::vector<double>>& initial,
                                  std::size_t steps) {
+  std::vector<std::size_t> positions;
+  for (const std::string& name : keep) {
+    const auto it = std::find_if(specs.begin(), specs.end(),
+                                 [&](const ParameterSpec& p) { return p.name == name; });
+    if (it == specs.end() || it->shape.size() != 2) {
+      throw std::invalid_argument(
+          fmt::format("--keep-bf16: '{}' is not a linear layer's weight of the {} (its: {})", name,
+                      config.model, fmt::join(linear_layers(config.model), ", ")));
+    }
+    positions.push_back(static_cast<std::size_t>(it - specs.begin()));
+  }
   const std::string arch = recipe_arch(recipe, config);
-  Run<RecipeOps> run =
-      make_run(RecipeOps(recipe, arch, config.seed), recipe.name, config, initial, steps);
+  const std::string name =
+      keep.empty() ? recipe.name : fmt::format("{}+bf16[{}]", recipe.name, fmt::join(keep, ","));
+  Run<RecipeOps> run = make_run(RecipeOps(recipe, arch, config.seed, std::move(positions)), name,
+                                config, initial, steps);
+  run.result.recipe = recipe.name;
   run.result.recipe_arch = arch;
+  run.result.kept_bf16 = keep;
   return run;
+}
+
+// The mean over a run's steps of its loss error against the reference.
+inline double mean_loss_error(const RunResult& r) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const StepRecord& s : r.steps) {
+    if (!s.loss_error) continue;
+    sum += *s.loss_error;
+    ++n;
+  }
+  return n == 0 ? 0 : sum / static_cast<double>(n);
+}
+
+// Each recipe's sensitivity runs against its run without the extra layer: the layers ranked by the
+// share of the recipe's mean loss error they remove.
+inline std::vector<RecipeSensitivity> rank_sensitivity(const TrainConfig& config,
+                                                       const std::vector<RunResult>& runs,
+                                                       double reference_eval_loss) {
+  const auto eval_error = [&](const RunResult& r) {
+    return std::fabs(r.eval_loss - reference_eval_loss) / std::fabs(reference_eval_loss);
+  };
+  std::vector<RecipeSensitivity> ranked;
+  for (const quant::Recipe& recipe : config.recipes) {
+    const auto base = std::find_if(runs.begin(), runs.end(), [&](const RunResult& r) {
+      return r.recipe == recipe.name && r.kept_bf16 == config.keep_bf16;
+    });
+    if (base == runs.end()) continue;
+    RecipeSensitivity s{recipe.name, base->policy, mean_loss_error(*base), eval_error(*base), {}};
+    for (const RunResult& r : runs) {
+      if (r.recipe != recipe.name || r.kept_bf16.size() != config.keep_bf16.size() + 1) continue;
+      LayerSensitivity l{r.kept_bf16.back(), r.policy, mean_loss_error(r), eval_error(r), 0};
+      l.removed =
+          s.mean_loss_error > 0 ? (s.mean_loss_error - l.mean_loss_error) / s.mean_loss_error : 0;
+      s.layers.push_back(std::move(l));
+    }
+    std::stable_sort(
+        s.layers.begin(), s.layers.end(),
+        [](const LayerSensitivity& a, const LayerSensitivity& b) { return a.removed > b.removed; });
+    ranked.push_back(std::move(s));
+  }
+  return ranked;
 }
 
 inline std::vector<Batch> micro_batches(const TrainConfig& config, const Dataset& train_set,
@@ -494,7 +553,18 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   }
   for (const auto& r : config.recipes) {
     runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
-                      recipe_run(r, config, initial, config.steps));
+                      recipe_run(r, config.keep_bf16, specs, config, initial, config.steps));
+    if (!config.sensitivity) continue;
+    for (const std::string& layer : linear_layers(config.model)) {
+      if (std::find(config.keep_bf16.begin(), config.keep_bf16.end(), layer) !=
+          config.keep_bf16.end()) {
+        continue;
+      }
+      std::vector<std::string> keep = config.keep_bf16;
+      keep.push_back(layer);
+      runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
+                        recipe_run(r, keep, specs, config, initial, config.steps));
+    }
   }
 
   for (std::size_t step = 0; step < config.steps; ++step) {
@@ -560,6 +630,9 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
   result.reference = std::move(reference.result);
   for (auto& any : runs) {
     std::visit([&](auto& run) { result.runs.push_back(std::move(run.result)); }, any);
+  }
+  if (config.sensitivity) {
+    result.sensitivity = rank_sensitivity(config, result.runs, result.reference.eval_loss);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -85,6 +85,30 @@ TEST(TrainCli, TrainsRecipesBesideThePolicies) {
   EXPECT_EQ(record["runs"][3]["policy"], "my-fp8");
 }
 
+// --keep-bf16 names the recipe's run by the layers it keeps; --sensitivity adds one run per other
+// layer and ranks them.
+TEST(TrainCli, KeepsLayersInBf16AndRanksTheRest) {
+  const std::string json = temp_path("sensitivity.json");
+  const Outcome run = ampbench(
+      "train --model transformer --steps 2 --batch 8 --eval 64 --policy nvfp4 --keep-bf16 head.w "
+      "--sensitivity --json " +
+      json);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("nvfp4: linear layers kept in bf16 one at a time, by the share of the "
+                         "loss error they remove"),
+            std::string::npos)
+      << run.out;
+  const auto record = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  ASSERT_EQ(record["runs"].size(), 8u);  // nvfp4 with head.w kept, and with each of 7 others
+  EXPECT_EQ(record["runs"][0]["policy"], "nvfp4+bf16[head.w]");
+  EXPECT_EQ(record["runs"][1]["policy"], "nvfp4+bf16[head.w,embed.w]");
+  EXPECT_EQ(record["runs"][1]["kept_bf16"], nlohmann::json::array({"head.w", "embed.w"}));
+  ASSERT_EQ(record["sensitivity"].size(), 1u);
+  EXPECT_EQ(record["sensitivity"][0]["run"], "nvfp4+bf16[head.w]");
+  EXPECT_EQ(record["sensitivity"][0]["layers"].size(), 7u);
+}
+
 TEST(TrainCli, ReportsTheStepsTheScalerSkipped) {
   const std::string json = temp_path("skipped.json");
   const Outcome run = ampbench(
@@ -226,6 +250,15 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
        "ampbench train: --arch pascal: unknown architecture 'pascal'"},
       {"train --policy fp8-delayed --backend cuda",
        "ampbench train: --backend cuda: recipes train on the CPU emulation only"},
+      {"train --keep-bf16 w1",
+       "ampbench train: --keep-bf16: goes with a recipe (--recipe, or a recipe in --policy)"},
+      {"train --sensitivity",
+       "ampbench train: --sensitivity: goes with a recipe (--recipe, or a recipe in --policy)"},
+      {"train --policy nvfp4 --keep-bf16 w3",
+       "ampbench train: --keep-bf16: 'w3' is not a linear layer of the mlp (its: w1, w2)"},
+      {"train --policy nvfp4 --keep-bf16 w1,w1", "ampbench train: --keep-bf16: 'w1' appears twice"},
+      {"train --policy nvfp4 --keep-bf16 w1,w2 --sensitivity",
+       "ampbench train: --sensitivity: --keep-bf16 keeps every linear layer of the mlp"},
       {"train --targets y.npy", "ampbench train: --targets goes with --data FILE.npy"},
       {"train --data x.npy", "ampbench train: --data x.npy: a .npy of inputs needs --targets"},
       {"train --data /nonexistent.csv", "ampbench train: --data: "},

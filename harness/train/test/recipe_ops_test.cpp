@@ -117,6 +117,23 @@ TEST(RecipeOps, Nvfp4ChangesTheProduct) {
   EXPECT_NE(run(exact), run(fp4));
 }
 
+// A layer kept in bf16 runs as amp-bf16 runs it, bit for bit, and scales nothing.
+TEST(RecipeOps, AKeptLayerRunsAsAmpBf16) {
+  const Layer l;
+  RecipeOps kept(*quant::find_recipe("nvfp4"), "blackwell", 1, {0});
+  EmulatedOps bf16(*policy::find_builtin("amp-bf16"));
+  const auto run = [&](auto& ops) {
+    const auto w = ops.parameter(l.wf);
+    const auto b = ops.parameter(l.bf);
+    const auto x = ops.constant(l.x);
+    const auto y = ops.linear(x, w, b, l.rows, l.in, l.out);
+    const auto g = ops.linear_backward(x, w, b, y, l.rows, l.in, l.out, true);
+    return std::make_tuple(y.values, g.dx.values, g.dw.values, g.db.values);
+  };
+  EXPECT_EQ(run(kept), run(bf16));
+  EXPECT_TRUE(kept.finish_step().empty());
+}
+
 TEST(RecipeOps, WeightsMustBeParametersOfThePass) {
   const Layer l;
   RecipeOps ops(*quant::find_recipe("fp8-current"), "hopper", 1);
@@ -202,6 +219,55 @@ TEST(RecipeTraining, EveryBuiltinRecipeTrainsAndIsNotAmpBf16) {
     // Quantized forward passes change the loss of the second step (the first, on the same
     // weights, too).
     EXPECT_NE(run.steps[1].loss, bf16_run.steps[1].loss);
+  }
+}
+
+TEST(RecipeTraining, TheLinearLayersAreTheTwoDimensionalParameters) {
+  EXPECT_EQ(linear_layers("mlp"), (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ(linear_layers("cnn"), (std::vector<std::string>{"fc.w"}));
+  EXPECT_EQ(linear_layers("transformer"),
+            (std::vector<std::string>{"embed.w", "q.w", "k.w", "v.w", "out.w", "mlp1.w", "mlp2.w",
+                                      "head.w"}));
+  EXPECT_THROW(linear_layers("rnn"), std::invalid_argument);
+}
+
+// --sensitivity: the recipe once more per linear layer, that layer in bf16 (no scaled tensor of
+// it), ranked by the share of the recipe's mean loss error it removes, recomputed here from the
+// runs' own step records.
+TEST(RecipeTraining, SensitivityRanksTheLayersByTheLossErrorTheyRemove) {
+  const Dataset data = make_clusters(5, 512);
+  TrainConfig config = short_run({"nvfp4"}, 4);
+  config.sensitivity = true;
+  const TrainResult r = train(config, data, make_clusters(6, 64));
+  ASSERT_EQ(r.runs.size(), 4u);
+  EXPECT_EQ(r.runs[1].policy, "nvfp4");
+  EXPECT_EQ(r.runs[2].policy, "nvfp4+bf16[w1]");
+  EXPECT_EQ(r.runs[3].policy, "nvfp4+bf16[w2]");
+  const auto mean_error = [](const RunResult& run) {
+    double sum = 0;
+    for (const StepRecord& s : run.steps) sum += *s.loss_error;
+    return sum / static_cast<double>(run.steps.size());
+  };
+  for (std::size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(r.runs[i].recipe, "nvfp4");
+    ASSERT_EQ(r.runs[i].kept_bf16.size(), 1u);
+    const std::size_t kept = i == 2 ? 0 : 4;  // w1, w2 in parameters() order
+    for (const StepRecord& s : r.runs[i].steps) {
+      for (const ScaledTensorRecord& t : s.scaled) EXPECT_NE(t.parameter, kept);
+      EXPECT_FALSE(s.scaled.empty());
+    }
+  }
+  ASSERT_EQ(r.sensitivity.size(), 1u);
+  const RecipeSensitivity& s = r.sensitivity[0];
+  EXPECT_EQ(s.run, "nvfp4");
+  EXPECT_DOUBLE_EQ(s.mean_loss_error, mean_error(r.runs[1]));
+  ASSERT_EQ(s.layers.size(), 2u);
+  EXPECT_GE(s.layers[0].removed, s.layers[1].removed);
+  for (const LayerSensitivity& l : s.layers) {
+    const RunResult& run = r.runs[l.parameter == "w1" ? 2 : 3];
+    EXPECT_EQ(l.run, run.policy);
+    EXPECT_DOUBLE_EQ(l.mean_loss_error, mean_error(run));
+    EXPECT_DOUBLE_EQ(l.removed, (s.mean_loss_error - l.mean_loss_error) / s.mean_loss_error);
   }
 }
 
