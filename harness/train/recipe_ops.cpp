@@ -160,9 +160,12 @@ std::vector<double> RecipeOps::gemm(Gemm g, std::vector<float> a, std::size_t m,
       scale = state.scale();
       state.record(static_cast<float>(amax));
     }
+    const Key key{p, g, role};
+    const std::uint64_t stream = inputs::operand_seed(
+        seed_, (p * 3 + static_cast<std::uint64_t>(g)) * 3 + static_cast<std::uint64_t>(role));
     quant::QuantizedOperand q = quant::quantize_operand(
-        recipe_, role, g, t, rows, kp, inputs::operand_seed(seed_, draws_++), scale);
-    note({p, g, role}, q, amax, real);
+        recipe_, role, g, t, rows, kp, inputs::operand_seed(stream, draws_[key]++), scale);
+    note(key, q, amax, real);
     return q;
   };
   const quant::QuantizedOperand qa = quantize(ra, a, mp, m * k);

@@ -17,6 +17,8 @@
 // Delayed scaling keeps one state per layer and role (x, w, dy), shared by the GEMMs the tensor
 // enters, as TE's FP8 metadata is: each quantization records the tensor's amax, the step uses the
 // scale the state had when it started, and the history is updated after the step (finish_step).
+// Stochastic rounding draws, for the n-th quantization of a layer's operand in a GEMM, from a
+// stream of the seed, the layer, the GEMM, the role and n.
 #pragma once
 
 #include <array>
@@ -84,7 +86,9 @@ class RecipeOps : public EmulatedOps {
   std::string arch_;
   std::uint64_t seed_;
   std::vector<std::size_t> keep_bf16_;
-  std::uint64_t draws_ = 0;                               // quantizations so far: their streams
+  // Quantizations so far per layer, GEMM and role: each draws its stochastic rounding from a
+  // stream of its own, so that keeping one layer in bf16 changes no other layer's draws.
+  std::map<Key, std::uint64_t> draws_;
   std::array<std::optional<quant::RecipeMma>, 3> mma_{};  // by GEMM; none: exact
   std::vector<const double*> parameters_;                 // this pass's parameters' storage
   bool parameters_done_ = true;                           // an op ran since the last parameter

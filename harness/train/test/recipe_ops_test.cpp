@@ -134,6 +134,38 @@ TEST(RecipeOps, AKeptLayerRunsAsAmpBf16) {
   EXPECT_TRUE(kept.finish_step().empty());
 }
 
+// Stochastic rounding draws per layer, GEMM and role: keeping one layer in bf16 leaves another's
+// quantization, and so its gradients, as they were (the sensitivity runs differ in that layer
+// alone).
+TEST(RecipeOps, KeepingALayerChangesNoOtherLayersDraws) {
+  const Layer l;
+  const auto second_layer_gradients = [&](std::vector<std::size_t> keep) {
+    RecipeOps ops(*quant::find_recipe("nvfp4"), "blackwell", 7, std::move(keep));
+    const auto w1 = ops.parameter(l.wf);
+    const auto b1 = ops.parameter(l.bf);
+    const auto w2 = ops.parameter(l.wf);
+    const auto b2 = ops.parameter(l.bf);
+    const auto x = ops.constant(l.x);
+    const EmulatedTensor dy{l.dy, formats::bf16};
+    (void)ops.linear_backward(x, w1, b1, dy, l.rows, l.in, l.out, true);
+    const auto g = ops.linear_backward(x, w2, b2, dy, l.rows, l.in, l.out, true);
+    return std::make_pair(g.dx.values, g.dw.values);
+  };
+  EXPECT_EQ(second_layer_gradients({}), second_layer_gradients({0}));
+  // The draws are stochastic: another seed gives other gradients.
+  RecipeOps other(*quant::find_recipe("nvfp4"), "blackwell", 8);
+  const auto w = other.parameter(l.wf);
+  const auto b = other.parameter(l.bf);
+  const auto g = other.linear_backward(
+      other.constant(l.x), w, b, EmulatedTensor{l.dy, formats::bf16}, l.rows, l.in, l.out, true);
+  RecipeOps same(*quant::find_recipe("nvfp4"), "blackwell", 7);
+  const auto w7 = same.parameter(l.wf);
+  const auto b7 = same.parameter(l.bf);
+  const auto g7 = same.linear_backward(
+      same.constant(l.x), w7, b7, EmulatedTensor{l.dy, formats::bf16}, l.rows, l.in, l.out, true);
+  EXPECT_NE(g.dw.values, g7.dw.values);
+}
+
 TEST(RecipeOps, WeightsMustBeParametersOfThePass) {
   const Layer l;
   RecipeOps ops(*quant::find_recipe("fp8-current"), "hopper", 1);
