@@ -64,6 +64,12 @@ class Reader {
     return *value;
   }
 
+  bool boolean(const toml::node& node, std::string_view where) const {
+    const auto* b = node.as_boolean();
+    if (b == nullptr) fail(node, where, "must be true or false");
+    return b->get();
+  }
+
   std::uint64_t natural(const toml::node& node, std::string_view where, std::int64_t least) const {
     const auto* i = node.as_integer();
     if (i == nullptr || i->get() < least) {
@@ -312,7 +318,9 @@ train::TrainConfig read_training(const Reader& reader, const toml::table& table,
 void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[train]]";
-  reader.check_keys(table, kTable, {"model", "policies", "recipes", "arch", "steps", "batch"});
+  reader.check_keys(
+      table, kTable,
+      {"model", "policies", "recipes", "arch", "keep_bf16", "sensitivity", "steps", "batch"});
   train::TrainConfig config =
       read_training(reader, table, kTable, seed, directory, 0, std::nullopt);
   // Recipes trained beside the policies, their GEMMs on `arch` (as train --recipe, --arch).
@@ -328,8 +336,32 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
       }
       config.recipes.push_back(std::move(recipe));
     }
-  } else if (arch != nullptr) {
-    reader.fail(*arch, "[[train]] arch", "goes with recipes");
+  } else {
+    for (const char* key : {"arch", "keep_bf16", "sensitivity"}) {
+      if (const toml::node* given = table.get(key)) {
+        reader.fail(*given, fmt::format("[[train]] {}", key), "goes with recipes");
+      }
+    }
+  }
+  // Linear layers every recipe keeps in bf16, and the per-layer ranking (train --keep-bf16,
+  // --sensitivity).
+  const std::vector<std::string> layers = train::linear_layers(config.model);
+  if (const toml::node* node = table.get("keep_bf16")) {
+    for (auto& [name, item] : reader.strings(*node, "[[train]] keep_bf16")) {
+      if (std::find(layers.begin(), layers.end(), name) == layers.end()) {
+        reader.fail(*item, "[[train]] keep_bf16",
+                    fmt::format("'{}' is not a linear layer of the {} (its: {})", name,
+                                config.model, fmt::join(layers, ", ")));
+      }
+      config.keep_bf16.push_back(std::move(name));
+    }
+  }
+  if (const toml::node* node = table.get("sensitivity")) {
+    config.sensitivity = reader.boolean(*node, "[[train]] sensitivity");
+    if (config.sensitivity && config.keep_bf16.size() == layers.size()) {
+      reader.fail(*node, "[[train]] sensitivity",
+                  fmt::format("keep_bf16 keeps every linear layer of the {}", config.model));
+    }
   }
   cases.push_back(SuiteCase{train_key(config), std::move(config)});
 }

@@ -199,6 +199,8 @@ steps = 4
 model = "transformer"
 policies = ["fp32"]
 recipes = ["nvfp4"]
+keep_bf16 = ["head.w"]
+sensitivity = true
 steps = 4
 )");
   ASSERT_EQ(suite.cases.size(), 2u);
@@ -209,6 +211,10 @@ steps = 4
   const auto& second = std::get<train::TrainConfig>(suite.cases[1].work);
   ASSERT_EQ(second.recipes.size(), 1u);
   EXPECT_EQ(train::recipe_arch(second.recipes[0], second), "blackwell");
+  EXPECT_EQ(second.keep_bf16, std::vector<std::string>{"head.w"});
+  EXPECT_TRUE(second.sensitivity);
+  EXPECT_FALSE(first.sensitivity);
+  EXPECT_TRUE(first.keep_bf16.empty());
 }
 
 // Each case on each backend, case by case; another backend's keys name it, and what it cannot run
@@ -302,6 +308,18 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:6:8: [[train]] arch: mxfp6 on hopper: "},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\narch = \"hopper\"\n",
        "suites/x.toml:5:8: [[train]] arch: goes with recipes"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nsensitivity = true\n",
+       "suites/x.toml:5:15: [[train]] sensitivity: goes with recipes"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nkeep_bf16 = [\"w3\"]\n",
+       "suites/x.toml:6:14: [[train]] keep_bf16: 'w3' is not a linear layer of the mlp (its: w1, "
+       "w2)"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nsensitivity = 1\n",
+       "suites/x.toml:6:15: [[train]] sensitivity: must be true or false"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nkeep_bf16 = [\"w1\", \"w2\"]\nsensitivity = true\n",
+       "suites/x.toml:7:15: [[train]] sensitivity: keep_bf16 keeps every linear layer of the mlp"},
       {"name = \"x\"\ntolerance = -0.5\n",
        "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\ntolerance = \"10%\"\n",
