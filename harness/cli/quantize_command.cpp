@@ -395,7 +395,11 @@ int run_quantize(const QuantizeArgs& args, std::ostream& out, std::ostream& err)
       case quant::ScaleRule::fp32_amax:
         q = quant::quantize_current(x, layout, op.element, op.scale == quant::ScaleChoice::pow2);
         break;
-      case quant::ScaleRule::mx_e8m0: q = quant::quantize_mx(x, layout, op.element); break;
+      case quant::ScaleRule::mx_e8m0:
+        q = quant::quantize_mx(x, layout, op.element,
+                               op.scale == quant::ScaleChoice::mx_ceil ? quant::MxScale::round_up
+                                                                       : quant::MxScale::ocp);
+        break;
       case quant::ScaleRule::nvfp4: q = quant::quantize_nvfp4(x, layout); break;
     }
   } catch (const std::invalid_argument& e) {

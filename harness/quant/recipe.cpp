@@ -120,9 +120,9 @@ std::string enum_names(const std::array<E, N>& all, std::string_view (*name_of)(
 
 constexpr std::array<Granularity, 3> kGranularities = {Granularity::tensor, Granularity::tile,
                                                        Granularity::block};
-constexpr std::array<ScaleChoice, 5> kScales = {ScaleChoice::delayed, ScaleChoice::current,
-                                                ScaleChoice::pow2, ScaleChoice::mx,
-                                                ScaleChoice::nvfp4};
+constexpr std::array<ScaleChoice, 6> kScales = {ScaleChoice::delayed, ScaleChoice::current,
+                                                ScaleChoice::pow2,    ScaleChoice::mx,
+                                                ScaleChoice::nvfp4,   ScaleChoice::mx_ceil};
 constexpr std::array<ScaleFormat, 3> kScaleFormats = {ScaleFormat::fp32, ScaleFormat::ue8m0,
                                                       ScaleFormat::ue4m3};
 
@@ -286,7 +286,7 @@ class RecipeReader {
            fmt::format("key '{}.granularity': delayed scaling keeps one scale per tensor, not a {}",
                        r, granularity_name(o.granularity)));
     }
-    if (o.scale == ScaleChoice::mx && o.granularity != Granularity::tile) {
+    if (mx_scale(o.scale) && o.granularity != Granularity::tile) {
       fail(where({"granularity", "scale"}),
            fmt::format("key '{}.granularity': MX scales are for 1xN tiles along K, not a {}", r,
                        granularity_name(o.granularity)));
@@ -448,8 +448,13 @@ std::string_view scale_choice_name(ScaleChoice s) {
     case ScaleChoice::pow2: return "pow2";
     case ScaleChoice::mx: return "mx";
     case ScaleChoice::nvfp4: return "nvfp4";
+    case ScaleChoice::mx_ceil: return "mx-ceil";
   }
   return "?";
+}
+
+bool mx_scale(ScaleChoice s) {
+  return s == ScaleChoice::mx || s == ScaleChoice::mx_ceil;
 }
 
 std::string_view scale_format_name(ScaleFormat s) {
@@ -463,7 +468,8 @@ std::string_view scale_format_name(ScaleFormat s) {
 
 ScaleFormat scale_format_of(ScaleChoice s) {
   switch (s) {
-    case ScaleChoice::mx: return ScaleFormat::ue8m0;
+    case ScaleChoice::mx:
+    case ScaleChoice::mx_ceil: return ScaleFormat::ue8m0;
     case ScaleChoice::nvfp4: return ScaleFormat::ue4m3;
     case ScaleChoice::delayed:
     case ScaleChoice::current:
@@ -475,7 +481,8 @@ ScaleFormat scale_format_of(ScaleChoice s) {
 ScaleRule scale_rule_of(ScaleChoice s) {
   switch (s) {
     case ScaleChoice::delayed: return ScaleRule::fp32_given;
-    case ScaleChoice::mx: return ScaleRule::mx_e8m0;
+    case ScaleChoice::mx:
+    case ScaleChoice::mx_ceil: return ScaleRule::mx_e8m0;
     case ScaleChoice::nvfp4: return ScaleRule::nvfp4;
     case ScaleChoice::current:
     case ScaleChoice::pow2: break;

@@ -41,7 +41,10 @@ enum class ScaleChoice : std::uint8_t {
   pow2,     // the same rounded down to a power of two (fp8-block's default)
   mx,       // OCP MX: 2^(floor(log2 amax) - emax_elem) in E8M0
   nvfp4,    // NVFP4: an E4M3 block scale under an fp32 tensor scale
+  mx_ceil,  // MX blocks with TE MXFP8BlockScaling's scale: E8M0 at or above amax / max_elem
 };
+// An MX scale (E8M0 per 1xN tile), whichever rule chooses it: mx or mx_ceil.
+bool mx_scale(ScaleChoice s);
 
 // How the scale is stored.
 enum class ScaleFormat : std::uint8_t {

@@ -71,7 +71,10 @@ QuantizedOperand quantize_operand(const Recipe& recipe, Role role, Gemm gemm,
     case ScaleRule::fp32_amax:
       out.q = quantize_current(out.input, layout, o.element, o.scale == ScaleChoice::pow2);
       break;
-    case ScaleRule::mx_e8m0: out.q = quantize_mx(out.input, layout, o.element); break;
+    case ScaleRule::mx_e8m0:
+      out.q = quantize_mx(out.input, layout, o.element,
+                          o.scale == ScaleChoice::mx_ceil ? MxScale::round_up : MxScale::ocp);
+      break;
     case ScaleRule::nvfp4: out.q = quantize_nvfp4(out.input, layout); break;
   }
   return out;
@@ -103,7 +106,7 @@ float fl32_product(double x, double y) {
 }
 
 bool block_scaled(const OperandRecipe& o) {
-  return o.scale == ScaleChoice::mx || o.scale == ScaleChoice::nvfp4;
+  return mx_scale(o.scale) || o.scale == ScaleChoice::nvfp4;
 }
 
 bool fp8(const numeric::Format& f) {
@@ -121,7 +124,8 @@ MmaChoice blackwell_block_scaled(const Recipe& recipe, const OperandRecipe& a,
                                  "FP8 elements' scales in fp32 after each block",
                                  recipe.name, why)};
   };
-  if (a.scale != b.scale || a.block != b.block || !block_scaled(a) || !block_scaled(b)) {
+  if (scale_format_of(a.scale) != scale_format_of(b.scale) || a.block != b.block ||
+      !block_scaled(a) || !block_scaled(b)) {
     return refuse(
         "Blackwell's block-scaled MMAs take two operands scaled alike (MX or NVFP4, the "
         "same block)");
@@ -129,13 +133,13 @@ MmaChoice blackwell_block_scaled(const Recipe& recipe, const OperandRecipe& a,
   const numeric::MmaModel output = *numeric::mma_model("blackwell", numeric::formats::e4m3);
   const bool e2m1 = numeric::same_format(a.element, numeric::formats::e2m1) &&
                     numeric::same_format(b.element, numeric::formats::e2m1);
-  if (a.scale == ScaleChoice::mx && a.block == 32 && fp8(a.element) && fp8(b.element)) {
+  if (mx_scale(a.scale) && a.block == 32 && fp8(a.element) && fp8(b.element)) {
     RecipeMma mma{*numeric::mma_model("blackwell", a.element), a.element, b.element,
                   fmt::format("blackwell kind::mxf8f6f4 ({} x {})", a.element.name, b.element.name),
                   ScaledProduct::mxf8f6f4};
     return {std::move(mma), {}};
   }
-  if (a.scale == ScaleChoice::mx && a.block == 32 && e2m1) {
+  if (mx_scale(a.scale) && a.block == 32 && e2m1) {
     return {RecipeMma{output, a.element, b.element, "blackwell kind::mxf4 (e2m1, ue8m0 per 32)",
                       ScaledProduct::mxf4},
             {}};
@@ -328,7 +332,7 @@ DefaultArch default_arch(const Recipe& recipe, const std::vector<Gemm>& gemms) {
   // Block-scaled recipes (MX, NVFP4) on Blackwell's block-scaled MMAs where they are modelled.
   const auto block_scaled = [&](Role role) {
     const ScaleChoice s = recipe.operand(role).scale;
-    return s == ScaleChoice::mx || s == ScaleChoice::nvfp4;
+    return mx_scale(s) || s == ScaleChoice::nvfp4;
   };
   if (block_scaled(Role::x) || block_scaled(Role::w) || block_scaled(Role::dy)) {
     bool on_blackwell = true;

@@ -251,7 +251,8 @@ Quantized quantize_current(std::span<const float> x, const Layout& layout, const
   return q;
 }
 
-Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element) {
+Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element,
+                      MxScale rule) {
   detail::check_layout(x, layout);
   const Format elem = saturating(element);
   std::vector<Tile> tiles = tiles_of(x, layout);
@@ -262,9 +263,21 @@ Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Form
       t.decode_scale = t.scale;
       continue;
     }
-    // floor(log2(amax)): the binary exponent of the largest magnitude (binary32 subnormals
-    // included, as a binary64 they are normal); an all-zero block takes the smallest scale.
-    int shared = t.amax == 0 ? -127 : std::ilogb(t.amax) - elem.emax;
+    int shared = -127;  // an all-zero block takes the smallest scale
+    if (rule == MxScale::ocp && t.amax != 0) {
+      // floor(log2(amax)): the binary exponent of the largest magnitude (binary32 subnormals
+      // included, as a binary64 they are normal).
+      shared = std::ilogb(t.amax) - elem.emax;
+    } else if (rule == MxScale::round_up) {
+      // TE: v = fl32(amax * fl32(1 / max_elem)), rounded up to a power of two.
+      const float reciprocal = static_cast<float>(1.0 / max_finite(elem));
+      const float v = static_cast<float>(t.amax) * reciprocal;
+      if (v > 0) {
+        int e = 0;
+        const float fraction = std::frexp(v, &e);  // v = fraction * 2^e, fraction in [0.5, 1)
+        shared = fraction == 0.5f ? e - 1 : e;
+      }
+    }
     shared = std::clamp(shared, -127, 127);
     t.scale = std::ldexp(1.0, -shared);
     t.scale_bits = static_cast<std::uint64_t>(shared + 127);

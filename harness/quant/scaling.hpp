@@ -148,7 +148,16 @@ Quantized quantize_current(std::span<const float> x, const Layout& layout, const
 // clamped to E8M0's
 // [-127, 127], X = 2^shared_exp, P_i = the element rounding of V_i / X, saturating. A block with a
 // NaN or infinite input gets the NaN scale 0xFF and NaN elements; an all-zero block 2^-127.
-Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element);
+//
+// MxScale::round_up chooses the scale as Transformer Engine's MXFP8BlockScaling does instead
+// (transformer_engine/common/util/ptx.cuh float_to_e8m0, cvt.rp.satfinite.ue8m0x2.f32): X = the
+// E8M0 value at or above v = fl32(amax * fl32(1 / max_elem)), 2^-127 for v <= 2^-127 and 2^127 at
+// most, so that the block's largest element fits and nothing saturates. (TE then multiplies by 1,
+// not 2^127, where X = 2^-127, which loses blocks with amax below about 2^-118; here such a block
+// is scaled by 2^127 as X says.)
+enum class MxScale : std::uint8_t { ocp, round_up };
+Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Format& element,
+                      MxScale scale = MxScale::ocp);
 // NVIDIA's NVFP4 (TE NVFP4BlockScaling): S_enc = fl32(2688 / tensor amax) (fp32's largest when
 // that overflows, 1 for a zero amax or a zero quotient); per block the E4M3 decode scale
 // s_b = e4m3_satfinite(fl32(amax_b * fl32(S_enc * fl32(1/6)))), the encode scale

@@ -187,6 +187,13 @@ TEST(RecipeGemm, ModelsARecipeMayRunOn) {
             ScaledProduct::mxf4);
   EXPECT_EQ(recipe_mma("blackwell", builtin("nvfp4"), Gemm::dgrad).mma->product,
             ScaledProduct::mxf4nvf4);
+  // MX with the round-up scale (mx-ceil) runs on the same instructions: E8M0 either way, even
+  // with one operand of each.
+  Recipe te = builtin("mxfp8");
+  te.operand(Role::x).scale = ScaleChoice::mx_ceil;
+  EXPECT_EQ(recipe_mma("blackwell", te, Gemm::fprop).mma->product, ScaledProduct::mxf8f6f4);
+  te.operand(Role::w).scale = ScaleChoice::mx_ceil;
+  EXPECT_EQ(recipe_mma("blackwell", te, Gemm::dgrad).mma->product, ScaledProduct::mxf8f6f4);
   const MmaChoice fp6 = recipe_mma("blackwell", builtin("mxfp6"), Gemm::fprop);
   EXPECT_FALSE(fp6.mma.has_value());
   EXPECT_NE(fp6.reason.find("e3m2"), std::string::npos) << fp6.reason;

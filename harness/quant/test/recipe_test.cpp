@@ -115,6 +115,35 @@ rounding = "sr"
   EXPECT_EQ(r.operand(Role::x), base.operand(Role::x));
 }
 
+// Transformer Engine's MXFP8 as a user recipe: mxfp8 with the round-up scale (mx-ceil), which
+// stores E8M0 scales like mx and goes where mx goes.
+TEST(Recipe, MxCeilIsAnMxScale) {
+  const Recipe r = parse_recipe(R"(name = "mxfp8-te"
+base = "mxfp8"
+[x]
+scale = "mx-ceil"
+[w]
+scale = "mx-ceil"
+[dy]
+scale = "mx-ceil"
+scale_format = "ue8m0"
+)",
+                                "te.toml");
+  for (const Role role : {Role::x, Role::w, Role::dy}) {
+    EXPECT_EQ(r.operand(role).scale, ScaleChoice::mx_ceil);
+    EXPECT_EQ(r.operand(role).scale_format, ScaleFormat::ue8m0);
+  }
+  EXPECT_TRUE(mx_scale(ScaleChoice::mx_ceil));
+  EXPECT_FALSE(mx_scale(ScaleChoice::pow2));
+  EXPECT_EQ(scale_choice_name(ScaleChoice::mx_ceil), "mx-ceil");
+  EXPECT_TRUE(same_settings(parse_recipe(to_toml(r), "again.toml"), r));
+  // Like mx, only on 1xN tiles.
+  EXPECT_THROW(parse_recipe("name = \"t\"\nbase = \"mxfp8\"\n[w]\nscale = \"mx-ceil\"\n"
+                            "granularity = \"tensor\"\n",
+                            "t.toml"),
+               RecipeError);
+}
+
 TEST(Recipe, ErrorsNameTheKeyLineAndColumn) {
   const struct {
     std::string text;

@@ -172,6 +172,20 @@ RC_GTEST_PROP(MxBlocks, PowerOfTwoScalesAndHalfAnUlpTimesTheScale, ()) {
   }
 }
 
+// TE's round-up scale: never saturates a finite block, and is the OCP scale or twice it.
+RC_GTEST_PROP(MxBlocks, RoundUpScalesNeverSaturateAndAreAtMostTwiceTheOcpScale, ()) {
+  const Format f = *element_formats();
+  const std::vector<float> x = *block(32, -100, 80);
+  const Quantized up = quantize_mx(x, mx_block(), f, MxScale::round_up);
+  const Quantized ocp = quantize_mx(x, mx_block(), f);
+  RC_ASSERT(up.events.saturated == 0u);
+  RC_PRE(amax(x) > 0x1p-100);  // away from E8M0's clamp at 2^-127
+  const double ratio = up.tiles.at(0).decode_scale / ocp.tiles.at(0).decode_scale;
+  RC_ASSERT(ratio == 1.0 || ratio == 2.0);
+  // The largest element is at least half the format's largest value: no binade is wasted.
+  RC_ASSERT(amax(x) / up.tiles.at(0).decode_scale >= max_finite(up.element) / 2 * (1 - 0x1p-20));
+}
+
 RC_GTEST_PROP(MxBlocks, StochasticRoundingPicksANeighbour, ()) {
   const Format f = *element_formats();
   const std::vector<float> x = *block(32, -20, 20);

@@ -129,6 +129,51 @@ TEST(Mx, ScaleIsThePowerOfTwoBelowAmaxOverTheElementsTopBinade) {
   EXPECT_EQ(e.element_events[0], numeric::RoundingEvent::saturation);
 }
 
+// Transformer Engine's MXFP8 scale by hand: X = the power of two at or above
+// fl32(amax * fl32(1 / max_elem)). fl32(1/448) is 1/448 (1 + 3/7 2^-24 ...) above, and 448 times it
+// rounds back to exactly 1 in binary32; likewise 6 fl32(1/6).
+TEST(Mx, RoundUpScaleKeepsTheLargestElementInRange) {
+  std::vector<float> x(32, 0.0f);
+  const auto scale_of = [&](float top, const Format& f) {
+    x[0] = top;
+    return quantize_mx(x, layout(1, 32, 1, 32), f, MxScale::round_up);
+  };
+  const Quantized at_max = scale_of(448, formats::e4m3);
+  EXPECT_EQ(at_max.tiles[0].scale_bits, 127u);  // v = 1: X = 1, 448 itself
+  EXPECT_EQ(at_max.values[0], 448.0);
+  EXPECT_EQ(at_max.events.saturated, 0u);
+  // 449: v is just above 1, X = 2, and 224.5 rounds to 224 (e4m3's spacing is 16 in [128, 256));
+  // the OCP scale, 1, keeps 449, which rounds to 448.
+  const Quantized above = scale_of(449, formats::e4m3);
+  EXPECT_EQ(above.tiles[0].scale_bits, 128u);
+  EXPECT_EQ(above.values[0], 224.0);
+  EXPECT_EQ(above.events.saturated, 0u);
+  // 470: the OCP scale is 1 and 470 saturates (it rounds to 480); here X = 2 and 235 rounds to 240.
+  const Quantized saturating_ocp = scale_of(470, formats::e4m3);
+  EXPECT_EQ(saturating_ocp.tiles[0].scale_bits, 128u);
+  EXPECT_EQ(saturating_ocp.values[0], 240.0);
+  EXPECT_EQ(saturating_ocp.events.saturated, 0u);
+  EXPECT_EQ(quantize_mx(x, layout(1, 32, 1, 32), formats::e4m3).events.saturated, 1u);
+  // 896 = 2 x 448: v = 2 exactly, X = 2.
+  EXPECT_EQ(scale_of(896, formats::e4m3).tiles[0].scale_bits, 128u);
+  // 1000: the OCP scale is 2 (500 saturates); v = 1000/448 = 2.23: X = 4, 250 rounds to 256.
+  const Quantized big = scale_of(1000, formats::e4m3);
+  EXPECT_EQ(big.tiles[0].scale_bits, 129u);
+  EXPECT_EQ(big.values[0], 256.0);
+  // 256 = 2^8: v = 0.571: X = 1, as the OCP scale.
+  EXPECT_EQ(scale_of(256, formats::e4m3).tiles[0].scale_bits, 127u);
+  // e2m1 (max 6): 6 keeps X = 1, 6.5 takes X = 2 (3.25 rounds to 3).
+  EXPECT_EQ(scale_of(6, formats::e2m1).tiles[0].scale_bits, 127u);
+  const Quantized fp4 = scale_of(6.5f, formats::e2m1);
+  EXPECT_EQ(fp4.tiles[0].scale_bits, 128u);
+  EXPECT_EQ(fp4.values[0], 3.0);
+  // e5m2 (max 57344 = 1.75 2^15): 57344 keeps X = 1.
+  EXPECT_EQ(scale_of(57344, formats::e5m2).tiles[0].scale_bits, 127u);
+  // A tiny block: v below 2^-127 takes E8M0's smallest, 2^-127; an all-zero block too.
+  EXPECT_EQ(scale_of(0x1p-140f, formats::e4m3).tiles[0].scale_bits, 0u);
+  EXPECT_EQ(scale_of(0, formats::e4m3).tiles[0].scale_bits, 0u);
+}
+
 TEST(Mx, TinyBlocksAreLostZeroBlocksAndNanBlocksAreMarked) {
   std::vector<float> x(64, 0.0f);
   x[0] = 0x1p-140f;  // block 0: X would be 2^-148, clamped to E8M0's 2^-127
