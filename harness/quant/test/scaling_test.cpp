@@ -130,8 +130,8 @@ TEST(Mx, ScaleIsThePowerOfTwoBelowAmaxOverTheElementsTopBinade) {
 }
 
 // Transformer Engine's MXFP8 scale by hand: X = the power of two at or above
-// fl32(amax * fl32(1 / max_elem)). fl32(1/448) is 1/448 (1 + 3/7 2^-24 ...) above, and 448 times it
-// rounds back to exactly 1 in binary32; likewise 6 fl32(1/6).
+// fl32(amax * fl32(1 / max_elem)). fl32(1/448) = (1/448)(1 + 3/4 2^-24), and 448 times it,
+// 1 + 3/4 2^-24, rounds back to exactly 1 in binary32; likewise 6 fl32(1/6).
 TEST(Mx, RoundUpScaleKeepsTheLargestElementInRange) {
   std::vector<float> x(32, 0.0f);
   const auto scale_of = [&](float top, const Format& f) {
