@@ -89,6 +89,19 @@ inline std::string temp_path(const std::string& name) {
   return "/tmp/ampbench-test-" + std::to_string(getpid()) + "-" + name;
 }
 
+// `ampbench ARGS --json FILE`, FILE the temp_path of `name`: the outcome and the text of the
+// record it wrote (empty when it wrote none); the file is removed.
+struct RunWithRecord {
+  Outcome run;
+  std::string record;
+};
+inline RunWithRecord ampbench_with_record(const std::string& args, const std::string& name) {
+  const std::string path = temp_path(name);
+  RunWithRecord r{ampbench(args + " --json " + path), slurp(path)};
+  std::remove(path.c_str());
+  return r;
+}
+
 // The fields of each line of tab-separated text; lines starting with '#' left out when asked.
 inline std::vector<std::vector<std::string>> tsv_rows(const std::string& tsv,
                                                       bool skip_comments = false) {

@@ -15,6 +15,7 @@
 namespace {
 
 using ampbench::cli::test::ampbench;
+using ampbench::cli::test::ampbench_with_record;
 using ampbench::cli::test::device_available;
 using ampbench::cli::test::Outcome;
 using ampbench::cli::test::slurp;
@@ -43,16 +44,12 @@ TEST(CliTrainBackend, CudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
 
 TEST(CliTrainBackend, AllWithoutAGpuTrainsOnTheCpuAndSaysWhy) {
   if (device_available()) GTEST_SKIP() << "a CUDA device is present: both backends train";
-  const std::string json = temp_path("train-all.json");
-  const Outcome run = ampbench(
-      "train --backend all --steps 2 --batch 16 --eval 64 --policy fp32 "
-      "--json " +
-      json);
+  const auto [run, text] = ampbench_with_record(
+      "train --backend all --steps 2 --batch 16 --eval 64 --policy fp32", "train-all.json");
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("cuda: unavailable, "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("the CPU backend trains alone"), std::string::npos) << run.out;
-  const auto record = nlohmann::json::parse(slurp(json));
-  std::remove(json.c_str());
+  const auto record = nlohmann::json::parse(text);
   EXPECT_EQ(record["backend"], "cpu");
   EXPECT_FALSE(record["cuda_unavailable"].get<std::string>().empty());
   ASSERT_EQ(record["runs"].size(), 1u);

@@ -13,23 +13,19 @@
 namespace {
 
 using ampbench::cli::test::ampbench;
+using ampbench::cli::test::ampbench_with_record;
 using ampbench::cli::test::Outcome;
-using ampbench::cli::test::slurp;
 using ampbench::cli::test::temp_path;
 
 TEST(TrainCli, ShortRunReportsEveryPolicyAndWritesItsRecord) {
-  const std::string json = temp_path("run.json");
-  const Outcome run = ampbench(
-      "train --steps 3 --batch 16 --eval 64 --policy fp32,amp-fp16 "
-      "--print-every 1 --json " +
-      json);
+  const auto [run, text] = ampbench_with_record(
+      "train --steps 3 --batch 16 --eval 64 --policy fp32,amp-fp16 --print-every 1", "run.json");
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("fp32 (gradients in fp32, scaler off)"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("amp-fp16 (gradients in fp16, scaler on)"), std::string::npos);
   EXPECT_NE(run.out.find("tracks the reference"), std::string::npos);
   EXPECT_NE(run.err.find("step 3 of 3"), std::string::npos) << run.err;
-  const auto record = nlohmann::json::parse(slurp(json));
-  std::remove(json.c_str());
+  const auto record = nlohmann::json::parse(text);
   EXPECT_EQ(record["schema"], "ampbench.train/1");
   EXPECT_EQ(record["config"]["steps"], 3);
   EXPECT_EQ(record["runs"].size(), 2u);
@@ -44,16 +40,16 @@ TEST(TrainCli, ShortRunReportsEveryPolicyAndWritesItsRecord) {
 // Recipes beside a policy: built-in names in --policy, a user recipe file in --recipe; each
 // run's scaled tensors in the table and in the record.
 TEST(TrainCli, TrainsRecipesBesideThePolicies) {
-  const std::string json = temp_path("recipes.json");
   const std::string recipe = temp_path("my-fp8.toml");
   {
     std::ofstream f(recipe);
     f << "name = \"my-fp8\"\nbase = \"fp8-current\"\npromote_interval = 32\n";
   }
-  const Outcome run = ampbench(
-      "train --steps 2 --batch 16 --eval 64 --print-every 1 --policy "
-      "amp-bf16,fp8-delayed,nvfp4 --recipe " +
-      recipe + " --json " + json);
+  const auto [run, text] = ampbench_with_record(
+      "train --steps 2 --batch 16 --eval 64 --print-every 1 --policy amp-bf16,fp8-delayed,nvfp4 "
+      "--recipe " +
+          recipe,
+      "recipes.json");
   std::remove(recipe.c_str());
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("recipe fp8-delayed: the linear layers' GEMMs on the hopper model, the "
@@ -65,8 +61,7 @@ TEST(TrainCli, TrainsRecipesBesideThePolicies) {
   EXPECT_NE(run.out.find("nvfp4: scaled tensors over 2 steps (GEMMs on the blackwell model)"),
             std::string::npos);
   EXPECT_NE(run.out.find("my-fp8 (gradients in bf16, scaler off)"), std::string::npos);
-  const auto record = nlohmann::json::parse(slurp(json));
-  std::remove(json.c_str());
+  const auto record = nlohmann::json::parse(text);
   EXPECT_EQ(record["config"]["policies"], nlohmann::json::array({"amp-bf16"}));
   EXPECT_EQ(record["config"]["recipes"], nlohmann::json::array({"fp8-delayed", "nvfp4", "my-fp8"}));
   ASSERT_EQ(record["runs"].size(), 4u);
@@ -88,18 +83,16 @@ TEST(TrainCli, TrainsRecipesBesideThePolicies) {
 // --keep-bf16 names the recipe's run by the layers it keeps; --sensitivity adds one run per other
 // layer and ranks them.
 TEST(TrainCli, KeepsLayersInBf16AndRanksTheRest) {
-  const std::string json = temp_path("sensitivity.json");
-  const Outcome run = ampbench(
+  const auto [run, text] = ampbench_with_record(
       "train --model transformer --steps 2 --batch 8 --eval 64 --policy nvfp4 --keep-bf16 head.w "
-      "--sensitivity --json " +
-      json);
+      "--sensitivity",
+      "sensitivity.json");
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("nvfp4: linear layers kept in bf16 one at a time, by the share of the "
                          "loss error they remove"),
             std::string::npos)
       << run.out;
-  const auto record = nlohmann::json::parse(slurp(json));
-  std::remove(json.c_str());
+  const auto record = nlohmann::json::parse(text);
   ASSERT_EQ(record["runs"].size(), 8u);  // nvfp4 with head.w kept, and with each of 7 others
   EXPECT_EQ(record["runs"][0]["policy"], "nvfp4+bf16[head.w]");
   EXPECT_EQ(record["runs"][1]["policy"], "nvfp4+bf16[head.w,embed.w]");
@@ -110,12 +103,10 @@ TEST(TrainCli, KeepsLayersInBf16AndRanksTheRest) {
 }
 
 TEST(TrainCli, ReportsTheStepsTheScalerSkipped) {
-  const std::string json = temp_path("skipped.json");
-  const Outcome run = ampbench(
-      "train --policy fp16 --init-scale 1073741824 --steps 3 --batch 16 --eval 64 --json " + json);
+  const auto [run, text] = ampbench_with_record(
+      "train --policy fp16 --init-scale 1073741824 --steps 3 --batch 16 --eval 64", "skipped.json");
   EXPECT_NE(run.status, 2) << run.err;
-  const auto record = nlohmann::json::parse(slurp(json));
-  std::remove(json.c_str());
+  const auto record = nlohmann::json::parse(text);
   EXPECT_EQ(record["runs"][0]["skipped_steps"], nlohmann::json::parse("[0, 1, 2]"));
   EXPECT_EQ(record["runs"][0]["steps"][1]["scale"], 536870912.0);
   EXPECT_NE(run.out.find("3 skipped step(s)"), std::string::npos) << run.out;
