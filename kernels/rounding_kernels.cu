@@ -10,17 +10,6 @@
 namespace ampbench::kernels {
 namespace {
 
-// binary32 -> binary64 by bits, as x86's cvtss2sd does it: exact for numbers; a NaN keeps its sign
-// and payload and becomes quiet. The GPU's conversion instruction need not keep NaN payloads, and
-// round_to's NaN result carries the payload's top bits.
-__device__ double widen(float x) {
-  const unsigned u = __float_as_uint(x);
-  if ((u & 0x7FFFFFFFu) <= 0x7F800000u) return static_cast<double>(x);
-  const unsigned long long sign = static_cast<unsigned long long>(u >> 31) << 63;
-  const unsigned long long payload = static_cast<unsigned long long>(u & 0x003FFFFFu) << 29;
-  return __longlong_as_double(static_cast<long long>(sign | 0x7FF8000000000000ull | payload));
-}
-
 // binary64 -> binary32 for a value that binary32 holds (the format fits it); a NaN keeps its sign
 // and the top of its payload, as x86's cvtsd2ss.
 __device__ float narrow(double x) {
@@ -44,7 +33,8 @@ __global__ void round_kernel(numeric::Format format, numeric::Rounding mode, std
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
     const std::uint32_t random = stochastic ? numeric::stochastic_draw(seed, first_index + i) : 0u;
-    const numeric::Rounded r = numeric::round_to(format, mode, widen(in[i]), random);
+    const numeric::Rounded r =
+        numeric::round_to(format, mode, numeric::detail::widen(in[i]), random);
     if (bits != nullptr) bits[i] = r.bits;
     if (values != nullptr) values[i] = narrow(r.value);
   }

@@ -48,16 +48,33 @@ struct Rounded {
 
 namespace detail {
 
+// The object representation of `from` as a To of the same size (std::bit_cast, which device code
+// cannot call).
+template <class To, class From>
+AMPBENCH_HD inline To bit_copy(const From& from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
+}
+
 AMPBENCH_HD inline std::uint64_t bits_of(double x) {
-  std::uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
+  return bit_copy<std::uint64_t>(x);
 }
 
 AMPBENCH_HD inline double double_of(std::uint64_t u) {
-  double x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
+  return bit_copy<double>(u);
+}
+
+// binary32 -> binary64 by bits, as x86's cvtss2sd does it: exact for numbers; a NaN keeps its sign
+// and payload and becomes quiet (so does x86's arithmetic on one NaN operand). A GPU's conversion
+// and arithmetic need not keep NaN signs and payloads, and round_to's NaN result carries them.
+AMPBENCH_HD inline double widen(float x) {
+  const auto u = bit_copy<std::uint32_t>(x);
+  if ((u & 0x7FFFFFFFu) <= 0x7F800000u) return static_cast<double>(x);
+  const std::uint64_t sign = static_cast<std::uint64_t>(u >> 31) << 63;
+  const std::uint64_t payload = static_cast<std::uint64_t>(u & 0x003FFFFFu) << 29;
+  return double_of(sign | 0x7FF8000000000000ull | payload);
 }
 
 AMPBENCH_HD inline int bit_width(std::uint64_t v) {

@@ -1,5 +1,8 @@
-// The fast MX and NVFP4 quantizers (quantize_mx_fast, quantize_nvfp4_fast) against the reference
-// quantizers, bit for bit: every element code, every block scale pattern, NVFP4's global scales.
+// The fast MX and NVFP4 quantizers (quantize_mx_fast, quantize_nvfp4_fast), and the GPU
+// quantizers' math (harness/numeric/scale_math.hpp run on the host in the order
+// kernels/quant_kernels.cu runs it: every rule, fp32 per-tensor and per-tile scales and MX's
+// round-up scale included), against the reference quantizers, bit for bit: every element code,
+// every block scale pattern, NVFP4's global scales.
 // (a) every block shape and role on tensors of every distribution of harness/inputs, with NaN,
 // infinity and zero blocks planted; (b) RapidCheck: arbitrary blocks of arbitrary binary32 patterns
 // and special values, random shapes, both modes; (c) edge blocks: all zeros, amax a power of two,
@@ -20,7 +23,9 @@
 #include <vector>
 
 #include "harness/inputs/distributions.hpp"
+#include "harness/numeric/scale_math.hpp"
 #include "harness/quant/scaling.hpp"
+#include "harness/quant/test/reference_difference.hpp"
 
 namespace ampbench::quant {
 namespace {
@@ -34,37 +39,99 @@ const Format* const kMxElements[] = {&formats::e4m3, &formats::e5m2, &formats::e
 
 // The first difference between the fast result and the reference, or "" when they agree.
 std::string difference(const BlockScaled& fast, const Quantized& ref) {
-  if (fast.bits.size() != ref.bits.size()) return "element counts differ";
-  if (fast.scale_bits.size() != ref.tiles.size()) return "tile counts differ";
-  for (std::size_t t = 0; t < ref.tiles.size(); ++t) {
-    if (fast.scale_bits[t] != ref.tiles[t].scale_bits) {
-      return "tile " + std::to_string(t) + ": scale " + std::to_string(fast.scale_bits[t]) +
-             ", reference " + std::to_string(ref.tiles[t].scale_bits) + " (amax " +
-             std::to_string(ref.tiles[t].amax) + ")";
-    }
+  std::string d = test::reference_difference(fast, ref);
+  if (d.empty() &&
+      (fast.element.overflow != ref.element.overflow || !same_values(fast.element, ref.element))) {
+    d = "element formats differ";
   }
-  for (std::size_t k = 0; k < ref.bits.size(); ++k) {
-    if (fast.bits[k] != ref.bits[k]) {
-      return "element " + std::to_string(k) + ": code " + std::to_string(fast.bits[k]) +
-             ", reference " + std::to_string(ref.bits[k]);
-    }
-  }
-  if (static_cast<double>(fast.global_scale) != ref.global_scale ||
-      static_cast<double>(fast.global_decode) != ref.global_decode) {
-    return "global scales differ";
-  }
-  if (fast.element.overflow != ref.element.overflow || !same_values(fast.element, ref.element)) {
-    return "element formats differ";
-  }
-  return "";
+  return d;
 }
 
+namespace sm = numeric::scale_math;
+
+// What the GPU quantizers compute, by the functions they run, in their order: each tile's amax and
+// NaN flag (the first kernel), the tensor's amax from the tiles' and each tile's scale (the
+// second), each element's code with draw k of the layout's stream for element k (the third).
+struct DeviceMath {
+  std::vector<std::uint64_t> bits, scale_bits;
+  float global_scale = 1, global_decode = 1;
+};
+
+DeviceMath device_math(const std::vector<float>& x, const Layout& l, const Format& element,
+                       sm::TileRule rule, float given = 1) {
+  Format saturating = element;
+  saturating.overflow = numeric::Overflow::saturate;
+  const std::size_t tiles_c = l.cols / l.block_cols;
+  const std::size_t tiles = (l.rows / l.block_rows) * tiles_c;
+  const auto tile_of = [&](std::size_t k) {
+    return (k / l.cols / l.block_rows) * tiles_c + (k % l.cols) / l.block_cols;
+  };
+  std::vector<float> amax(tiles, 0.0f);
+  std::vector<bool> nan(tiles, false);
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    amax[tile_of(k)] = sm::amax_step(amax[tile_of(k)], x[k]);
+    if (std::isnan(x[k])) nan[tile_of(k)] = true;
+  }
+  float tensor_amax = 0;
+  for (const float a : amax) tensor_amax = sm::amax_step(tensor_amax, a);
+  const sm::Nvfp4Tensor nvfp4 = sm::nvfp4_tensor(tensor_amax);
+  DeviceMath d;
+  std::vector<sm::TileScale> scales(tiles);
+  for (std::size_t t = 0; t < tiles; ++t) {
+    scales[t] = sm::tile_scale(rule, saturating, amax[t], nan[t], given, nvfp4);
+    d.scale_bits.push_back(scales[t].bits);
+  }
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const std::uint32_t random =
+        numeric::is_stochastic(l.mode) ? numeric::stochastic_draw(l.seed, k) : 0u;
+    d.bits.push_back(sm::element_code(rule, saturating, l.mode, x[k], scales[tile_of(k)], random));
+  }
+  if (rule == sm::TileRule::nvfp4) {
+    d.global_scale = nvfp4.s_enc;
+    d.global_decode = nvfp4.s_dec;
+  }
+  return d;
+}
+
+std::string difference(const DeviceMath& d, const Quantized& ref) {
+  const std::string e = test::reference_difference(d, ref);
+  return e.empty() ? e : "device math: " + e;
+}
+
+// The first of the two differences (the fast path's, the device math's), or "".
+std::string first(std::string a, std::string b) {
+  return a.empty() ? b : a;
+}
+
+// MX: the fast path and the device math under OCP's scale, and the device math under TE's
+// round-up scale.
 std::string check_mx(const std::vector<float>& x, const Layout& l, const Format& element) {
-  return difference(quantize_mx_fast(x, l, element), quantize_mx(x, l, element));
+  const Quantized ref = quantize_mx(x, l, element);
+  return first(first(difference(quantize_mx_fast(x, l, element), ref),
+                     difference(device_math(x, l, element, sm::TileRule::mx_ocp), ref)),
+               difference(device_math(x, l, element, sm::TileRule::mx_round_up),
+                          quantize_mx(x, l, element, MxScale::round_up)));
 }
 
 std::string check_nvfp4(const std::vector<float>& x, const Layout& l) {
-  return difference(quantize_nvfp4_fast(x, l), quantize_nvfp4(x, l));
+  const Quantized ref = quantize_nvfp4(x, l);
+  return first(difference(quantize_nvfp4_fast(x, l), ref),
+               difference(device_math(x, l, formats::e2m1, sm::TileRule::nvfp4), ref));
+}
+
+// fp32 scales (the reference has no fast path for them): each tile's own scale, plain and as a
+// power of two, and (on one tile) a given scale.
+std::string check_fp32(const std::vector<float>& x, const Layout& l, const Format& element,
+                       float given) {
+  std::string d = first(difference(device_math(x, l, element, sm::TileRule::fp32_amax),
+                                   quantize_current(x, l, element, false)),
+                        difference(device_math(x, l, element, sm::TileRule::fp32_amax_pow2),
+                                   quantize_current(x, l, element, true)));
+  if (l.block_rows == l.rows && l.block_cols == l.cols) {
+    d = first(d, difference(device_math(x, l, element, sm::TileRule::fp32_given, given),
+                            quantize_with_scale(x, l, element, given)));
+  }
+  return d;
 }
 
 Layout layout(std::size_t rows, std::size_t cols, std::size_t br, std::size_t bc,
@@ -117,6 +184,8 @@ struct Shape {
 // for activations and gradients and 16x16 for weights; plus a tensor of a single block.
 const Shape kMxShapes[] = {{64, 256, 1, 32}, {64, 96, 32, 1}, {32, 64, 32, 32}, {1, 32, 1, 32}};
 const Shape kNvShapes[] = {{64, 256, 1, 16}, {64, 128, 16, 16}, {16, 16, 16, 16}, {8, 48, 1, 16}};
+// fp32 scales: per tensor (fp8-delayed, fp8-current), 1x128 and 128x128 tiles (fp8-block).
+const Shape kFp32Shapes[] = {{32, 64, 32, 64}, {4, 256, 1, 128}, {128, 128, 128, 128}};
 
 const char* const kSpecs[] = {
     "normal",
@@ -151,6 +220,16 @@ TEST(FastQuantizers, MatchReferenceOnEveryDistribution) {
         EXPECT_EQ(check_nvfp4(x, l), "") << spec;
         plant(x, l, seed);
         EXPECT_EQ(check_nvfp4(x, l), "") << spec << " planted";
+      }
+      for (const Shape& s : kFp32Shapes) {
+        for (const Format* element : {&formats::e4m3, &formats::e5m2}) {
+          const Layout l = layout(s.rows, s.cols, s.br, s.bc, mode, ++seed);
+          std::vector<float> x = tensor_of(spec, s.rows * s.cols, seed);
+          EXPECT_EQ(check_fp32(x, l, *element, 3.0f), "") << spec << " " << element->name;
+          plant(x, l, seed);
+          EXPECT_EQ(check_fp32(x, l, *element, 0x1p-100f), "")
+              << spec << " planted " << element->name;
+        }
       }
     }
   }
@@ -208,6 +287,19 @@ RC_GTEST_PROP(FastQuantizers, Nvfp4MatchesReference, ()) {
   RC_ASSERT(d == "");
 }
 
+RC_GTEST_PROP(DeviceQuantizerMath, Fp32ScalesMatchReference, ()) {
+  Case c = *any_case();
+  if (*rc::gen::arbitrary<bool>()) {  // one tile: the per-tensor rules, a given scale too
+    c.l.block_rows = c.l.rows;
+    c.l.block_cols = c.l.cols;
+  }
+  const Format& element = **rc::gen::element(&formats::e4m3, &formats::e5m2);
+  const float given = std::ldexp(1.0f + static_cast<float>(*rc::gen::inRange(0, 64)) / 64.0f,
+                                 *rc::gen::inRange(-120, 120));
+  const std::string d = check_fp32(c.x, c.l, element, given);
+  RC_ASSERT(d == "");
+}
+
 // ---- (c) edge blocks
 // -----------------------------------------------------------------------------
 
@@ -248,6 +340,12 @@ TEST(FastQuantizers, EdgeBlocks) {
       }
       EXPECT_EQ(check_nvfp4(x, layout(2, 16, 1, 16, mode, 7)), "") << "amax " << x[1];
       EXPECT_EQ(check_nvfp4(x, layout(1, 32, 1, 16, mode, 7)), "") << "amax " << x[1];
+      for (const Format* element : {&formats::e4m3, &formats::e5m2}) {
+        EXPECT_EQ(check_fp32(x, layout(1, 32, 1, 32, mode, 7), *element, 0x1p-20f), "")
+            << element->name << " amax " << x[1];
+        EXPECT_EQ(check_fp32(x, layout(2, 16, 1, 16, mode, 7), *element, 1.0f), "")
+            << element->name << " amax " << x[1];
+      }
     }
   }
 }
