@@ -1,5 +1,5 @@
-// The audit under a recipe: a linear layer's GEMMs quantized, multiplied and judged against exact
-// products (recipe_audit.hpp).
+// The audit under a recipe: a linear layer's or a convolution's GEMMs quantized, multiplied and
+// judged against exact products (recipe_audit.hpp).
 #include "harness/audit/recipe_audit.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +32,17 @@ struct GemmShape {
   const char* b_layout;
 };
 GemmShape shape_of(const RecipeCase& c, Gemm g) {
+  if (c.conv) {
+    const ops::convolution::Geometry& v = *c.conv;
+    const std::size_t pixels = v.batch * v.out_h() * v.out_w(), taps = v.kernel_h * v.kernel_w;
+    switch (g) {
+      case Gemm::fprop: return {pixels, v.filters, v.channels * taps, "im2col(x)", "w"};
+      case Gemm::dgrad:
+        return {v.batch * v.height * v.width, v.channels, v.filters * taps, "dy lowered",
+                "w^T lowered"};
+      case Gemm::wgrad: return {v.filters, v.channels * taps, pixels, "dy^T", "im2col(x)^T"};
+    }
+  }
   switch (g) {
     case Gemm::fprop: return {c.m, c.n, c.k, "x", "w"};
     case Gemm::dgrad: return {c.m, c.k, c.n, "dy", "w^T"};
@@ -112,9 +123,22 @@ struct ErrorSums {
   }
 };
 
-RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>& x,
-                          const std::vector<float>& w, const std::vector<float>& dy) {
-  const GemmShape s = shape_of(c, g);
+// GEMM g's operands A (rows x K) and B (cols x K) from the case's x, w and dy.
+std::pair<std::vector<float>, std::vector<float>> operands(const RecipeCase& c, Gemm g,
+                                                           const std::vector<float>& x,
+                                                           const std::vector<float>& w,
+                                                           const std::vector<float>& dy) {
+  if (c.conv) {
+    using ops::convolution::Pass;
+    const Pass pass = g == Gemm::fprop   ? Pass::forward
+                      : g == Gemm::dgrad ? Pass::backward_data
+                                         : Pass::backward_filter;
+    const std::vector<float>& first = g == Gemm::dgrad ? dy : x;
+    const std::vector<float>& second = g == Gemm::wgrad ? dy : w;
+    auto part = std::move(ops::convolution::lower<float>(pass, *c.conv, first, second).at(0));
+    const std::size_t n = part.shape.sizes[1], k = part.shape.sizes[2];
+    return {std::move(part.a), transposed(part.b, k, n)};
+  }
   std::vector<float> a, b;
   switch (g) {
     case Gemm::fprop:
@@ -130,6 +154,13 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
       b = transposed(x, c.m, c.k);
       break;
   }
+  return {std::move(a), std::move(b)};
+}
+
+RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>& x,
+                          const std::vector<float>& w, const std::vector<float>& dy) {
+  const GemmShape s = shape_of(c, g);
+  const auto [a, b] = operands(c, g, x, w, dy);
   const auto [ra, rb] = quant::gemm_roles(g);
   const auto quantize = [&](Role role, const std::vector<float>& t, std::size_t rows,
                             std::uint64_t stream) {
@@ -271,8 +302,23 @@ bool known_arch(const std::string& arch) {
 
 }  // namespace
 
+void set_shape(RecipeCase& c, bool convolution, const ops::Shape& shape) {
+  if (convolution) {
+    c.conv = ops::convolution::geometry(shape);
+    return;
+  }
+  c.conv.reset();
+  c.m = shape.sizes.at(0);
+  c.n = shape.sizes.at(1);
+  c.k = shape.sizes.at(2);
+}
+
 std::optional<std::string> why_not_runnable(const RecipeCase& c) {
-  if (c.m == 0 || c.n == 0 || c.k == 0) {
+  if (c.conv && c.conv->groups != 1) {
+    return fmt::format("{}: a grouped convolution (groups = {}) is not audited under a recipe",
+                       c.recipe.name, c.conv->groups);
+  }
+  if (!c.conv && (c.m == 0 || c.n == 0 || c.k == 0)) {
     return fmt::format("{}: the shape {}x{}x{} has a zero size", c.recipe.name, c.m, c.n, c.k);
   }
   if (c.arch != "exact" && !known_arch(c.arch)) {
@@ -296,13 +342,24 @@ std::optional<std::string> why_not_runnable(const RecipeCase& c) {
 
 RecipeCaseResult run_recipe_case(const RecipeCase& c) {
   if (auto why = why_not_runnable(c)) throw std::invalid_argument(*why);
-  const std::vector<float> x = generate(c, c.m, c.k, 0);
-  const std::vector<float> w = generate(c, c.n, c.k, 1);
-  const std::vector<float> dy = generate(c, c.m, c.n, 2);
   RecipeCaseResult r;
+  std::vector<float> x, w, dy;
+  if (c.conv) {
+    const ops::convolution::Geometry& v = *c.conv;
+    x = generate(c, v.batch, v.channels * v.height * v.width, 0);
+    w = generate(c, v.filters, v.channels * v.kernel_h * v.kernel_w, 1);
+    dy = generate(c, v.batch, v.filters * v.out_h() * v.out_w(), 2);
+    r.op = "conv2d";
+    r.shape = ops::convolution::to_string(ops::convolution::to_shape(v));
+  } else {
+    x = generate(c, c.m, c.k, 0);
+    w = generate(c, c.n, c.k, 1);
+    dy = generate(c, c.m, c.n, 2);
+    r.op = "linear";
+    r.shape = fmt::format("{}x{}x{}", c.m, c.n, c.k);
+  }
   r.recipe = c.recipe.name;
   r.arch = c.arch;
-  r.shape = fmt::format("{}x{}x{}", c.m, c.n, c.k);
   r.distribution = c.distribution;
   r.seed = c.seed;
   for (const Gemm g : c.gemms) {
@@ -332,10 +389,15 @@ nlohmann::json to_json(const RecipeCaseResult& r) {
                      {"accumulation", to_json(g.accumulation)},
                      {"nonfinite", g.nonfinite}});
   }
-  return {{"recipe", r.recipe},     {"arch", r.arch},
-          {"shape", r.shape},       {"dist", r.distribution},
-          {"seed", r.seed},         {"gemms", std::move(gemms)},
-          {"breaches", r.breaches}, {"status", r.pass() ? "PASS" : "FAIL"}};
+  return {{"recipe", r.recipe},
+          {"arch", r.arch},
+          {"op", r.op},
+          {"shape", r.shape},
+          {"dist", r.distribution},
+          {"seed", r.seed},
+          {"gemms", std::move(gemms)},
+          {"breaches", r.breaches},
+          {"status", r.pass() ? "PASS" : "FAIL"}};
 }
 
 }  // namespace ampbench::audit

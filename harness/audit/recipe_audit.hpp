@@ -1,6 +1,7 @@
 // The audit under an FP8 or microscaling recipe (issue 19, docs/scaling.md "The audit under a
-// recipe"): a linear layer's three GEMMs (fprop y = x w^T, dgrad dx = dy w, wgrad dw = dy^T x),
-// each operand quantized as the recipe quantizes its role for that GEMM, multiplied on a Tensor
+// recipe"): a linear layer's three GEMMs (fprop y = x w^T, dgrad dx = dy w, wgrad dw = dy^T x), or
+// a convolution's three passes as the GEMMs they lower to (im2col, ops/convolution.hpp), each
+// operand quantized as the recipe quantizes its role for that GEMM, multiplied on a Tensor
 // Core model with the recipe's promotion interval, or exactly; judged against the exact product of
 // the unquantized inputs, with the error split into what quantization lost (the exact product of
 // the dequantized operands against the exact product) and what the accumulation lost (the result
@@ -12,8 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "harness/ops/convolution.hpp"
 #include "harness/quant/recipe.hpp"
 #include "harness/quant/scaling.hpp"
 
@@ -23,6 +26,12 @@ struct RecipeCase {
   quant::Recipe recipe;
   // linear's MxNxK: x is m x k, the weight w n x k (PyTorch's layout, y = x w^T), dy m x n.
   std::size_t m = 64, n = 64, k = 256;
+  // A convolution instead (m, n and k are then ignored; groups must be 1): x N x C x H x W, w
+  // O x C x R x S, dy N x O x OH x OW, and its passes as the GEMMs they lower to, K along the row:
+  // fprop im2col(x) (N OH OW x C R S) times w (O x C R S), dgrad the lowered dy (N H W x O R S)
+  // times the lowered w^T (C x O R S), wgrad dy^T (O x N OH OW) times im2col(x)^T (C R S x N OH
+  // OW).
+  std::optional<ops::convolution::Geometry> conv;
   std::string distribution = "normal";  // of x, w and dy (harness/inputs)
   std::uint64_t seed = 1;
   // "exact": the dequantized operands' exact product, rounded once to binary32; "ada", "hopper",
@@ -67,7 +76,8 @@ struct RecipeGemmResult {
 struct RecipeCaseResult {
   std::string recipe;
   std::string arch;
-  std::string shape;  // "MxNxK"
+  std::string op;     // "linear" or "conv2d"
+  std::string shape;  // "MxNxK", or the convolution's (ops::convolution::to_string)
   std::string distribution;
   std::uint64_t seed = 0;
   std::vector<RecipeGemmResult> gemms;
@@ -75,10 +85,20 @@ struct RecipeCaseResult {
   bool pass() const { return breaches.empty(); }
 };
 
+// Sets the case's sizes from a shape as the op parses it: linear's MxNxK, or (convolution)
+// conv2d's.
+void set_shape(RecipeCase& c, bool convolution, const ops::Shape& shape);
+
+// The default convolution of the audit under a recipe (audit --recipe --op conv2d, [[recipe]] op
+// = "conv2d"): every lowered K (C R S = 1152, O R S = 1152, N OH OW = 128) a multiple of 128, so
+// that every built-in recipe's tiles divide it; about as much work as linear's default.
+inline constexpr std::string_view kRecipeConvShape = "2x128x8x8:128x3x3,pad=1";
+
 // Why the case cannot run, or nothing: a block that does not divide the dimension it tiles (a
 // role's 1xN tiles run along K of each GEMM it enters, so x's tiles must divide k for fprop and m
 // for wgrad), a Hadamard transform on a length that is not a multiple of 16, an architecture
-// without a model for the recipe's formats (quant::recipe_mma), a zero size.
+// without a model for the recipe's formats (quant::recipe_mma), a zero size, a grouped
+// convolution.
 std::optional<std::string> why_not_runnable(const RecipeCase& c);
 
 // Runs the case; throws std::invalid_argument for what why_not_runnable reports, and what the

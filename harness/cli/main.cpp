@@ -284,11 +284,12 @@ int run_command_line(int argc, char** argv) {
                     "The recipes' Tensor Core model: hopper, blackwell, ... or exact (default: "
                     "blackwell for MX/NVFP4, else hopper)");
   train->add_option("--keep-bf16", train_args.keep_bf16,
-                    "Linear layers (their weights' names, comma-separated) every recipe keeps in "
-                    "bf16");
-  train->add_flag("--sensitivity", train_args.sensitivity,
-                  "Each recipe again once per other linear layer kept in bf16, the layers ranked "
-                  "by the share of the loss error they remove");
+                    "Linear and convolution layers (their weights' names, comma-separated) every "
+                    "recipe keeps in bf16");
+  train->add_flag(
+      "--sensitivity", train_args.sensitivity,
+      "Each recipe again once per other linear or convolution layer kept in bf16, ranked "
+      "by the share of the loss error they remove");
   options::add_integer(*train, "--reference-bits", train_args.reference_bits, {64, 4096},
                        "Precision of the reference")
       ->capture_default_str();

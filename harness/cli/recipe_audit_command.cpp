@@ -1,4 +1,5 @@
-// ampbench audit --recipe: linear's GEMMs quantized as FP8 and microscaling recipes quantize them,
+// ampbench audit --recipe: linear's GEMMs (or, with --op conv2d, a convolution's, as the GEMMs it
+// lowers to) quantized as FP8 and microscaling recipes quantize them,
 // multiplied on a Tensor Core model or exactly, judged against the exact product of the
 // unquantized inputs with the error split into quantization and accumulation (docs/scaling.md).
 // Bad input is reported before any work starts; the --json file is rewritten (atomically) after
@@ -11,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/audit/recipe_audit.hpp"
@@ -19,6 +21,7 @@
 #include "harness/cli/text.hpp"
 #include "harness/io/json_arrays.hpp"
 #include "harness/ops/catalog.hpp"
+#include "harness/ops/convolution.hpp"
 #include "harness/quant/recipe.hpp"
 #include "harness/quant/recipe_gemm.hpp"
 
@@ -66,23 +69,26 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
   for (const char* option : kNotWithRecipe) {
     if (std::find(args.given.begin(), args.given.end(), option) != args.given.end()) {
       err << fmt::format(
-          "{}: {} does not go with --recipe (the recipe audit runs linear's GEMMs on the CPU "
-          "models; docs/scaling.md)\n",
+          "{}: {} does not go with --recipe (the recipe audit runs linear's or conv2d's GEMMs "
+          "on the CPU models; docs/scaling.md)\n",
           kCommand, option);
       return kExitUsage;
     }
   }
-  if (!args.op.empty() && args.op != "linear") {
+  if (!args.op.empty() && args.op != "linear" && args.op != "conv2d") {
     err << fmt::format(
-        "{}: --op {}: the audit under a recipe runs linear's three GEMMs (fprop, dgrad, wgrad); "
-        "give --op linear or no --op\n",
+        "{}: --op {}: the audit under a recipe runs the three GEMMs (fprop, dgrad, wgrad) of "
+        "linear or conv2d; give --op linear (the default) or --op conv2d\n",
         kCommand, args.op);
     return kExitUsage;
   }
-  const ops::OpInfo& linear = *ops::find_op("linear");
+  const bool conv = args.op == "conv2d";
+  const ops::OpInfo& op = *ops::find_op(conv ? "conv2d" : "linear");
   ops::Shape shape;
   try {
-    shape = ops::parse_shape(linear, args.shape.empty() ? linear.default_shape : args.shape);
+    shape = ops::parse_shape(op, !args.shape.empty() ? args.shape
+                                 : conv              ? audit::kRecipeConvShape
+                                                     : op.default_shape);
   } catch (const ops::OpError& e) {
     err << fmt::format("{}: --shape: {}\n", kCommand, e.what());
     return kExitUsage;
@@ -113,9 +119,7 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
       return kExitUsage;
     }
     if (quant::find_recipe(name) == nullptr) files.input("--recipe", name);
-    c.m = shape.sizes[0];
-    c.n = shape.sizes[1];
-    c.k = shape.sizes[2];
+    audit::set_shape(c, conv, shape);
     c.distribution = args.dist;
     c.seed = args.seed;
     c.gemms = gemms;
@@ -152,9 +156,18 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
   }
 
   // ---- the cases ------------------------------------------------------------------------------
-  out << fmt::format("linear {} (x {}x{}, w {}x{}, dy {}x{}), dist {}, seed {}\n",
-                     ops::to_string(shape), cases[0].m, cases[0].k, cases[0].n, cases[0].k,
-                     cases[0].m, cases[0].n, args.dist, args.seed);
+  if (conv) {
+    const ops::convolution::Geometry& v = *cases[0].conv;
+    out << fmt::format(
+        "conv2d {} (x {}x{}x{}x{}, w {}x{}x{}x{}, dy {}x{}x{}x{}; as im2col GEMMs), dist {}, seed "
+        "{}\n",
+        ops::to_string(shape), v.batch, v.channels, v.height, v.width, v.filters, v.channels,
+        v.kernel_h, v.kernel_w, v.batch, v.filters, v.out_h(), v.out_w(), args.dist, args.seed);
+  } else {
+    out << fmt::format("linear {} (x {}x{}, w {}x{}, dy {}x{}), dist {}, seed {}\n",
+                       ops::to_string(shape), cases[0].m, cases[0].k, cases[0].n, cases[0].k,
+                       cases[0].m, cases[0].n, args.dist, args.seed);
+  }
   for (const std::string& note : notes) out << "note: " << note << '\n';
   // Columns as wide as their content: the recipes' names and the models the GEMMs run on.
   std::size_t recipe_width = 8;

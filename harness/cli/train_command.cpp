@@ -94,7 +94,7 @@ void write_scaled(std::ostream& out, const train::RunResult& r,
 // A recipe's layers ranked by the share of its loss error each removes when kept in bf16.
 void write_sensitivity(std::ostream& out, const train::RecipeSensitivity& r) {
   out << fmt::format(
-      "\n{}: linear layers kept in bf16 one at a time, by the share of the loss error they remove "
+      "\n{}: layers kept in bf16 one at a time, by the share of the loss error they remove "
       "(the mean over the steps of loss_err; {} alone: {})\n",
       r.recipe, r.run, number(r.mean_loss_error));
   out << fmt::format("{:<12}{:>15}{:>10}{:>15}\n", "layer", "mean_loss_err", "removed",
@@ -173,12 +173,13 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
                          kCommand, option);
       return kExitUsage;
     }
-    const std::vector<std::string> layers = train::linear_layers(config.model);
+    const std::vector<std::string> layers = train::gemm_layers(config.model);
     if (args.keep_bf16) {
       for (std::string& name : split_list(*args.keep_bf16)) {
         if (std::find(layers.begin(), layers.end(), name) == layers.end()) {
-          err << fmt::format("{}: --keep-bf16: '{}' is not a linear layer of the {} (its: {})\n",
-                             kCommand, name, config.model, fmt::join(layers, ", "));
+          err << fmt::format(
+              "{}: --keep-bf16: '{}' is not a linear or convolution layer of the {} (its: {})\n",
+              kCommand, name, config.model, fmt::join(layers, ", "));
           return kExitUsage;
         }
         if (std::find(config.keep_bf16.begin(), config.keep_bf16.end(), name) !=
@@ -190,8 +191,9 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
     if (args.sensitivity && config.keep_bf16.size() == layers.size()) {
-      err << fmt::format("{}: --sensitivity: --keep-bf16 keeps every linear layer of the {}\n",
-                         kCommand, config.model);
+      err << fmt::format(
+          "{}: --sensitivity: --keep-bf16 keeps every linear and convolution layer of the {}\n",
+          kCommand, config.model);
       return kExitUsage;
     }
     config.sensitivity = args.sensitivity;
@@ -330,8 +332,13 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   for (const auto& r : config.recipes) {
-    out << fmt::format("recipe {}: the linear layers' GEMMs {}, the rest as amp-bf16\n", r.name,
-                       gemms_on(train::recipe_arch(r, config)));
+    const std::string kept =
+        config.keep_bf16.empty()
+            ? ""
+            : fmt::format(" (but {}, kept in bf16)", fmt::join(config.keep_bf16, ", "));
+    out << fmt::format(
+        "recipe {}: the linear and convolution layers' GEMMs{} {}, the rest as amp-bf16\n", r.name,
+        kept, gemms_on(train::recipe_arch(r, config)));
   }
   for (const auto& note : notes) out << "note: " << note << "\n";
   out.flush();

@@ -10,9 +10,11 @@
 #include <map>
 #include <optional>
 
+#include "harness/audit/recipe_audit.hpp"
 #include "harness/inputs/distributions.hpp"
 #include "harness/inputs/tensor_file.hpp"
 #include "harness/io/files.hpp"
+#include "harness/ops/convolution.hpp"
 #include "harness/quant/recipe.hpp"
 #include "harness/quant/recipe_gemm.hpp"
 #include "harness/train/limits.hpp"
@@ -343,15 +345,15 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
       }
     }
   }
-  // Linear layers every recipe keeps in bf16, and the per-layer ranking (train --keep-bf16,
+  // Layers every recipe keeps in bf16, and the per-layer ranking (train --keep-bf16,
   // --sensitivity).
-  const std::vector<std::string> layers = train::linear_layers(config.model);
+  const std::vector<std::string> layers = train::gemm_layers(config.model);
   if (const toml::node* node = table.get("keep_bf16")) {
     for (auto& [name, item] : reader.strings(*node, "[[train]] keep_bf16")) {
       if (std::find(layers.begin(), layers.end(), name) == layers.end()) {
         reader.fail(*item, "[[train]] keep_bf16",
-                    fmt::format("'{}' is not a linear layer of the {} (its: {})", name,
-                                config.model, fmt::join(layers, ", ")));
+                    fmt::format("'{}' is not a linear or convolution layer of the {} (its: {})",
+                                name, config.model, fmt::join(layers, ", ")));
       }
       config.keep_bf16.push_back(std::move(name));
     }
@@ -360,7 +362,8 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
     config.sensitivity = reader.boolean(*node, "[[train]] sensitivity");
     if (config.sensitivity && config.keep_bf16.size() == layers.size()) {
       reader.fail(*node, "[[train]] sensitivity",
-                  fmt::format("keep_bf16 keeps every linear layer of the {}", config.model));
+                  fmt::format("keep_bf16 keeps every linear and convolution layer of the {}",
+                              config.model));
     }
   }
   cases.push_back(SuiteCase{train_key(config), std::move(config)});
@@ -421,29 +424,40 @@ void expand_fingerprint(const Reader& reader, const toml::table& table,
   }
 }
 
-// One case per recipe, shape and distribution: linear's GEMMs under the recipe (a built-in name or
-// a recipe file next to the suite), on `arch` (default: hopper where it has a model of the
+// One case per recipe, shape and distribution: linear's GEMMs (or, with op = "conv2d", a
+// convolution's, as the GEMMs it lowers to) under the recipe (a built-in name or a recipe file next
+// to the suite), on `arch` (default: hopper where it has a model of the
 // recipe's formats, else exact), promoted every `promote_interval` products when given. Every case
 // is checked here (audit::why_not_runnable): a block that does not divide a dimension stops the
 // suite when it is read.
 void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t seed,
                    const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[recipe]]";
-  reader.check_keys(table, kTable, {"recipes", "shapes", "arch", "promote_interval", "dists"});
+  reader.check_keys(table, kTable,
+                    {"recipes", "op", "shapes", "arch", "promote_interval", "dists"});
   const std::vector<std::pair<quant::Recipe, const toml::node*>> recipes = read_recipes(
       reader, required(reader, table, "recipes", kTable), "[[recipe]] recipes", directory);
-  const ops::OpInfo& linear = *ops::find_op("linear");
+  bool conv = false;
+  if (const toml::node* node = table.get("op")) {
+    const std::string op = reader.string(*node, "[[recipe]] op");
+    if (op != "linear" && op != "conv2d") {
+      reader.fail(*node, "[[recipe]] op", fmt::format("unknown op '{}' (linear, conv2d)", op));
+    }
+    conv = op == "conv2d";
+  }
+  const ops::OpInfo& op = *ops::find_op(conv ? "conv2d" : "linear");
   std::vector<std::pair<ops::Shape, const toml::node*>> shapes;
   if (const toml::node* node = table.get("shapes")) {
     for (const auto& [text, item] : reader.strings(*node, "[[recipe]] shapes")) {
       try {
-        shapes.emplace_back(ops::parse_shape(linear, text), item);
+        shapes.emplace_back(ops::parse_shape(op, text), item);
       } catch (const ops::OpError& e) {
         reader.fail(*item, "[[recipe]] shapes", e.what());
       }
     }
   } else {
-    shapes.emplace_back(ops::parse_shape(linear, linear.default_shape), &table);
+    shapes.emplace_back(ops::parse_shape(op, conv ? audit::kRecipeConvShape : op.default_shape),
+                        &table);
   }
   std::string arch;
   const toml::node* arch_node = table.get("arch");
@@ -461,9 +475,7 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
       for (const auto& dist : dists) {
         audit::RecipeCase c;
         c.recipe = recipe;
-        c.m = shape.sizes[0];
-        c.n = shape.sizes[1];
-        c.k = shape.sizes[2];
+        audit::set_shape(c, conv, shape);
         c.distribution = dist;
         c.seed = seed;
         c.promote_interval = promote_interval;
@@ -471,8 +483,9 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
         if (const auto why = audit::why_not_runnable(c)) {
           reader.fail(arch_node != nullptr ? *arch_node : *shape_node, kTable, *why);
         }
-        std::string key = fmt::format("recipe/{}/{}/{}/{}/seed={}", recipe.name,
-                                      ops::to_string(shape), c.arch, dist, seed);
+        std::string key =
+            fmt::format("recipe/{}/{}{}/{}/{}/seed={}", recipe.name, conv ? "conv2d/" : "",
+                        ops::to_string(shape), c.arch, dist, seed);
         if (promote_interval) key += fmt::format("/promote={}", *promote_interval);
         cases.push_back(SuiteCase{std::move(key), std::move(c)});
       }

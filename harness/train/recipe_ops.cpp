@@ -88,7 +88,8 @@ std::size_t RecipeOps::parameter_of(const Tensor& w) const {
   const auto it = std::find(parameters_.begin(), parameters_.end(), w.values.data());
   if (it == parameters_.end()) {
     throw std::logic_error(
-        "a recipe's linear layer was given a weight that is not a parameter of this pass");
+        "a recipe's linear or convolution layer was given a weight that is not a parameter of "
+        "this pass");
   }
   return static_cast<std::size_t>(it - parameters_.begin());
 }
@@ -242,6 +243,64 @@ RecipeOps::LinearGradients RecipeOps::linear_backward(const Tensor& x, const Ten
                   EmulatedKernels::linear_backward_bias(dw_flow.precision(),
                                                         operand(db_flow, 0, dy), rows, out));
   return g;
+}
+
+std::vector<double> RecipeOps::convolution(Gemm g, ops::convolution::Pass pass,
+                                           const ops::convolution::Geometry& geometry,
+                                           const Tensor& first, const Tensor& second,
+                                           std::size_t p) {
+  if (geometry.groups != 1) {
+    throw std::invalid_argument(
+        fmt::format("a grouped convolution (groups = {}) under a recipe is not modelled: its "
+                    "per-tensor scales would span the groups' separate GEMMs",
+                    geometry.groups));
+  }
+  std::vector<double> out(ops::element_count(ops::convolution::output_shape(pass, geometry)));
+  const std::vector<float> f = floats(first.values), s = floats(second.values);
+  for (auto& part : ops::convolution::lower<float>(pass, geometry, f, s)) {
+    // The lowered gemm is A (m x k) times B (k x n); the recipe's GEMM takes B as n x k.
+    const std::size_t m = part.shape.sizes[0], n = part.shape.sizes[1], k = part.shape.sizes[2];
+    const std::vector<double> c =
+        gemm(g, std::move(part.a), m, numeric::transposed(part.b, k, n), n, k, p);
+    for (std::size_t l = 0; l < c.size(); ++l) out[part.place[l]] = c[l];
+  }
+  return out;
+}
+
+RecipeOps::Tensor RecipeOps::conv2d(const Tensor& x, const Tensor& w,
+                                    const ops::convolution::Geometry& g) {
+  parameters_done_ = true;
+  const std::size_t p = parameter_of(w);
+  if (kept(p)) return EmulatedOps::conv2d(x, w, g);
+  const auto range = op_range("conv2d");
+  const ops::Autocast f = flow("conv2d", policy::Op::conv, {x.format});
+  return result(f, Tensor{convolution(Gemm::fprop, ops::convolution::Pass::forward, g, x, w, p),
+                          numeric::formats::fp32});
+}
+
+RecipeOps::ConvolutionGradients RecipeOps::conv2d_backward(const Tensor& x, const Tensor& w,
+                                                           const Tensor& dy,
+                                                           const ops::convolution::Geometry& g,
+                                                           bool need_dx) {
+  parameters_done_ = true;
+  const std::size_t p = parameter_of(w);
+  if (kept(p)) return EmulatedOps::conv2d_backward(x, w, dy, g, need_dx);
+  const auto range = op_range("conv2d_backward");
+  const std::initializer_list<numeric::Format> inputs{x.format};
+  const ops::Autocast dx_flow = flow("conv2d_backward_data", policy::Op::conv, inputs);
+  const ops::Autocast dw_flow = flow("conv2d_backward_filter", policy::Op::conv, inputs);
+  ConvolutionGradients grads;
+  if (need_dx) {
+    grads.dx = gradient(
+        dx_flow, x,
+        Tensor{convolution(Gemm::dgrad, ops::convolution::Pass::backward_data, g, dy, w, p),
+               numeric::formats::fp32});
+  }
+  grads.dw = gradient(
+      dw_flow, w,
+      Tensor{convolution(Gemm::wgrad, ops::convolution::Pass::backward_filter, g, x, dy, p),
+             numeric::formats::fp32});
+  return grads;
 }
 
 std::vector<ScaledTensorRecord> RecipeOps::finish_step() {

@@ -1,8 +1,10 @@
 // The trainer's ops under an FP8 or microscaling recipe (quant/recipe.hpp, docs/training.md
 // "Recipes"): a linear layer's three GEMMs (fprop y = x w, dgrad dx = dy w^T, wgrad dw = x^T dy)
 // with their operands quantized as the recipe says and multiplied on a Tensor Core model (or
-// exactly), as Transformer Engine's te.Linear runs them under fp8_autocast; everything else
-// (norms, softmax, activations, attention, convolutions, the bias) as amp-bf16, as TE leaves it.
+// exactly), as Transformer Engine's te.Linear runs them under fp8_autocast; a convolution's three
+// passes the same way, as the GEMMs they lower to (im2col, ops/convolution.hpp), each lowered
+// operand quantized as that GEMM's operand; everything else (norms, softmax, activations,
+// attention, the bias) as amp-bf16, as TE leaves it.
 //
 // The quantizers see the operands as they come (the activation in its own format, the weight as
 // its binary32 master, the gradient in its format), not autocast's bf16 copies. A GEMM's result is
@@ -44,20 +46,21 @@ class RecipeOps : public EmulatedOps {
  public:
   // The recipe's GEMMs on the Tensor Core model of `arch` ("hopper", "blackwell", ...; "exact":
   // the exact product of the quantized operands rounded once to binary32); stochastic rounding
-  // draws from `seed`; the linear layers whose weights are the parameters at `keep_bf16` (their
-  // positions) run as under amp-bf16. Throws std::invalid_argument when `arch` has no model for
-  // one of the recipe's GEMMs (the reason quant::recipe_mma gives) or is not an architecture.
+  // draws from `seed`; the linear and convolution layers whose weights are the parameters at
+  // `keep_bf16` (their positions) run as under amp-bf16. Throws std::invalid_argument when `arch`
+  // has no model for one of the recipe's GEMMs (the reason quant::recipe_mma gives) or is not an
+  // architecture.
   RecipeOps(quant::Recipe recipe, std::string arch, std::uint64_t seed,
             std::vector<std::size_t> keep_bf16 = {});
 
-  // The policy of everything but the linear layers' GEMMs: amp-bf16.
+  // The policy of everything but the layers' GEMMs: amp-bf16.
   static policy::Policy base_policy();
 
   const quant::Recipe& recipe() const { return recipe_; }
   const std::string& arch() const { return arch_; }
 
-  // A parameter; the linear layers are told apart by their weights, the parameters of the current
-  // pass (those made since the last op ran), by position.
+  // A parameter; the layers are told apart by their weights, the parameters of the current pass
+  // (those made since the last op ran), by position.
   Tensor parameter(std::span<const Master> values);
 
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
@@ -65,6 +68,11 @@ class RecipeOps : public EmulatedOps {
   LinearGradients linear_backward(const Tensor& x, const Tensor& w, const Tensor& b,
                                   const Tensor& dy, std::size_t rows, std::size_t in,
                                   std::size_t out, bool need_dx);
+  // Ungrouped convolutions only: a grouped one throws std::invalid_argument (its per-tensor
+  // scales would span the groups' separate GEMMs; no model here uses groups).
+  Tensor conv2d(const Tensor& x, const Tensor& w, const ops::convolution::Geometry& g);
+  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                       const ops::convolution::Geometry& g, bool need_dx);
 
   // After the step: the delayed-scaling histories updated, and the step's scaled tensors, ordered
   // by layer, GEMM and role.
@@ -77,6 +85,12 @@ class RecipeOps : public EmulatedOps {
   // and B n x k, K along the row, each quantized for its role.
   std::vector<double> gemm(quant::Gemm g, std::vector<float> a, std::size_t m, std::vector<float> b,
                            std::size_t n, std::size_t k, std::size_t p);
+  // Pass `pass` of a convolution of the layer whose weight is parameter p, as GEMM g of its
+  // lowered operands (first and second in ops::convolution::operands order), in binary32 values
+  // placed in the pass's output.
+  std::vector<double> convolution(quant::Gemm g, ops::convolution::Pass pass,
+                                  const ops::convolution::Geometry& geometry, const Tensor& first,
+                                  const Tensor& second, std::size_t p);
   quant::DelayedScaling& delayed_state(std::size_t p, quant::Role role);
   std::size_t parameter_of(const Tensor& w) const;
   bool kept(std::size_t p) const;  // the layer of parameter p runs as under amp-bf16

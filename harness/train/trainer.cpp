@@ -107,7 +107,7 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed) {
       fmt::format("unknown model '{}' (known: mlp, cnn, transformer)", model));
 }
 
-std::vector<std::string> linear_layers(const std::string& model) {
+std::vector<std::string> gemm_layers(const std::string& model) {
   std::vector<ParameterSpec> specs;
   if (model == "mlp") {
     specs = Mlp(MlpShape{}).parameters();
@@ -121,7 +121,7 @@ std::vector<std::string> linear_layers(const std::string& model) {
   }
   std::vector<std::string> names;
   for (const ParameterSpec& p : specs) {
-    if (p.shape.size() == 2) names.push_back(p.name);
+    if (p.shape.size() == 2 || p.shape.size() == 4) names.push_back(p.name);
   }
   return names;
 }

@@ -40,17 +40,18 @@ struct TrainConfig {
   std::string model = "mlp";
   std::vector<policy::Policy> policies;
   // FP8 and microscaling recipes trained beside the policies, on the CPU emulation
-  // (docs/training.md "Recipes"): the linear layers' three GEMMs quantized as the recipe says and
-  // multiplied on the Tensor Core model of `recipe_arch`; everything else as amp-bf16.
+  // (docs/training.md "Recipes"): the linear and convolution layers' three GEMMs quantized as the
+  // recipe says and multiplied on the Tensor Core model of `recipe_arch`; everything else as
+  // amp-bf16.
   std::vector<quant::Recipe> recipes;
   // "hopper", "blackwell", ... or "exact" (the exact product rounded once to binary32); empty:
   // each recipe's quant::default_arch.
   std::string recipe_arch;
-  // Linear layers, by their weight's name (linear_layers), that every recipe run keeps in
-  // amp-bf16: NVFP4's "a few sensitive layers in high precision".
+  // Layers, by their weight's name (gemm_layers), that every recipe run keeps in amp-bf16:
+  // NVFP4's "a few sensitive layers in high precision".
   std::vector<std::string> keep_bf16;
-  // Each recipe also once per other linear layer with that layer kept in bf16 too, ranked by how
-  // much of the recipe's loss error each removes (TrainResult::sensitivity).
+  // Each recipe also once per other layer of gemm_layers with that layer kept in bf16 too, ranked
+  // by how much of the recipe's loss error each removes (TrainResult::sensitivity).
   bool sensitivity = false;
   int reference_bits = 113;
   std::size_t steps = 200;
@@ -67,7 +68,7 @@ struct TrainConfig {
   double accuracy_budget = 0.05;
 };
 
-// One scaled tensor of a recipe run over a step: an operand of one of a linear layer's GEMMs,
+// One scaled tensor of a recipe run over a step: an operand of one of a layer's GEMMs,
 // over the step's micro-batches.
 struct ScaledTensorRecord {
   std::size_t parameter = 0;  // the layer's weight: an index into TrainResult::parameters
@@ -109,7 +110,7 @@ struct RunResult {
   std::string gradient_format;
   std::string recipe;                  // a recipe run's recipe; empty otherwise
   std::string recipe_arch;             // its GEMM model (TrainConfig::recipe_arch)
-  std::vector<std::string> kept_bf16;  // its linear layers kept in amp-bf16
+  std::vector<std::string> kept_bf16;  // its layers kept in amp-bf16 (gemm_layers)
   bool scaler = false;
   std::vector<StepRecord> steps;
   std::vector<std::size_t> skipped_steps;
@@ -121,7 +122,7 @@ struct RunResult {
   bool pass = true;
 };
 
-// How much of a recipe's loss error keeping one more linear layer in bf16 removes.
+// How much of a recipe's loss error keeping one more layer (gemm_layers) in bf16 removes.
 struct LayerSensitivity {
   std::string parameter;  // the layer's weight
   std::string run;        // the run that kept it
@@ -162,9 +163,10 @@ std::size_t default_steps(const std::string& model);
 // A synthetic data set for the model, from `seed`.
 Dataset default_dataset(const std::string& model, std::uint64_t seed);
 
-// The linear layers of a model, by their weights' names, in parameter order (its 2-D parameters;
-// a convolution's weight has four dimensions). Throws std::invalid_argument for an unknown model.
-std::vector<std::string> linear_layers(const std::string& model);
+// The layers whose GEMMs a recipe quantizes, by their weights' names, in parameter order: the
+// linear layers (the model's 2-D parameters) and the convolutions (its 4-D parameters). Throws
+// std::invalid_argument for an unknown model.
+std::vector<std::string> gemm_layers(const std::string& model);
 
 // The architecture a recipe's GEMMs run on under `config`: config.recipe_arch, or the recipe's
 // quant::default_arch for its three GEMMs.

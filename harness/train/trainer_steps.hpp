@@ -328,7 +328,7 @@ Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
   return make_run(PolicyOps(p), p.name, config, initial, steps);
 }
 
-// A recipe's run on the CPU emulation (RecipeOps), the linear layers whose weights are named in
+// A recipe's run on the CPU emulation (RecipeOps), the layers whose weights are named in
 // `keep` in amp-bf16: named "RECIPE", or "RECIPE+bf16[w1,w2]" with layers kept.
 inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const std::vector<std::string>& keep,
                                  const std::vector<ParameterSpec>& specs, const TrainConfig& config,
@@ -338,10 +338,12 @@ inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const std::vector<
   for (const std::string& name : keep) {
     const auto it = std::find_if(specs.begin(), specs.end(),
                                  [&](const ParameterSpec& p) { return p.name == name; });
-    if (it == specs.end() || it->shape.size() != 2) {
+    const std::vector<std::string> layers = gemm_layers(config.model);
+    if (it == specs.end() || std::find(layers.begin(), layers.end(), name) == layers.end()) {
       throw std::invalid_argument(
-          fmt::format("--keep-bf16: '{}' is not a linear layer's weight of the {} (its: {})", name,
-                      config.model, fmt::join(linear_layers(config.model), ", ")));
+          fmt::format("--keep-bf16: '{}' is not a linear or convolution layer's weight of the {} "
+                      "(its: {})",
+                      name, config.model, fmt::join(layers, ", ")));
     }
     positions.push_back(static_cast<std::size_t>(it - specs.begin()));
   }
@@ -555,7 +557,7 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
     runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
                       recipe_run(r, config.keep_bf16, specs, config, initial, config.steps));
     if (!config.sensitivity) continue;
-    for (const std::string& layer : linear_layers(config.model)) {
+    for (const std::string& layer : gemm_layers(config.model)) {
       if (std::find(config.keep_bf16.begin(), config.keep_bf16.end(), layer) !=
           config.keep_bf16.end()) {
         continue;

@@ -1,7 +1,8 @@
 // The audit under a recipe (recipe_audit.hpp): closed forms on constant inputs (fp8-current's
 // quantization error is |(448 fl32(1/448))^2 - 1|, MX's is zero), the a-priori bound of exact
 // accumulation (half an ulp of binary32), Hopper's FP8 accumulation with and without promotion,
-// the shapes each GEMM reads, and the refusals, each naming what is wrong.
+// the shapes each GEMM reads, a convolution's passes (a 1x1 one is linear, number for number), and
+// the refusals, each naming what is wrong.
 #include "harness/audit/recipe_audit.hpp"
 
 #include <gtest/gtest.h>
@@ -116,6 +117,58 @@ TEST(RecipeAudit, EachGemmReadsItsOperandsWithKAlongTheRow) {
   EXPECT_EQ(f.chunks, 3u);
 }
 
+RecipeCase conv_of(const char* recipe, const char* shape, const char* arch) {
+  RecipeCase c = case_of(recipe, 0, 0, 0, arch);
+  c.conv = ops::convolution::geometry(ops::convolution::parse("conv2d", shape));
+  return c;
+}
+
+// A convolution's passes read the lowered operands: fprop im2col(x) (N OH OW x C R S) and the
+// filters, dgrad the lowered dy (N H W x O R S) and the lowered filters, wgrad dy^T and im2col^T.
+TEST(RecipeAudit, AConvolutionsPassesReadTheLoweredOperands) {
+  const RecipeCaseResult r =
+      run_recipe_case(conv_of("mxfp8", "2x32x8x8:64x3x3,pad=1,stride=2", "blackwell"));
+  EXPECT_EQ(r.op, "conv2d");
+  EXPECT_EQ(r.shape, "2x32x8x8:64x3x3,stride=2,pad=1");
+  ASSERT_EQ(r.gemms.size(), 3u);
+  const auto& f = r.gemms[0];
+  const auto& d = r.gemms[1];
+  const auto& w = r.gemms[2];
+  EXPECT_EQ(std::tie(f.rows, f.cols, f.k), std::make_tuple(32u, 64u, 288u));  // 2 x 4 x 4 pixels
+  EXPECT_EQ(std::tie(d.rows, d.cols, d.k), std::make_tuple(128u, 32u, 576u));
+  EXPECT_EQ(std::tie(w.rows, w.cols, w.k), std::make_tuple(64u, 288u, 32u));
+  EXPECT_EQ(f.a.layout, "im2col(x)");
+  EXPECT_EQ(d.a.layout, "dy lowered");
+  EXPECT_EQ(w.b.layout, "im2col(x)^T");
+  EXPECT_EQ(f.a.events.elements, 32u * 288);
+  EXPECT_EQ(d.a.events.elements, 128u * 576);
+  EXPECT_EQ(w.b.events.elements, 288u * 32);
+  EXPECT_TRUE(r.pass());
+  EXPECT_GT(f.quantization.max_normwise, 0.0);
+}
+
+// A 1x1 convolution of 1x1 images is a linear layer (x N x C, w O x C, dy N x O, generated from
+// the same streams): every figure of its three GEMMs is the linear case's.
+TEST(RecipeAudit, AOneByOneConvolutionIsLinear) {
+  for (const char* recipe : {"fp8-delayed", "nvfp4"}) {
+    const RecipeCaseResult conv = run_recipe_case(conv_of(recipe, "64x128x1x1:32x1x1", "exact"));
+    const RecipeCaseResult linear = run_recipe_case(case_of(recipe, 64, 32, 128, "exact"));
+    ASSERT_EQ(conv.gemms.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(std::string(recipe) + " " + std::string(quant::gemm_name(conv.gemms[i].gemm)));
+      const RecipeGemmResult& c = conv.gemms[i];
+      const RecipeGemmResult& l = linear.gemms[i];
+      EXPECT_EQ(std::tie(c.rows, c.cols, c.k), std::tie(l.rows, l.cols, l.k));
+      EXPECT_EQ(c.total.max_normwise, l.total.max_normwise);
+      EXPECT_EQ(c.total.frobenius, l.total.frobenius);
+      EXPECT_EQ(c.quantization.mean_normwise, l.quantization.mean_normwise);
+      EXPECT_EQ(c.a.events.flushed + c.b.events.flushed, l.a.events.flushed + l.b.events.flushed);
+      EXPECT_EQ(c.a.scale, l.a.scale);
+      EXPECT_GT(c.total.max_normwise, 0.0);
+    }
+  }
+}
+
 TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
   const auto why = [](const RecipeCase& c) { return why_not_runnable(c).value_or("runnable"); };
   EXPECT_NE(why(case_of("fp8-block", 128, 128, 100, "hopper")).find("K = 100"), std::string::npos);
@@ -128,6 +181,12 @@ TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(why(case_of("fp8-current", 0, 4, 4, "exact")).find("zero"), std::string::npos);
   EXPECT_EQ(why(case_of("nvfp4", 32, 32, 32, "exact")), "runnable");
+  // A convolution's K is C R S for fprop: 3 x 3 x 3 = 27, which 1x128 tiles do not divide.
+  const std::string im2col = why(conv_of("fp8-block", "2x3x8x8:128x3x3", "hopper"));
+  EXPECT_NE(im2col.find("im2col(x)"), std::string::npos) << im2col;
+  EXPECT_NE(im2col.find("K = 27"), std::string::npos) << im2col;
+  EXPECT_NE(why(conv_of("fp8-current", "2x4x8x8:4x3x3,groups=2", "hopper")).find("grouped"),
+            std::string::npos);
   EXPECT_THROW(run_recipe_case(case_of("fp8-block", 128, 128, 100, "hopper")),
                std::invalid_argument);
 }

@@ -13,6 +13,7 @@
 namespace {
 
 using ampbench::cli::test::ampbench;
+using ampbench::cli::test::ampbench_with_record;
 using ampbench::cli::test::Outcome;
 
 std::string temp(const std::string& name) {
@@ -63,6 +64,23 @@ TEST(AuditRecipeCli, PromotionIntervalAndGemmsAreChosen) {
   std::remove(path.c_str());
 }
 
+// --op conv2d: the convolution's passes as the GEMMs they lower to, named in the record.
+TEST(AuditRecipeCli, ConvolutionsRunAsTheirLoweredGemms) {
+  const auto [run, text] = ampbench_with_record(
+      "audit --recipe fp8-current,mxfp8 --op conv2d --shape 2x32x8x8:32x3x3,pad=1", "conv.json");
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("conv2d 2x32x8x8:32x3x3,pad=1 (x 2x32x8x8, w 32x32x3x3, dy 2x32x8x8; as "
+                         "im2col GEMMs)"),
+            std::string::npos)
+      << run.out;
+  const auto doc = nlohmann::json::parse(text);
+  ASSERT_EQ(doc["cases"].size(), 2u);
+  EXPECT_EQ(doc["cases"][1]["op"], "conv2d");
+  EXPECT_EQ(doc["cases"][1]["shape"], "2x32x8x8:32x3x3,pad=1");
+  EXPECT_EQ(doc["cases"][1]["gemms"][0]["k"], 288);
+  EXPECT_EQ(doc["cases"][1]["gemms"][0]["operands"][0]["layout"], "im2col(x)");
+}
+
 TEST(AuditRecipeCli, BadInputIsNamed) {
   const struct {
     const char* args;
@@ -71,7 +89,10 @@ TEST(AuditRecipeCli, BadInputIsNamed) {
       {"--recipe fp8-block --policy fp16", "--policy does not go with --recipe"},
       {"--recipe fp8-block --mma hopper", "--mma does not go with --recipe"},
       {"--recipe fp8-block --backend cuda", "--backend does not go with --recipe"},
-      {"--recipe fp8-block --op gemm", "--op gemm: the audit under a recipe runs linear's"},
+      {"--recipe fp8-block --op gemm", "--op gemm: the audit under a recipe runs the three GEMMs"},
+      {"--recipe fp8-block --op conv2d --shape 2x3x8x8:128x3x3",
+       "im2col(x) (72 x 27, K along the row): its 1x128 tiles do not divide K = 27"},
+      {"--recipe fp8-block --op conv2d --shape 2x3x8x8", "--shape"},
       {"--recipe nosuch", "unknown recipe 'nosuch'"},
       {"--recipe fp8-block --shape 64x64x100", "its 1x128 tiles do not divide K = 100"},
       {"--recipe mxfp6 --arch blackwell", "no block-scaled Blackwell MMA is modelled for e3m2"},

@@ -52,9 +52,11 @@ TEST(TrainCli, TrainsRecipesBesideThePolicies) {
       "recipes.json");
   std::remove(recipe.c_str());
   ASSERT_EQ(run.status, 0) << run.out << run.err;
-  EXPECT_NE(run.out.find("recipe fp8-delayed: the linear layers' GEMMs on the hopper model, the "
-                         "rest as amp-bf16"),
-            std::string::npos)
+  EXPECT_NE(
+      run.out.find(
+          "recipe fp8-delayed: the linear and convolution layers' GEMMs on the hopper model, the "
+          "rest as amp-bf16"),
+      std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("fp8-delayed: scaled tensors over 2 steps (GEMMs on the hopper model)"),
             std::string::npos);
@@ -88,7 +90,11 @@ TEST(TrainCli, KeepsLayersInBf16AndRanksTheRest) {
       "--sensitivity",
       "sensitivity.json");
   ASSERT_EQ(run.status, 0) << run.out << run.err;
-  EXPECT_NE(run.out.find("nvfp4: linear layers kept in bf16 one at a time, by the share of the "
+  EXPECT_NE(run.out.find("recipe nvfp4: the linear and convolution layers' GEMMs (but head.w, "
+                         "kept in bf16) on the blackwell model"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("nvfp4: layers kept in bf16 one at a time, by the share of the "
                          "loss error they remove"),
             std::string::npos)
       << run.out;
@@ -246,10 +252,12 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --sensitivity",
        "ampbench train: --sensitivity: goes with a recipe (--recipe, or a recipe in --policy)"},
       {"train --policy nvfp4 --keep-bf16 w3",
-       "ampbench train: --keep-bf16: 'w3' is not a linear layer of the mlp (its: w1, w2)"},
+       "ampbench train: --keep-bf16: 'w3' is not a linear or convolution layer of the mlp (its: "
+       "w1, w2)"},
       {"train --policy nvfp4 --keep-bf16 w1,w1", "ampbench train: --keep-bf16: 'w1' appears twice"},
       {"train --policy nvfp4 --keep-bf16 w1,w2 --sensitivity",
-       "ampbench train: --sensitivity: --keep-bf16 keeps every linear layer of the mlp"},
+       "ampbench train: --sensitivity: --keep-bf16 keeps every linear and convolution layer of the "
+       "mlp"},
       {"train --targets y.npy", "ampbench train: --targets goes with --data FILE.npy"},
       {"train --data x.npy", "ampbench train: --data x.npy: a .npy of inputs needs --targets"},
       {"train --data /nonexistent.csv", "ampbench train: --data: "},

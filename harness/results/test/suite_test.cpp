@@ -153,7 +153,8 @@ steps = 2
 
 // A recipe entry makes one case per recipe, shape and distribution, after the other kinds: on
 // hopper where it has a model of the recipe's formats, else exactly, or on the arch named; the
-// promotion interval, when given, is in the key.
+// promotion interval, when given, is in the key; op = "conv2d" audits a convolution (its default
+// shape the audit's).
 TEST(Suite, RecipeEntriesMakeOneCasePerRecipeShapeAndDistribution) {
   const Suite suite = parse(R"(name = "r"
 seed = 3
@@ -165,6 +166,13 @@ dists = ["normal", "uniform"]
 recipes = ["fp8-current"]
 arch = "blackwell"
 promote_interval = 64
+[[recipe]]
+recipes = ["nvfp4"]
+op = "conv2d"
+[[recipe]]
+recipes = ["fp8-block"]
+op = "conv2d"
+shapes = ["8x128x4x4:128x1x1"]
 [[fingerprint]]
 presets = ["hopper-fp16"]
 )");
@@ -174,9 +182,17 @@ presets = ["hopper-fp16"]
                 "recipe/fp8-block/128x128x256/hopper/uniform/seed=3",
                 "recipe/mxfp4/128x128x256/blackwell/normal/seed=3",
                 "recipe/mxfp4/128x128x256/blackwell/uniform/seed=3",
-                "recipe/fp8-current/256x256x256/blackwell/normal/seed=3/promote=64"}));
+                "recipe/fp8-current/256x256x256/blackwell/normal/seed=3/promote=64",
+                "recipe/nvfp4/conv2d/2x128x8x8:128x3x3,pad=1/blackwell/normal/seed=3",
+                "recipe/fp8-block/conv2d/8x128x4x4:128x1x1/hopper/normal/seed=3"}));
+  const auto& conv = std::get<audit::RecipeCase>(suite.cases.back().work);
+  ASSERT_TRUE(conv.conv.has_value());
+  EXPECT_EQ(std::tie(conv.conv->batch, conv.conv->channels, conv.conv->height, conv.conv->filters,
+                     conv.conv->kernel_h),
+            std::make_tuple(8u, 128u, 4u, 128u, 1u));
+  EXPECT_FALSE(std::get<audit::RecipeCase>(suite.cases[5].work).conv.has_value());
   EXPECT_EQ(suite.cases[1].kind(), "recipe");
-  const auto& last = std::get<audit::RecipeCase>(suite.cases.back().work);
+  const auto& last = std::get<audit::RecipeCase>(suite.cases[5].work);
   EXPECT_EQ(last.recipe.name, "fp8-current");
   EXPECT_EQ(last.arch, "blackwell");
   EXPECT_EQ(last.promote_interval, std::optional<std::size_t>(64));
@@ -312,14 +328,16 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:5:15: [[train]] sensitivity: goes with recipes"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
        "[\"nvfp4\"]\nkeep_bf16 = [\"w3\"]\n",
-       "suites/x.toml:6:14: [[train]] keep_bf16: 'w3' is not a linear layer of the mlp (its: w1, "
+       "suites/x.toml:6:14: [[train]] keep_bf16: 'w3' is not a linear or convolution layer of the "
+       "mlp (its: w1, "
        "w2)"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
        "[\"nvfp4\"]\nsensitivity = 1\n",
        "suites/x.toml:6:15: [[train]] sensitivity: must be true or false"},
       {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
        "[\"nvfp4\"]\nkeep_bf16 = [\"w1\", \"w2\"]\nsensitivity = true\n",
-       "suites/x.toml:7:15: [[train]] sensitivity: keep_bf16 keeps every linear layer of the mlp"},
+       "suites/x.toml:7:15: [[train]] sensitivity: keep_bf16 keeps every linear and convolution "
+       "layer of the mlp"},
       {"name = \"x\"\ntolerance = -0.5\n",
        "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\ntolerance = \"10%\"\n",
@@ -353,8 +371,15 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
       {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\npromote_interval = -4\n",
        "suites/x.toml:4:20: [[recipe]] promote_interval: must be an integer >= 0"},
       {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\ngemms = [\"fprop\"]\n",
-       "suites/x.toml:4:9: [[recipe]] gemms: unknown key (known: recipes, shapes, arch, "
+       "suites/x.toml:4:9: [[recipe]] gemms: unknown key (known: recipes, op, shapes, arch, "
        "promote_interval, dists)"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\nop = \"gemm\"\n",
+       "suites/x.toml:4:6: [[recipe]] op: unknown op 'gemm' (linear, conv2d)"},
+      {"name = \"x\"\n[[recipe]]\nrecipes = [\"fp8-block\"]\nop = \"conv2d\"\nshapes = "
+       "[\"2x3x8x8:128x3x3\"]\n",
+       "suites/x.toml:5:11: [[recipe]]: fp8-block: the fprop GEMM's im2col(x) (72 x 27, K along "
+       "the "
+       "row)"},
       {"name = \"x\"\n[[recipe]]\nshapes = [\"64x64x64\"]\n",
        "suites/x.toml:2:1: [[recipe]]: missing key 'recipes'"},
       {"name = \"x\"\n[[fingerprint]]\npresets = [\"hopper-fp16\", \"pascal-fp16\"]\n",

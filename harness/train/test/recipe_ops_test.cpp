@@ -1,4 +1,5 @@
-// The trainer under FP8 and microscaling recipes (recipe_ops.hpp): a linear layer's three GEMMs
+// The trainer under FP8 and microscaling recipes (recipe_ops.hpp): a linear layer's three GEMMs,
+// and a convolution's three passes (against direct convolutions written here, not the lowering),
 // against products computed here in binary64 from values every quantizer holds exactly (so that
 // the oracle is the exact product, rounded as the layer's output and gradients are); the
 // delayed-scaling scales a run records against TE's rule replayed from the amaxes it records;
@@ -166,6 +167,140 @@ TEST(RecipeOps, KeepingALayerChangesNoOtherLayersDraws) {
   EXPECT_NE(g.dw.values, g7.dw.values);
 }
 
+// A strided, padded convolution: N 2, C 3, 6 x 6 images, 4 filters of 3 x 3, stride 2, padding 1
+// (outputs 3 x 3). Its K (27 forward, 36 for dx, 18 for dw) fp8-block pads to 128.
+struct Conv {
+  ops::convolution::Geometry g = [] {
+    ops::convolution::Geometry geometry;
+    geometry.batch = 2;
+    geometry.channels = 3;
+    geometry.height = geometry.width = 6;
+    geometry.filters = 4;
+    geometry.kernel_h = geometry.kernel_w = 3;
+    geometry.stride_h = geometry.stride_w = 2;
+    geometry.pad_h = geometry.pad_w = 1;
+    return geometry;
+  }();
+  std::size_t oh = 3, ow = 3;
+  std::vector<double> x = halves(2 * 3 * 6 * 6, 5), w = halves(4 * 3 * 3 * 3, 6);
+  std::vector<double> dy = halves(2 * 4 * 3 * 3, 7);
+  std::vector<float> wf{w.begin(), w.end()};
+
+  double x_at(std::size_t n, std::size_t c, long h, long v) const {
+    if (h < 0 || v < 0 || h >= 6 || v >= 6) return 0;
+    return x[((n * 3 + c) * 6 + static_cast<std::size_t>(h)) * 6 + static_cast<std::size_t>(v)];
+  }
+  double w_at(std::size_t o, std::size_t c, std::size_t r, std::size_t s) const {
+    return w[((o * 3 + c) * 3 + r) * 3 + s];
+  }
+  double dy_at(std::size_t n, std::size_t o, std::size_t i, std::size_t j) const {
+    return dy[((n * 4 + o) * oh + i) * ow + j];
+  }
+  // The input row or column a tap reads: out * 2 - 1 + tap.
+  static long at(std::size_t out, std::size_t tap) { return static_cast<long>(out * 2 + tap) - 1; }
+};
+
+TEST(RecipeOps, AConvolutionsPassesAreTheExactProductsThroughBf16) {
+  const Conv c;
+  RecipeOps ops(*quant::find_recipe("fp8-block"), "exact", 1);
+  const auto w = ops.parameter(c.wf);
+  const auto x = ops.constant(c.x);
+  const auto y = ops.conv2d(x, w, c.g);
+  EXPECT_EQ(std::string_view(y.format.name), "bf16");
+  ASSERT_EQ(y.values.size(), 2u * 4 * 3 * 3);
+  for (std::size_t n = 0; n < 2; ++n) {
+    for (std::size_t o = 0; o < 4; ++o) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t j = 0; j < 3; ++j) {
+          double exact = 0;
+          for (std::size_t ch = 0; ch < 3; ++ch) {
+            for (std::size_t r = 0; r < 3; ++r) {
+              for (std::size_t s = 0; s < 3; ++s) {
+                exact += c.x_at(n, ch, Conv::at(i, r), Conv::at(j, s)) * c.w_at(o, ch, r, s);
+              }
+            }
+          }
+          EXPECT_EQ(y.values[((n * 4 + o) * 3 + i) * 3 + j], bf16(exact))
+              << "y[" << n << "][" << o << "][" << i << "][" << j << "]";
+        }
+      }
+    }
+  }
+
+  const auto g = ops.conv2d_backward(x, w, EmulatedTensor{c.dy, formats::bf16}, c.g, true);
+  ASSERT_EQ(g.dx.values.size(), c.x.size());
+  ASSERT_EQ(g.dw.values.size(), c.w.size());
+  EXPECT_EQ(std::string_view(g.dx.format.name), "fp32");  // x's format
+  std::vector<double> dx(c.x.size(), 0.0), dw(c.w.size(), 0.0);
+  for (std::size_t n = 0; n < 2; ++n) {
+    for (std::size_t o = 0; o < 4; ++o) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t j = 0; j < 3; ++j) {
+          for (std::size_t ch = 0; ch < 3; ++ch) {
+            for (std::size_t r = 0; r < 3; ++r) {
+              for (std::size_t s = 0; s < 3; ++s) {
+                const long h = Conv::at(i, r), v = Conv::at(j, s);
+                dw[((o * 3 + ch) * 3 + r) * 3 + s] += c.dy_at(n, o, i, j) * c.x_at(n, ch, h, v);
+                if (h < 0 || v < 0 || h >= 6 || v >= 6) continue;
+                dx[((n * 3 + ch) * 6 + static_cast<std::size_t>(h)) * 6 +
+                   static_cast<std::size_t>(v)] += c.dy_at(n, o, i, j) * c.w_at(o, ch, r, s);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t l = 0; l < dx.size(); ++l) EXPECT_EQ(g.dx.values[l], bf16(dx[l])) << "dx " << l;
+  for (std::size_t l = 0; l < dw.size(); ++l) EXPECT_EQ(g.dw.values[l], bf16(dw[l])) << "dw " << l;
+  // fprop (x, w), dgrad (dy, w), wgrad (dy, x): the lowered operands' real elements.
+  const auto records = ops.finish_step();
+  ASSERT_EQ(records.size(), 6u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r.parameter, 0u);
+    const std::size_t elements =
+        r.gemm == quant::Gemm::fprop   ? (r.role == quant::Role::x ? 18u * 27 : 4u * 27)
+        : r.gemm == quant::Gemm::dgrad ? (r.role == quant::Role::dy ? 72u * 36 : 3u * 36)
+                                       : (r.role == quant::Role::dy ? 4u * 18 : 27u * 18);
+    EXPECT_EQ(r.elements, elements) << quant::gemm_name(r.gemm) << " " << quant::role_name(r.role);
+  }
+}
+
+TEST(RecipeOps, AKeptConvolutionRunsAsAmpBf16) {
+  const Conv c;
+  RecipeOps kept(*quant::find_recipe("nvfp4"), "blackwell", 1, {0});
+  EmulatedOps bf16(*policy::find_builtin("amp-bf16"));
+  RecipeOps quantized(*quant::find_recipe("nvfp4"), "blackwell", 1);
+  const auto run = [&](auto& ops) {
+    const auto w = ops.parameter(c.wf);
+    const auto x = ops.constant(c.x);
+    const auto y = ops.conv2d(x, w, c.g);
+    const auto g = ops.conv2d_backward(x, w, EmulatedTensor{c.dy, formats::bf16}, c.g, true);
+    return std::make_tuple(y.values, g.dx.values, g.dw.values);
+  };
+  EXPECT_EQ(run(kept), run(bf16));
+  EXPECT_TRUE(kept.finish_step().empty());
+  EXPECT_NE(run(quantized), run(bf16));
+  EXPECT_EQ(quantized.finish_step().size(), 6u);
+}
+
+TEST(RecipeOps, RefusesAGroupedConvolution) {
+  Conv c;
+  c.g.channels = 4;
+  c.g.groups = 2;
+  c.x = halves(2 * 4 * 6 * 6, 5);
+  c.wf.assign(4 * 2 * 3 * 3, 0.5f);
+  RecipeOps ops(*quant::find_recipe("fp8-current"), "hopper", 1);
+  const auto w = ops.parameter(c.wf);
+  try {
+    (void)ops.conv2d(ops.constant(c.x), w, c.g);
+    FAIL() << "a grouped convolution was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("grouped convolution (groups = 2)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(RecipeOps, WeightsMustBeParametersOfThePass) {
   const Layer l;
   RecipeOps ops(*quant::find_recipe("fp8-current"), "hopper", 1);
@@ -254,13 +389,33 @@ TEST(RecipeTraining, EveryBuiltinRecipeTrainsAndIsNotAmpBf16) {
   }
 }
 
-TEST(RecipeTraining, TheLinearLayersAreTheTwoDimensionalParameters) {
-  EXPECT_EQ(linear_layers("mlp"), (std::vector<std::string>{"w1", "w2"}));
-  EXPECT_EQ(linear_layers("cnn"), (std::vector<std::string>{"fc.w"}));
-  EXPECT_EQ(linear_layers("transformer"),
+TEST(RecipeTraining, TheLayersAreTheLinearAndConvolutionWeights) {
+  EXPECT_EQ(gemm_layers("mlp"), (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ(gemm_layers("cnn"), (std::vector<std::string>{"conv1.w", "conv2.w", "fc.w"}));
+  EXPECT_EQ(gemm_layers("transformer"),
             (std::vector<std::string>{"embed.w", "q.w", "k.w", "v.w", "out.w", "mlp1.w", "mlp2.w",
                                       "head.w"}));
-  EXPECT_THROW(linear_layers("rnn"), std::invalid_argument);
+  EXPECT_THROW(gemm_layers("rnn"), std::invalid_argument);
+}
+
+// The CNN's convolutions are quantized like its classifier: per step, conv1's fprop and wgrad
+// (its dx is not needed), conv2's and fc's three GEMMs, each of their two operands.
+TEST(RecipeTraining, TheCnnsConvolutionsAreQuantized) {
+  TrainConfig config = short_run({"fp8-current"}, 2);
+  config.model = "cnn";
+  config.batch = 8;
+  const TrainResult r = train(config, default_dataset("cnn", 1), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const StepRecord& step : r.runs[1].steps) {
+    std::map<std::string, std::size_t> per_layer;
+    for (const ScaledTensorRecord& t : step.scaled) {
+      ++per_layer[r.parameters[t.parameter]];
+      EXPECT_GT(t.elements, 0u);
+      EXPECT_GT(t.amax, 0.0) << r.parameters[t.parameter];
+    }
+    EXPECT_EQ(per_layer,
+              (std::map<std::string, std::size_t>{{"conv1.w", 4}, {"conv2.w", 6}, {"fc.w", 6}}));
+  }
 }
 
 // --sensitivity: the recipe once more per linear layer, that layer in bf16 (no scaled tensor of
