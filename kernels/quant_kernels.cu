@@ -101,9 +101,15 @@ DeviceQuantized quantize_on_device(std::span<const float> x, const quant::Layout
     throw std::invalid_argument(
         "quantize_on_device: the rounding must be nearest_even or stochastic_proportional");
   }
-  if (rule == sm::TileRule::fp32_given && !(given > 0 && std::isfinite(given))) {
-    throw std::invalid_argument("quantize_on_device: the given scale " + std::to_string(given) +
-                                " is not a positive finite binary32");
+  if (rule == sm::TileRule::fp32_given) {
+    if (!(given > 0 && std::isfinite(given))) {
+      throw std::invalid_argument("quantize_on_device: the given scale " + std::to_string(given) +
+                                  " is not a positive finite binary32");
+    }
+    if (layout.block_rows != layout.rows || layout.block_cols != layout.cols) {
+      throw std::invalid_argument(
+          "quantize_on_device: a given per-tensor scale needs one block: the whole tensor");
+    }
   }
   numeric::Format saturating = rule == sm::TileRule::nvfp4 ? numeric::formats::e2m1 : element;
   saturating.overflow = numeric::Overflow::saturate;

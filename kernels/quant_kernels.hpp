@@ -34,7 +34,8 @@ struct DeviceQuantized {
 // stream layout.seed for element k) to `element` (saturating) under `rule` on the current device;
 // `given` is the fp32_given rule's scale. NVFP4 takes e2m1 whatever `element` says. Synchronous.
 // Throws std::invalid_argument for what quant::detail::check_layout refuses, a mode other than
-// nearest_even or stochastic_proportional, or a given scale that is not positive and finite;
+// nearest_even or stochastic_proportional, a given scale that is not positive and finite or whose
+// layout is not one tile;
 // CudaError when a CUDA call fails.
 DeviceQuantized quantize_on_device(std::span<const float> x, const quant::Layout& layout,
                                    const numeric::Format& element,

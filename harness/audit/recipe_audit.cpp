@@ -123,16 +123,21 @@ struct ErrorSums {
   }
 };
 
+// The convolution pass GEMM g is.
+ops::convolution::Pass pass_of(Gemm g) {
+  using ops::convolution::Pass;
+  return g == Gemm::fprop   ? Pass::forward
+         : g == Gemm::dgrad ? Pass::backward_data
+                            : Pass::backward_filter;
+}
+
 // GEMM g's operands A (rows x K) and B (cols x K) from the case's x, w and dy.
 std::pair<std::vector<float>, std::vector<float>> operands(const RecipeCase& c, Gemm g,
                                                            const std::vector<float>& x,
                                                            const std::vector<float>& w,
                                                            const std::vector<float>& dy) {
   if (c.conv) {
-    using ops::convolution::Pass;
-    const Pass pass = g == Gemm::fprop   ? Pass::forward
-                      : g == Gemm::dgrad ? Pass::backward_data
-                                         : Pass::backward_filter;
+    const ops::convolution::Pass pass = pass_of(g);
     const std::vector<float>& first = g == Gemm::dgrad ? dy : x;
     const std::vector<float>& second = g == Gemm::wgrad ? dy : w;
     auto part = std::move(ops::convolution::lower<float>(pass, *c.conv, first, second).at(0));
@@ -160,7 +165,10 @@ std::pair<std::vector<float>, std::vector<float>> operands(const RecipeCase& c, 
 RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>& x,
                           const std::vector<float>& w, const std::vector<float>& dy) {
   const GemmShape s = shape_of(c, g);
-  const auto [a, b] = operands(c, g, x, w, dy);
+  // Named, not structured bindings: clang 14 cannot capture those in the lambdas below.
+  const std::pair<std::vector<float>, std::vector<float>> ab = operands(c, g, x, w, dy);
+  const std::vector<float>& a = ab.first;
+  const std::vector<float>& b = ab.second;
   const auto [ra, rb] = quant::gemm_roles(g);
   const auto quantize = [&](Role role, const std::vector<float>& t, std::size_t rows,
                             std::uint64_t stream) {
@@ -317,6 +325,17 @@ std::optional<std::string> why_not_runnable(const RecipeCase& c) {
   if (c.conv && c.conv->groups != 1) {
     return fmt::format("{}: a grouped convolution (groups = {}) is not audited under a recipe",
                        c.recipe.name, c.conv->groups);
+  }
+  if (c.conv) {
+    for (const Gemm g : c.gemms) {
+      const std::size_t n = ops::convolution::lowered_elements(pass_of(g), *c.conv);
+      if (n > ops::kMaxElements) {
+        return fmt::format(
+            "{}: the {} GEMM's lowered operands hold {} elements, more than the audit's limit of "
+            "{} (2^27)",
+            c.recipe.name, quant::gemm_name(g), n, ops::kMaxElements);
+      }
+    }
   }
   if (!c.conv && (c.m == 0 || c.n == 0 || c.k == 0)) {
     return fmt::format("{}: the shape {}x{}x{} has a zero size", c.recipe.name, c.m, c.n, c.k);

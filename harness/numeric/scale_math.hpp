@@ -1,7 +1,7 @@
 // The per-tile scales and the per-element rounding of the FP8 and microscaling quantizers in the
 // arithmetic a GPU kernel uses (binary32 operations, each rounded once; the MX product exact in
 // binary64), for host and device code alike: kernels/quant_kernels.cu runs these functions, and
-// harness/quant/test/scale_math_test.cpp runs them on the host against the reference quantizers
+// harness/quant/test/scaling_fast_test.cpp runs them on the host against the reference quantizers
 // of harness/quant/scaling.hpp, which compute the same scales another way (binary64 with explicit
 // roundings to binary32). The sources of each rule, and why the two agree, are there and in
 // docs/scaling.md.

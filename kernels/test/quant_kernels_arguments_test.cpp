@@ -45,6 +45,8 @@ TEST(QuantKernelArguments, AreCheckedBeforeTheDevice) {
             std::string::npos);
   EXPECT_NE(error_of(x, whole, TileRule::fp32_given, INFINITY).find("is not a positive finite"),
             std::string::npos);
+  EXPECT_EQ(error_of(x, ok, TileRule::fp32_given, 2.0f),
+            "quantize_on_device: a given per-tensor scale needs one block: the whole tensor");
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // amax, NVFP4's tensor scales; under every rule (fp32 given, per-tile and power-of-two scales,
 // OCP's and TE's MX scales for the five MX element formats, NVFP4), in nearest-even and stochastic
 // rounding, on normal and wide inputs with zero, NaN, infinity and subnormal tiles planted, and on
-// a tensor of 4M values (many grid-stride rounds). Skipped without a device.
+// a tensor of 32M values (two grid-stride rounds). Skipped without a device.
 #include "kernels/quant_kernels.hpp"
 
 #include <gtest/gtest.h>
@@ -83,7 +83,9 @@ TEST_F(QuantKernels, EveryRuleMatchesTheReference) {
             << e->name << " given";
         for (const auto& l :
              {whole, layout(64, 256, 1, 128, mode, seed), layout(128, 256, 128, 128, mode, seed)}) {
-          const auto y = input(l.rows, l.cols, wide, l.block_cols, seed);
+          // The special values planted in groups of 32 columns of row 0: an all-zero group, one
+          // holding a NaN, one an infinity, one of subnormals.
+          const auto y = input(l.rows, l.cols, wide, 32, seed);
           EXPECT_EQ(difference(quantize_on_device(y, l, *e, TileRule::fp32_amax),
                                quant::quantize_current(y, l, *e, false)),
                     "")
@@ -119,11 +121,12 @@ TEST_F(QuantKernels, EveryRuleMatchesTheReference) {
   }
 }
 
-// 4M values, 131072 tiles of 1x32: the element kernel's grid-stride loop runs several rounds. The
-// fast path gives the reference's codes and scales (quant_scaling_fast_test) in less time.
+// 32M values (twice what 65536 blocks of 256 threads cover), 1M tiles of 1x32: the element
+// kernel's grid-stride loop takes a second round. The fast path gives the reference's codes and
+// scales (quant_scaling_fast_test) in less time.
 TEST_F(QuantKernels, ALargeTensorMatchesTheFastPath) {
-  const auto l = layout(4096, 1024, 1, 32, Rounding::stochastic_proportional, 99);
-  const auto x = input(4096, 1024, true, 32, 99);
+  const auto l = layout(8192, 4096, 1, 32, Rounding::stochastic_proportional, 99);
+  const auto x = input(8192, 4096, true, 32, 99);
   const DeviceQuantized d = quantize_on_device(x, l, formats::e4m3, TileRule::mx_ocp);
   const quant::BlockScaled fast = quant::quantize_mx_fast(x, l, formats::e4m3);
   ASSERT_EQ(d.bits.size(), fast.bits.size());

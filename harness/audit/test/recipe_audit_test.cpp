@@ -187,6 +187,11 @@ TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
   EXPECT_NE(im2col.find("K = 27"), std::string::npos) << im2col;
   EXPECT_NE(why(conv_of("fp8-current", "2x4x8x8:4x3x3,groups=2", "hopper")).find("grouped"),
             std::string::npos);
+  // A stride-2 convolution whose fprop lowers to 9.4M elements, its dgrad (the lowered dy: 16 x 128
+  // x 128 rows of 64 x 3 x 3) to 151M, beyond 2^27.
+  const std::string big =
+      why(conv_of("fp8-current", "16x16x128x128:64x3x3,stride=2,pad=1", "exact"));
+  EXPECT_NE(big.find("the dgrad GEMM's lowered operands hold"), std::string::npos) << big;
   EXPECT_THROW(run_recipe_case(case_of("fp8-block", 128, 128, 100, "hopper")),
                std::invalid_argument);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -95,6 +96,43 @@ void make_layout(Layout& layout, DeviceType type, std::uint64_t rows, std::uint6
   }
 }
 
+// The algorithm cuBLASLt's heuristic ranks first for the product within `workspace_bytes`, or
+// nothing when it has none (NOT_SUPPORTED, which means the same; any other failure throws).
+std::optional<cublasLtMatmulHeuristicResult_t> first_algorithm(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d, std::uint64_t workspace_bytes) {
+  Preference preference;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(preference.out()));
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+      sizeof workspace_bytes));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
+      handle, desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
+  if (asked != CUBLAS_STATUS_NOT_SUPPORTED) AMPBENCH_CUBLAS_CHECK(asked);
+  if (asked == CUBLAS_STATUS_NOT_SUPPORTED || found == 0 ||
+      heuristic.state != CUBLAS_STATUS_SUCCESS) {
+    return std::nullopt;
+  }
+  return heuristic;
+}
+
+nlohmann::json algorithm_json(const cublasLtMatmulHeuristicResult_t& heuristic) {
+  const cublasLtMatmulAlgo_t& algo = heuristic.algo;
+  return {{"id", get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)},
+          {"tile", get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
+          {"stages", get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
+          {"split_k", get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
+          {"reduction",
+           reduction_name(get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME))},
+          {"workspace_bytes", heuristic.workspaceSize}};
+}
+
+cudaDataType_t fp8_data_type(Fp8Type t) {
+  return t == Fp8Type::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+}
+
 }  // namespace
 
 LtMatmul::LtMatmul() : workspace_(kWorkspaceBytes) {
@@ -133,22 +171,9 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
 
   // No reduction-scheme mask: PyTorch sets one only when the user disallows reduced-precision
   // split-K reductions (allow_fp16_reduced_precision_reduction, default allowed).
-  Preference preference;
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(preference.out()));
-  const std::uint64_t workspace_bytes = workspace_.size();
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-      sizeof workspace_bytes));
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  // NOT_SUPPORTED: cuBLASLt has no heuristic for this configuration at all, which is the same
-  // finding as an empty list and gets the same message (any other failure is an error).
-  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
-      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), d_layout.get(),
-      preference.get(), 1, &heuristic, &found);
-  if (asked != CUBLAS_STATUS_NOT_SUPPORTED) AMPBENCH_CUBLAS_CHECK(asked);
-  if (asked == CUBLAS_STATUS_NOT_SUPPORTED || found == 0 ||
-      heuristic.state != CUBLAS_STATUS_SUCCESS) {
+  const std::optional<cublasLtMatmulHeuristicResult_t> heuristic = first_algorithm(
+      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size());
+  if (!heuristic) {
     throw std::runtime_error(fmt::format(
         "cuBLASLt has no algorithm for a {}x{}x{} GEMM (batch {}) with compute type {}, {} A "
         "and B, {} D{}",
@@ -162,23 +187,62 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
   const void* beta = half_scale ? static_cast<const void*>(&half_zero) : &zero;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(
       handle_, desc.get(), alpha, a, a_layout.get(), b, b_layout.get(), beta, d, d_layout.get(), d,
-      d_layout.get(), &heuristic.algo, workspace_.data(), heuristic.workspaceSize, stream));
+      d_layout.get(), &heuristic->algo, workspace_.data(), heuristic->workspaceSize, stream));
 
-  const cublasLtMatmulAlgo_t& algo = heuristic.algo;
   return {{"library", "cuBLASLt"},
           {"compute_type", fmt::format("CUBLAS_COMPUTE_{}", compute_name(plan.compute))},
           {"a_b_type", fmt::format("CUDA_R_{}", device_type_name(plan.inputs))},
           {"d_type", fmt::format("CUDA_R_{}", device_type_name(plan.output))},
           {"epilogue", bias != nullptr ? "bias" : "none"},
           {"rule", plan.rule},
-          {"algorithm",
-           {{"id", get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)},
-            {"tile", get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
-            {"stages", get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
-            {"split_k", get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
-            {"reduction",
-             reduction_name(get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME))},
-            {"workspace_bytes", heuristic.workspaceSize}}}};
+          {"algorithm", algorithm_json(*heuristic)}};
+}
+
+nlohmann::json LtMatmul::run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m, std::uint64_t n,
+                                 std::uint64_t k, const void* a, const void* b,
+                                 const float* a_scale, const float* b_scale, float* d,
+                                 bool fast_accum, cudaStream_t stream) {
+  if (const auto why = why_no_fp8_gemm(m, n, k, a_type, b_type)) {
+    throw std::invalid_argument(*why);
+  }
+  // cuBLASLt's FP8 GEMMs are "TN" and column-major: D_col (M x N) = A_lt^T B_lt with A_lt and B_lt
+  // k x M and k x N (leading dimension k). The row-major D (m x n) is the column-major n x m
+  // matrix D^T = B A^T, so that A_lt is B's codes (row-major n x k is column-major k x n) and
+  // B_lt is A's, each with its own type and scale.
+  MatmulDesc desc;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(desc.out(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(CUBLAS_OP_N));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(b_scale));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(a_scale));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<std::int8_t>(fast_accum ? 1 : 0));
+  Layout a_layout, b_layout, d_layout;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(a_layout.out(), fp8_data_type(b_type), k, n,
+                                                   static_cast<std::int64_t>(k)));
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(b_layout.out(), fp8_data_type(a_type), k, m,
+                                                   static_cast<std::int64_t>(k)));
+  AMPBENCH_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(d_layout.out(), CUDA_R_32F, n, m, static_cast<std::int64_t>(n)));
+  const std::optional<cublasLtMatmulHeuristicResult_t> heuristic = first_algorithm(
+      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size());
+  if (!heuristic) {
+    throw std::runtime_error(fmt::format(
+        "cuBLASLt has no algorithm for a {}x{}x{} FP8 GEMM ({} x {}, 32F D{}): FP8 Tensor Cores "
+        "need sm_89 or later",
+        m, n, k, fp8_type_name(a_type), fp8_type_name(b_type), fast_accum ? ", fast accum" : ""));
+  }
+  const float one = 1.0F, zero = 0.0F;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(
+      handle_, desc.get(), &one, b, a_layout.get(), a, b_layout.get(), &zero, d, d_layout.get(), d,
+      d_layout.get(), &heuristic->algo, workspace_.data(), heuristic->workspaceSize, stream));
+  return {{"library", "cuBLASLt"},
+          {"compute_type", "CUBLAS_COMPUTE_32F"},
+          {"a_type", fmt::format("CUDA_R_{}", fp8_type_name(a_type))},
+          {"b_type", fmt::format("CUDA_R_{}", fp8_type_name(b_type))},
+          {"d_type", "CUDA_R_32F"},
+          {"scales", "per tensor (A and B scale pointers)"},
+          {"fast_accum", fast_accum},
+          {"algorithm", algorithm_json(*heuristic)}};
 }
 
 }  // namespace ampbench::backends::cuda

@@ -32,6 +32,18 @@ class LtMatmul {
   nlohmann::json run(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
                      void* d, const void* bias, cudaStream_t stream);
 
+  // Enqueues an FP8 GEMM with per-tensor scales (fp8-delayed, fp8-current; issue 19) on `stream`:
+  // D = a_scale b_scale (A B^T), A (m x k) and B (n x k) row-major FP8 codes with K along the row
+  // (as quant::recipe_product takes them), a_scale and b_scale device floats holding the decode
+  // scales (cuBLASLt's A and B scale pointers), D m x n row-major binary32, accumulated in fp32
+  // (CUBLAS_COMPUTE_32F). fast_accum sets CUBLASLT_MATMUL_DESC_FAST_ACCUM: the Tensor Cores'
+  // partial sums are then not promoted to fp32 along K. Returns what ran, as run() does. Throws
+  // std::invalid_argument for what why_no_fp8_gemm refuses, std::runtime_error when cuBLASLt has
+  // no algorithm (no FP8 Tensor Cores before sm_89), kernels::CudaError when a call fails.
+  nlohmann::json run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m, std::uint64_t n,
+                         std::uint64_t k, const void* a, const void* b, const float* a_scale,
+                         const float* b_scale, float* d, bool fast_accum, cudaStream_t stream);
+
  private:
   cublasLtHandle_t handle_ = nullptr;
   kernels::DeviceBuffer<std::byte> workspace_;
