@@ -276,8 +276,9 @@ policies = ["policies/example.toml"]
 TEST(Suite, TheShippedSuitesParse) {
   const Suite quick = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/quick.toml");
   EXPECT_EQ(quick.name, "quick");
-  EXPECT_EQ(quick.cases.size(), 25u);
-  EXPECT_EQ(quick.cases.back().key, "recipe/nvfp4/128x128x256/blackwell/normal/seed=1");
+  EXPECT_EQ(quick.cases.size(), 27u);
+  EXPECT_EQ(quick.cases.back().key,
+            "recipe/nvfp4/conv2d/2x128x8x8:128x3x3,pad=1/blackwell/normal/seed=1");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
   EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 9);
   EXPECT_EQ(nightly.cases.back().key,
