@@ -404,7 +404,10 @@ class Attributor {
         ratio(time_of(KernelCategory::gemm_tensor_core) + time_of(KernelCategory::conv_tensor_core),
               total.kernel_time_ns);
     result.idle_share = ratio(result.idle.total_ns, result.wall_ns * result.devices);
-    result.launch_overhead_share = ratio(total.launch_api_time_ns, result.wall_ns);
+    // Nothing launched (a CPU run's host phases): no launch overhead to speak of, not 0.
+    if (total.kernel_count > 0 || total.launch_api_time_ns > 0) {
+      result.launch_overhead_share = ratio(total.launch_api_time_ns, result.wall_ns);
+    }
   }
 
   void fill_warnings(Attribution& result) const {

@@ -23,7 +23,8 @@
 // - Launch delay of a kernel: its start minus its launch's end, in ns; negative when the kernel
 //   started before the launch call returned. Median: the lower median (element (n-1)/2 of the
 //   sorted delays).
-// - Shares (absent when their denominator is 0):
+// - Shares (absent when their denominator is 0; launch_overhead_share also when no kernel was
+//   launched and no launch call made, as on the CPU backend):
 //     cast_share            = cast kernel time / kernel time           (sums of durations)
 //     tensor_core_share     = Tensor Core kernel time / kernel time    (as torch-tb-profiler)
 //     idle_share            = idle time / (wall_ns x devices with activity)

@@ -280,9 +280,11 @@ TEST(Attribution, HostPhasesOnlyHaveNoDeviceShares) {
   EXPECT_FALSE(a.tensor_core_share.has_value());
   EXPECT_FALSE(a.cast_share.has_value());
   EXPECT_FALSE(a.idle_share.has_value());
+  EXPECT_FALSE(a.launch_overhead_share.has_value());  // nothing launched: not 0
   EXPECT_EQ(find_range(a, "backward").wall_ns, 500u);
   const nlohmann::json j = to_json(a);
   EXPECT_TRUE(j.at("shares").at("tensor_core").is_null());
+  EXPECT_TRUE(j.at("shares").at("launch_overhead").is_null());
   EXPECT_TRUE(a.warnings.empty());
 }
 
