@@ -202,7 +202,7 @@ presets = ["hopper-fp16"]
 }
 
 // A [[train]] entry's recipes train beside its policies, their GEMMs on `arch` or each recipe's
-// default.
+// default; keep_bf16 names linear and convolution layers.
 TEST(Suite, TrainEntriesTakeRecipesAndTheirArchitecture) {
   const Suite suite = parse(R"(name = "t"
 [[train]]
@@ -218,8 +218,17 @@ recipes = ["nvfp4"]
 keep_bf16 = ["head.w"]
 sensitivity = true
 steps = 4
+[[train]]
+model = "cnn"
+policies = ["fp32"]
+recipes = ["fp8-current"]
+keep_bf16 = ["conv1.w", "conv2.w"]
+steps = 4
 )");
-  ASSERT_EQ(suite.cases.size(), 2u);
+  ASSERT_EQ(suite.cases.size(), 3u);
+  // A convolution's weight names a layer too.
+  EXPECT_EQ(std::get<train::TrainConfig>(suite.cases[2].work).keep_bf16,
+            (std::vector<std::string>{"conv1.w", "conv2.w"}));
   const auto& first = std::get<train::TrainConfig>(suite.cases[0].work);
   ASSERT_EQ(first.recipes.size(), 2u);
   EXPECT_EQ(first.recipes[1].name, "mxfp6");
