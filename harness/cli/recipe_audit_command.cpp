@@ -52,12 +52,13 @@ bool write_records(const std::string& path, const nlohmann::json& records, std::
   return true;
 }
 
-// The product a GEMM forms, in the operands' names: fprop x w^T, dgrad dy w, wgrad dy^T x.
-const char* formula(quant::Gemm g) {
+// The product a GEMM forms, in the operands' names: fprop x w^T, dgrad dy w, wgrad dy^T x; a
+// convolution's as its lowered operands (the record's layouts).
+const char* formula(quant::Gemm g, bool conv) {
   switch (g) {
-    case quant::Gemm::fprop: return "x w^T";
-    case quant::Gemm::dgrad: return "dy w";
-    case quant::Gemm::wgrad: return "dy^T x";
+    case quant::Gemm::fprop: return conv ? "im2col(x) w^T" : "x w^T";
+    case quant::Gemm::dgrad: return conv ? "dy w^T, lowered" : "dy w";
+    case quant::Gemm::wgrad: return conv ? "dy^T im2col(x)" : "dy^T x";
   }
   return "";
 }
@@ -179,9 +180,11 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
       on_width = std::max(on_width, (choice.mma ? choice.mma->name.size() : 5) + 2);
     }
   }
-  out << fmt::format("{:<{}}{:<7}{:<13}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n",
-                     "recipe", recipe_width, "gemm", "product", "multiplied on", on_width, "chunks",
-                     "total", "mean", "quant", "accum", "sat", "flush", "lost", "status");
+  const std::size_t product_width = conv ? 17 : 13;
+  out << fmt::format("{:<{}}{:<7}{:<{}}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n",
+                     "recipe", recipe_width, "gemm", "product", product_width, "multiplied on",
+                     on_width, "chunks", "total", "mean", "quant", "accum", "sat", "flush", "lost",
+                     "status");
   nlohmann::json records = nlohmann::json::array();
   const std::size_t expected = cases.size();
   if (!args.json.empty() && !write_records(args.json, records, expected, false, err)) {
@@ -205,12 +208,13 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
     for (const audit::RecipeGemmResult& g : r.gemms) {
       const auto events = [&](auto member) { return g.a.events.*member + g.b.events.*member; };
       out << fmt::format(
-          "{:<{}}{:<7}{:<13}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n", r.recipe,
-          recipe_width, quant::gemm_name(g.gemm), formula(g.gemm), g.multiplied_on, on_width,
-          g.chunks, sci(g.total.max_normwise), sci(g.total.mean_normwise),
-          sci(g.quantization.max_normwise), sci(g.accumulation.max_normwise),
-          events(&quant::QuantEvents::saturated), events(&quant::QuantEvents::flushed),
-          events(&quant::QuantEvents::blocks_lost), g.nonfinite == 0 ? "PASS" : "FAIL");
+          "{:<{}}{:<7}{:<{}}{:<{}}{:>7}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>6}  {}\n", r.recipe,
+          recipe_width, quant::gemm_name(g.gemm), formula(g.gemm, conv), product_width,
+          g.multiplied_on, on_width, g.chunks, sci(g.total.max_normwise),
+          sci(g.total.mean_normwise), sci(g.quantization.max_normwise),
+          sci(g.accumulation.max_normwise), events(&quant::QuantEvents::saturated),
+          events(&quant::QuantEvents::flushed), events(&quant::QuantEvents::blocks_lost),
+          g.nonfinite == 0 ? "PASS" : "FAIL");
     }
     failures.insert(failures.end(), r.breaches.begin(), r.breaches.end());
     records.push_back(audit::to_json(r));

@@ -73,6 +73,10 @@ TEST(AuditRecipeCli, ConvolutionsRunAsTheirLoweredGemms) {
                          "im2col GEMMs)"),
             std::string::npos)
       << run.out;
+  for (const char* product :
+       {"fprop  im2col(x) w^T ", "dgrad  dy w^T, lowered ", "wgrad  dy^T im2col(x) "}) {
+    EXPECT_NE(run.out.find(product), std::string::npos) << product << "\n" << run.out;
+  }
   const auto doc = nlohmann::json::parse(text);
   ASSERT_EQ(doc["cases"].size(), 2u);
   EXPECT_EQ(doc["cases"][1]["op"], "conv2d");
