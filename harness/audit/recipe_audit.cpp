@@ -144,20 +144,33 @@ std::pair<std::vector<float>, std::vector<float>> operands(const RecipeCase& c, 
     const std::size_t n = part.shape.sizes[1], k = part.shape.sizes[2];
     return {std::move(part.a), transposed(part.b, k, n)};
   }
+  // Linear's, for each matrix of a batch (one for linear), stacked along the rows.
   std::vector<float> a, b;
-  switch (g) {
-    case Gemm::fprop:
-      a = x;
-      b = w;
-      break;
-    case Gemm::dgrad:
-      a = dy;
-      b = transposed(w, c.n, c.k);
-      break;
-    case Gemm::wgrad:
-      a = transposed(dy, c.m, c.n);
-      b = transposed(x, c.m, c.k);
-      break;
+  const std::size_t batch = c.batch.value_or(1);
+  const auto matrix = [](const std::vector<float>& t, std::size_t i, std::size_t size) {
+    const auto begin = t.begin() + static_cast<std::ptrdiff_t>(i * size);
+    return std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(size));
+  };
+  const auto append = [](std::vector<float>& to, const std::vector<float>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  for (std::size_t i = 0; i < batch; ++i) {
+    const std::vector<float> xi = matrix(x, i, c.m * c.k), wi = matrix(w, i, c.n * c.k);
+    const std::vector<float> dyi = matrix(dy, i, c.m * c.n);
+    switch (g) {
+      case Gemm::fprop:
+        append(a, xi);
+        append(b, wi);
+        break;
+      case Gemm::dgrad:
+        append(a, dyi);
+        append(b, transposed(wi, c.n, c.k));
+        break;
+      case Gemm::wgrad:
+        append(a, transposed(dyi, c.m, c.n));
+        append(b, transposed(xi, c.m, c.k));
+        break;
+    }
   }
   return {std::move(a), std::move(b)};
 }
@@ -179,8 +192,11 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
         c.recipe, role, g, t, rows, s.k,
         inputs::operand_seed(c.seed, 16 + 2 * static_cast<std::uint64_t>(g) + stream), scale);
   };
-  const quant::QuantizedOperand qa = quantize(ra, a, s.rows, 0);
-  const quant::QuantizedOperand qb = quantize(rb, b, s.cols, 1);
+  // A batch's matrices stacked along the rows, each operand quantized once over the batch.
+  const std::size_t batch = c.batch.value_or(1);
+  const std::size_t all_rows = batch * s.rows;
+  const quant::QuantizedOperand qa = quantize(ra, a, all_rows, 0);
+  const quant::QuantizedOperand qb = quantize(rb, b, batch * s.cols, 1);
 
   RecipeGemmResult r;
   r.gemm = g;
@@ -215,22 +231,31 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
                    ? quant::chunk_ends(qa.q, qb.q, r.promote_interval).size()
                : r.promote_interval == 0 ? 1
                                          : (s.k + r.promote_interval - 1) / r.promote_interval;
-    product = quant::recipe_product(qa.q, qb.q, *choice.mma, r.promote_interval);
+    for (std::size_t i = 0; i < batch; ++i) {  // each matrix's product, in order
+      const std::vector<double> p =
+          batch == 1 ? quant::recipe_product(qa.q, qb.q, *choice.mma, r.promote_interval)
+                     : quant::recipe_product(quant::row_slice(qa.q, i * s.rows, s.rows),
+                                             quant::row_slice(qb.q, i * s.cols, s.cols),
+                                             *choice.mma, r.promote_interval);
+      product.insert(product.end(), p.begin(), p.end());
+    }
   }
 
   // Each output's exact product, the exact product of its dequantized operands, the result and
   // sum |a b|, on every core; then summed in output order (the same figures on any core count).
+  // Output (i, j) of the stacked rows i pairs A's row i with row j of B's matrix of the same batch.
   struct Output {
     double exact, dequantized, result, scale;
   };
-  std::vector<Output> out(s.rows * s.cols);
+  std::vector<Output> out(all_rows * s.cols);
   const auto rows = [&](std::size_t first, std::size_t end) {
     for (std::size_t i = first; i < end; ++i) {
       const std::span<const float> ai(a.data() + i * s.k, s.k);
       const std::span<const double> qai(qa.q.dequantized.data() + i * s.k, s.k);
+      const std::size_t b0 = (i / s.rows) * s.cols;  // the first row of B's matrix
       for (std::size_t j = 0; j < s.cols; ++j) {
-        const std::span<const float> bj(b.data() + j * s.k, s.k);
-        const std::span<const double> qbj(qb.q.dequantized.data() + j * s.k, s.k);
+        const std::span<const float> bj(b.data() + (b0 + j) * s.k, s.k);
+        const std::span<const double> qbj(qb.q.dequantized.data() + (b0 + j) * s.k, s.k);
         const reference::ExactValue dequantized =
             reference::exact_dot(numeric::formats::fp64, qai, qbj);
         Output& o = out[i * s.cols + j];
@@ -249,12 +274,12 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
   };
   {
     const std::size_t blocks = std::min<std::size_t>(
-        std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(s.rows, 1));
+        std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(all_rows, 1));
     std::vector<std::jthread> pool;
     for (std::size_t t = 1; t < blocks; ++t) {
-      pool.emplace_back(rows, s.rows * t / blocks, s.rows * (t + 1) / blocks);
+      pool.emplace_back(rows, all_rows * t / blocks, all_rows * (t + 1) / blocks);
     }
-    rows(0, s.rows / blocks);
+    rows(0, all_rows / blocks);
   }
   ErrorSums total, quantization, accumulation;
   double exact_squares = 0;
@@ -310,15 +335,26 @@ bool known_arch(const std::string& arch) {
 
 }  // namespace
 
-void set_shape(RecipeCase& c, bool convolution, const ops::Shape& shape) {
-  if (convolution) {
+std::string_view op_of(const RecipeCase& c) {
+  return c.conv ? "conv2d" : c.batch ? "bmm" : "linear";
+}
+
+void set_shape(RecipeCase& c, std::string_view op, const ops::Shape& shape) {
+  c.conv.reset();
+  c.batch.reset();
+  if (op == "conv2d") {
     c.conv = ops::convolution::geometry(shape);
     return;
   }
-  c.conv.reset();
-  c.m = shape.sizes.at(0);
-  c.n = shape.sizes.at(1);
-  c.k = shape.sizes.at(2);
+  const bool bmm = op == "bmm";
+  if (!bmm && op != "linear") {
+    throw std::invalid_argument(fmt::format("no recipe audit of op '{}'", op));
+  }
+  const std::size_t first = bmm ? 1 : 0;
+  if (bmm) c.batch = shape.sizes.at(0);
+  c.m = shape.sizes.at(first);
+  c.n = shape.sizes.at(first + 1);
+  c.k = shape.sizes.at(first + 2);
 }
 
 std::optional<std::string> why_not_runnable(const RecipeCase& c) {
@@ -337,8 +373,9 @@ std::optional<std::string> why_not_runnable(const RecipeCase& c) {
       }
     }
   }
-  if (!c.conv && (c.m == 0 || c.n == 0 || c.k == 0)) {
-    return fmt::format("{}: the shape {}x{}x{} has a zero size", c.recipe.name, c.m, c.n, c.k);
+  if (!c.conv && (c.m == 0 || c.n == 0 || c.k == 0 || c.batch == std::size_t{0})) {
+    return fmt::format("{}: the shape {}{}x{}x{} has a zero size", c.recipe.name,
+                       c.batch ? fmt::format("{}x", *c.batch) : "", c.m, c.n, c.k);
   }
   if (c.arch != "exact" && !known_arch(c.arch)) {
     return fmt::format(
@@ -354,6 +391,10 @@ std::optional<std::string> why_not_runnable(const RecipeCase& c) {
     if (c.arch != "exact") {
       const quant::MmaChoice choice = quant::recipe_mma(c.arch, c.recipe, g);
       if (!choice.mma) return choice.reason;
+      if (const std::size_t step = quant::instruction_k(*choice.mma); s.k % step != 0) {
+        return fmt::format("{}: the {} GEMM on {} takes K in steps of {}: K = {} is not a multiple",
+                           c.recipe.name, quant::gemm_name(g), choice.mma->name, step, s.k);
+      }
     }
   }
   return std::nullopt;
@@ -371,11 +412,13 @@ RecipeCaseResult run_recipe_case(const RecipeCase& c) {
     r.op = "conv2d";
     r.shape = ops::convolution::to_string(ops::convolution::to_shape(v));
   } else {
-    x = generate(c, c.m, c.k, 0);
-    w = generate(c, c.n, c.k, 1);
-    dy = generate(c, c.m, c.n, 2);
-    r.op = "linear";
-    r.shape = fmt::format("{}x{}x{}", c.m, c.n, c.k);
+    const std::size_t batch = c.batch.value_or(1);  // stacked along the rows
+    x = generate(c, batch * c.m, c.k, 0);
+    w = generate(c, batch * c.n, c.k, 1);
+    dy = generate(c, batch * c.m, c.n, 2);
+    r.op = std::string(op_of(c));
+    r.shape = c.batch ? fmt::format("{}x{}x{}x{}", *c.batch, c.m, c.n, c.k)
+                      : fmt::format("{}x{}x{}", c.m, c.n, c.k);
   }
   r.recipe = c.recipe.name;
   r.arch = c.arch;

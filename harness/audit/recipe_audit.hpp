@@ -32,6 +32,11 @@ struct RecipeCase {
   // times the lowered w^T (C x O R S), wgrad dy^T (O x N OH OW) times im2col(x)^T (C R S x N OH
   // OW).
   std::optional<ops::convolution::Geometry> conv;
+  // A batch of linear layers' GEMMs instead (bmm; groups of `*batch` matrices): x B x m x k, w
+  // B x n x k, dy B x m x n; each GEMM's operands stacked over the batch and quantized as one
+  // tensor (a per-tensor scale, amax or NVFP4 tensor scale spans the batch, as Transformer
+  // Engine scales its FP8 attention's tensors), each matrix's product apart.
+  std::optional<std::size_t> batch;
   std::string distribution = "normal";  // of x, w and dy (harness/inputs)
   std::uint64_t seed = 1;
   // "exact": the dequantized operands' exact product, rounded once to binary32; "ada", "hopper",
@@ -76,8 +81,8 @@ struct RecipeGemmResult {
 struct RecipeCaseResult {
   std::string recipe;
   std::string arch;
-  std::string op;     // "linear" or "conv2d"
-  std::string shape;  // "MxNxK", or the convolution's (ops::convolution::to_string)
+  std::string op;     // "linear", "bmm" or "conv2d"
+  std::string shape;  // "MxNxK", bmm's "BxMxNxK", or the convolution's (ops::convolution)
   std::string distribution;
   std::uint64_t seed = 0;
   std::vector<RecipeGemmResult> gemms;
@@ -85,10 +90,16 @@ struct RecipeCaseResult {
   bool pass() const { return breaches.empty(); }
 };
 
-// Sets the case's sizes from a shape as the op parses it: linear's MxNxK, or (convolution)
-// conv2d's.
-void set_shape(RecipeCase& c, bool convolution, const ops::Shape& shape);
+// The ops the audit under a recipe takes, and the case's: "linear", "bmm" or "conv2d".
+inline constexpr std::string_view kRecipeOps[] = {"linear", "bmm", "conv2d"};
+std::string_view op_of(const RecipeCase& c);
+// Sets the case's op and sizes from a shape as the op ("linear", "bmm", "conv2d") parses it:
+// linear's MxNxK, bmm's BxMxNxK, conv2d's; std::invalid_argument for another op.
+void set_shape(RecipeCase& c, std::string_view op, const ops::Shape& shape);
 
+// The default batch (bmm): 4 matrices of 128 x 128 x 128, whose Ks every built-in recipe's tiles
+// divide.
+inline constexpr std::string_view kRecipeBmmShape = "4x128x128x128";
 // The default convolution of the audit under a recipe (audit --recipe --op conv2d, [[recipe]] op
 // = "conv2d"): every lowered K (C R S = 1152, O R S = 1152, N OH OW = 128) a multiple of 128, so
 // that every built-in recipe's tiles divide it; about as much work as linear's default.

@@ -76,20 +76,23 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
       return kExitUsage;
     }
   }
-  if (!args.op.empty() && args.op != "linear" && args.op != "conv2d") {
+  const std::string op_name = args.op.empty() ? "linear" : args.op;
+  if (std::find(std::begin(audit::kRecipeOps), std::end(audit::kRecipeOps), op_name) ==
+      std::end(audit::kRecipeOps)) {
     err << fmt::format(
         "{}: --op {}: the audit under a recipe runs the three GEMMs (fprop, dgrad, wgrad) of "
-        "linear or conv2d; give --op linear (the default) or --op conv2d\n",
+        "linear, bmm or conv2d; give --op linear (the default), bmm or conv2d\n",
         kCommand, args.op);
     return kExitUsage;
   }
-  const bool conv = args.op == "conv2d";
-  const ops::OpInfo& op = *ops::find_op(conv ? "conv2d" : "linear");
+  const bool conv = op_name == "conv2d";
+  const ops::OpInfo& op = *ops::find_op(op_name);
   ops::Shape shape;
   try {
-    shape = ops::parse_shape(op, !args.shape.empty() ? args.shape
+    shape = ops::parse_shape(op, !args.shape.empty() ? std::string_view(args.shape)
                                  : conv              ? audit::kRecipeConvShape
-                                                     : op.default_shape);
+                                 : op_name == "bmm"  ? audit::kRecipeBmmShape
+                                                     : std::string_view(op.default_shape));
   } catch (const ops::OpError& e) {
     err << fmt::format("{}: --shape: {}\n", kCommand, e.what());
     return kExitUsage;
@@ -120,7 +123,7 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
       return kExitUsage;
     }
     if (quant::find_recipe(name) == nullptr) files.input("--recipe", name);
-    audit::set_shape(c, conv, shape);
+    audit::set_shape(c, op_name, shape);
     c.distribution = args.dist;
     c.seed = args.seed;
     c.gemms = gemms;
@@ -164,6 +167,13 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
         "{}\n",
         ops::to_string(shape), v.batch, v.channels, v.height, v.width, v.filters, v.channels,
         v.kernel_h, v.kernel_w, v.batch, v.filters, v.out_h(), v.out_w(), args.dist, args.seed);
+  } else if (cases[0].batch) {
+    const audit::RecipeCase& c = cases[0];
+    out << fmt::format(
+        "bmm {} (x {}x{}x{}, w {}x{}x{}, dy {}x{}x{}; each operand quantized over the batch), "
+        "dist {}, seed {}\n",
+        ops::to_string(shape), *c.batch, c.m, c.k, *c.batch, c.n, c.k, *c.batch, c.m, c.n,
+        args.dist, args.seed);
   } else {
     out << fmt::format("linear {} (x {}x{}, w {}x{}, dy {}x{}), dist {}, seed {}\n",
                        ops::to_string(shape), cases[0].m, cases[0].k, cases[0].n, cases[0].k,

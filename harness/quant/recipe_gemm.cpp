@@ -80,6 +80,16 @@ QuantizedOperand quantize_operand(const Recipe& recipe, Role role, Gemm gemm,
   return out;
 }
 
+std::size_t instruction_k(const RecipeMma& mma) {
+  switch (mma.product) {
+    case ScaledProduct::promoted: return 1;
+    case ScaledProduct::mxf8f6f4: return 32;
+    case ScaledProduct::mxf4:
+    case ScaledProduct::mxf4nvf4: return 64;
+  }
+  return 1;
+}
+
 namespace {
 
 // The parameters a mixed-format MMA must share: all but the input format and the names.
@@ -160,7 +170,7 @@ MmaChoice blackwell_block_scaled(const Recipe& recipe, const OperandRecipe& a,
 std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
                                          const RecipeMma& mma, std::size_t promote_interval) {
   const std::size_t m = a.rows, n = b.rows, k = a.cols;
-  const std::size_t instruction = mma.product == ScaledProduct::mxf8f6f4 ? 32 : 64;
+  const std::size_t instruction = instruction_k(mma);
   if (k % instruction != 0) {
     throw std::invalid_argument(
         fmt::format("recipe GEMM: {} takes K in steps of {}: K = {} is not a multiple", mma.name,

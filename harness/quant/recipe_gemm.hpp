@@ -79,6 +79,9 @@ struct MmaChoice {
   std::string reason;  // when there is none
 };
 MmaChoice recipe_mma(std::string_view arch, const Recipe& recipe, Gemm gemm);
+// The K of one block-scaled instruction, which must divide a GEMM's K (32 for kind::mxf8f6f4, 64
+// for kind::mxf4 and kind::mxf4nvf4); 1 for a promoted product, which takes any K.
+std::size_t instruction_k(const RecipeMma& mma);
 
 // The architecture a recipe's GEMMs run on when none is named: blackwell for MX and NVFP4 recipes
 // whose block-scaled MMAs it has (mxfp8, mxfp4, nvfp4), else hopper where it has a model of the

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ampbench::quant {
 namespace {
@@ -313,6 +314,53 @@ Quantized quantize_nvfp4(std::span<const float> x, const Layout& layout) {
   q.global_decode = s_dec;
   q.tensor_amax = tensor_amax;
   return q;
+}
+
+Quantized row_slice(const Quantized& q, std::size_t first, std::size_t count) {
+  // A tensor of one row of tiles (a per-tensor scale) slices anywhere: its tiles span every row.
+  const bool one_tile_row = q.block_rows == q.rows;
+  if (count == 0 || first + count > q.rows ||
+      (!one_tile_row &&
+       (q.block_rows == 0 || first % q.block_rows != 0 || count % q.block_rows != 0))) {
+    throw std::invalid_argument(
+        fmt::format("rows {}..{} of a {}-row tensor in blocks of {} rows are no whole blocks",
+                    first, first + count, q.rows, q.block_rows));
+  }
+  Quantized s;
+  s.element = q.element;
+  s.mode = q.mode;
+  s.rule = q.rule;
+  s.rows = count;
+  s.cols = q.cols;
+  s.block_rows = one_tile_row ? count : q.block_rows;
+  s.block_cols = q.block_cols;
+  s.global_scale = q.global_scale;
+  s.global_decode = q.global_decode;
+  s.tensor_amax = q.tensor_amax;
+  s.events = q.events;
+  const auto range = [&](const auto& v) {
+    const auto begin = v.begin() + static_cast<std::ptrdiff_t>(first * q.cols);
+    return std::decay_t<decltype(v)>(begin, begin + static_cast<std::ptrdiff_t>(count * q.cols));
+  };
+  s.bits = range(q.bits);
+  s.values = range(q.values);
+  s.dequantized = range(q.dequantized);
+  s.element_events = range(q.element_events);
+  const std::size_t tiles_per_row = q.cols / q.block_cols;
+  if (one_tile_row) {
+    for (Tile tile : q.tiles) {
+      tile.rows = count;
+      s.tiles.push_back(tile);
+    }
+    return s;
+  }
+  for (std::size_t t = (first / q.block_rows) * tiles_per_row;
+       t < ((first + count) / q.block_rows) * tiles_per_row; ++t) {
+    Tile tile = q.tiles.at(t);
+    tile.row -= first;
+    s.tiles.push_back(tile);
+  }
+  return s;
 }
 
 }  // namespace ampbench::quant

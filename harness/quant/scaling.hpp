@@ -165,6 +165,14 @@ Quantized quantize_mx(std::span<const float> x, const Layout& layout, const Form
 // Dequantized = q * s_b * fl32(1 / S_enc).
 Quantized quantize_nvfp4(std::span<const float> x, const Layout& layout);
 
+// Rows [first, first + count) of a quantized tensor, for a product of a batch's matrices stacked
+// into one tensor (quantized once, so that per-tensor scales span the batch): their element codes,
+// values, dequantized values and events, their tiles (rows counted from the slice's first), the
+// tensor's global scales and amax. Its `events` are not recounted: they stay the whole tensor's.
+// std::invalid_argument unless first and count are multiples of the block rows within the rows
+// (any rows of a tensor with one row of tiles, a per-tensor scale's).
+Quantized row_slice(const Quantized& q, std::size_t first, std::size_t count);
+
 // ---- the fast path: element codes and block scales only
 // ------------------------------------------
 

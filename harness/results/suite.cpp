@@ -437,15 +437,16 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
                     {"recipes", "op", "shapes", "arch", "promote_interval", "dists"});
   const std::vector<std::pair<quant::Recipe, const toml::node*>> recipes = read_recipes(
       reader, required(reader, table, "recipes", kTable), "[[recipe]] recipes", directory);
-  bool conv = false;
+  std::string op_name = "linear";
   if (const toml::node* node = table.get("op")) {
-    const std::string op = reader.string(*node, "[[recipe]] op");
-    if (op != "linear" && op != "conv2d") {
-      reader.fail(*node, "[[recipe]] op", fmt::format("unknown op '{}' (linear, conv2d)", op));
+    op_name = reader.string(*node, "[[recipe]] op");
+    if (std::find(std::begin(audit::kRecipeOps), std::end(audit::kRecipeOps), op_name) ==
+        std::end(audit::kRecipeOps)) {
+      reader.fail(*node, "[[recipe]] op",
+                  fmt::format("unknown op '{}' (linear, bmm, conv2d)", op_name));
     }
-    conv = op == "conv2d";
   }
-  const ops::OpInfo& op = *ops::find_op(conv ? "conv2d" : "linear");
+  const ops::OpInfo& op = *ops::find_op(op_name);
   std::vector<std::pair<ops::Shape, const toml::node*>> shapes;
   if (const toml::node* node = table.get("shapes")) {
     for (const auto& [text, item] : reader.strings(*node, "[[recipe]] shapes")) {
@@ -456,7 +457,9 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
       }
     }
   } else {
-    shapes.emplace_back(ops::parse_shape(op, conv ? audit::kRecipeConvShape : op.default_shape),
+    shapes.emplace_back(ops::parse_shape(op, op_name == "conv2d" ? audit::kRecipeConvShape
+                                             : op_name == "bmm"  ? audit::kRecipeBmmShape
+                                                                 : op.default_shape),
                         &table);
   }
   std::string arch;
@@ -475,7 +478,7 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
       for (const auto& dist : dists) {
         audit::RecipeCase c;
         c.recipe = recipe;
-        audit::set_shape(c, conv, shape);
+        audit::set_shape(c, op_name, shape);
         c.distribution = dist;
         c.seed = seed;
         c.promote_interval = promote_interval;
@@ -484,7 +487,8 @@ void expand_recipe(const Reader& reader, const toml::table& table, std::uint64_t
           reader.fail(arch_node != nullptr ? *arch_node : *shape_node, kTable, *why);
         }
         std::string key =
-            fmt::format("recipe/{}/{}{}/{}/{}/seed={}", recipe.name, conv ? "conv2d/" : "",
+            fmt::format("recipe/{}/{}{}/{}/{}/seed={}", recipe.name,
+                        op_name == "linear" ? "" : op_name + "/",  // linear's keys predate it
                         ops::to_string(shape), c.arch, dist, seed);
         if (promote_interval) key += fmt::format("/promote={}", *promote_interval);
         cases.push_back(SuiteCase{std::move(key), std::move(c)});

@@ -145,9 +145,7 @@ std::vector<double> RecipeOps::gemm(Gemm g, std::vector<float> a, std::size_t m,
   };
   tiles(ra, m_to);
   tiles(rb, n_to);
-  if (mma && mma->product != quant::ScaledProduct::promoted) {
-    k_to = std::lcm(k_to, mma->product == quant::ScaledProduct::mxf8f6f4 ? std::size_t{32} : 64);
-  }
+  if (mma) k_to = std::lcm(k_to, quant::instruction_k(*mma));
   const std::size_t kp = round_up(k, k_to), mp = round_up(m, m_to), np = round_up(n, n_to);
   a = padded(a, m, k, mp, kp);
   b = padded(b, n, k, np, kp);

@@ -1,8 +1,9 @@
 // The audit under a recipe (recipe_audit.hpp): closed forms on constant inputs (fp8-current's
 // quantization error is |(448 fl32(1/448))^2 - 1|, MX's is zero), the a-priori bound of exact
 // accumulation (half an ulp of binary32), Hopper's FP8 accumulation with and without promotion,
-// the shapes each GEMM reads, a convolution's passes (a 1x1 one is linear, number for number), and
-// the refusals, each naming what is wrong.
+// the shapes each GEMM reads, a convolution's passes (a 1x1 one is linear, number for number), a
+// batch's (one matrix is linear; the operands are quantized over the batch), and the refusals,
+// each naming what is wrong.
 #include "harness/audit/recipe_audit.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,10 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <vector>
+
+#include "harness/inputs/distributions.hpp"
+#include "harness/ops/catalog.hpp"
 
 namespace ampbench::audit {
 namespace {
@@ -169,6 +174,50 @@ TEST(RecipeAudit, AOneByOneConvolutionIsLinear) {
   }
 }
 
+RecipeCase bmm_of(const char* recipe, const char* shape, const char* arch) {
+  RecipeCase c = case_of(recipe, 0, 0, 0, arch);
+  set_shape(c, "bmm", ops::parse_shape(*ops::find_op("bmm"), shape));
+  return c;
+}
+
+// A batch of one matrix is linear, figure for figure.
+TEST(RecipeAudit, ABatchOfOneIsLinear) {
+  for (const char* recipe : {"fp8-current", "fp8-block", "nvfp4"}) {
+    const RecipeCaseResult bmm = run_recipe_case(bmm_of(recipe, "1x128x128x128", "exact"));
+    const RecipeCaseResult linear = run_recipe_case(case_of(recipe, 128, 128, 128, "exact"));
+    EXPECT_EQ(bmm.op, "bmm");
+    EXPECT_EQ(bmm.shape, "1x128x128x128");
+    ASSERT_EQ(bmm.gemms.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(std::string(recipe) + " " + std::string(quant::gemm_name(bmm.gemms[i].gemm)));
+      EXPECT_EQ(bmm.gemms[i].total.max_normwise, linear.gemms[i].total.max_normwise);
+      EXPECT_EQ(bmm.gemms[i].total.frobenius, linear.gemms[i].total.frobenius);
+      EXPECT_EQ(bmm.gemms[i].accumulation.mean_normwise,
+                linear.gemms[i].accumulation.mean_normwise);
+    }
+  }
+}
+
+// Each operand is quantized once over the batch: fp8-current's per-tensor scale is
+// fl32(448 / amax) of the whole stacked x, regenerated here from the same stream; the events
+// count every matrix's elements; each matrix's products pair its own rows.
+TEST(RecipeAudit, ABatchsOperandsAreQuantizedAsOneTensor) {
+  const RecipeCaseResult r = run_recipe_case(bmm_of("fp8-current", "3x32x16x64", "hopper"));
+  ASSERT_EQ(r.gemms.size(), 3u);
+  const RecipeGemmResult& f = r.gemms[0];
+  EXPECT_EQ(std::tie(f.rows, f.cols, f.k), std::make_tuple(32u, 16u, 64u));
+  EXPECT_EQ(f.a.events.elements, 3u * 32 * 64);
+  EXPECT_EQ(r.gemms[2].b.events.elements, 3u * 64 * 32);
+  const std::size_t shape[] = {3 * 32, 64};
+  const inputs::Generated x =
+      inputs::generate("normal", shape, numeric::formats::fp32, inputs::operand_seed(1, 0));
+  const std::vector<float> xf(x.tensor.data.begin(), x.tensor.data.end());
+  EXPECT_EQ(f.a.scale, static_cast<double>(quant::current_scale(quant::amax(xf), 448, false)));
+  EXPECT_TRUE(r.pass());
+  // Products of the wrong matrices' rows would be errors of order one, not of e4m3's 2^-4.
+  for (const RecipeGemmResult& g : r.gemms) EXPECT_LT(g.total.max_normwise, 0.1);
+}
+
 TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
   const auto why = [](const RecipeCase& c) { return why_not_runnable(c).value_or("runnable"); };
   EXPECT_NE(why(case_of("fp8-block", 128, 128, 100, "hopper")).find("K = 100"), std::string::npos);
@@ -181,6 +230,13 @@ TEST(RecipeAudit, RefusalsNameWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(why(case_of("fp8-current", 0, 4, 4, "exact")).find("zero"), std::string::npos);
   EXPECT_EQ(why(case_of("nvfp4", 32, 32, 32, "exact")), "runnable");
+  // Blackwell's kind::mxf4nvf4 takes K in steps of 64: dgrad's K = n = 32 is refused before any
+  // work, not failed while computing.
+  const std::string step = why(case_of("nvfp4", 64, 32, 64, "blackwell"));
+  EXPECT_NE(step.find("the dgrad GEMM on blackwell kind::mxf4nvf4 (e2m1, ue4m3 per 16) takes K in "
+                      "steps of 64: K = 32"),
+            std::string::npos)
+      << step;
   // A convolution's K is C R S for fprop: 3 x 3 x 3 = 27, which 1x128 tiles do not divide.
   const std::string im2col = why(conv_of("fp8-block", "2x3x8x8:128x3x3", "hopper"));
   EXPECT_NE(im2col.find("im2col(x)"), std::string::npos) << im2col;

@@ -85,6 +85,21 @@ TEST(AuditRecipeCli, ConvolutionsRunAsTheirLoweredGemms) {
   EXPECT_EQ(doc["cases"][1]["gemms"][0]["operands"][0]["layout"], "im2col(x)");
 }
 
+// --op bmm: a batch of linear layers' GEMMs, each operand quantized over the batch.
+TEST(AuditRecipeCli, BatchesRunEachMatrixsGemms) {
+  const auto [run, text] =
+      ampbench_with_record("audit --recipe nvfp4 --op bmm --shape 2x64x64x64", "bmm.json");
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("bmm 2x64x64x64 (x 2x64x64, w 2x64x64, dy 2x64x64; each operand "
+                         "quantized over the batch)"),
+            std::string::npos)
+      << run.out;
+  const auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["cases"][0]["op"], "bmm");
+  EXPECT_EQ(doc["cases"][0]["shape"], "2x64x64x64");
+  EXPECT_EQ(doc["cases"][0]["gemms"][0]["operands"][0]["events"]["elements"], 2 * 64 * 64);
+}
+
 TEST(AuditRecipeCli, BadInputIsNamed) {
   const struct {
     const char* args;
@@ -93,12 +108,15 @@ TEST(AuditRecipeCli, BadInputIsNamed) {
       {"--recipe fp8-block --policy fp16", "--policy does not go with --recipe"},
       {"--recipe fp8-block --mma hopper", "--mma does not go with --recipe"},
       {"--recipe fp8-block --backend cuda", "--backend does not go with --recipe"},
-      {"--recipe fp8-block --op gemm", "--op gemm: the audit under a recipe runs the three GEMMs"},
+      {"--recipe fp8-block --op gemm",
+       "--op gemm: the audit under a recipe runs the three GEMMs (fprop, dgrad, wgrad) of linear, "
+       "bmm or conv2d"},
       {"--recipe fp8-block --op conv2d --shape 2x3x8x8:128x3x3",
        "im2col(x) (72 x 27, K along the row): its 1x128 tiles do not divide K = 27"},
       {"--recipe fp8-block --op conv2d --shape 2x3x8x8", "--shape"},
       {"--recipe nosuch", "unknown recipe 'nosuch'"},
       {"--recipe fp8-block --shape 64x64x100", "its 1x128 tiles do not divide K = 100"},
+      {"--recipe nvfp4 --shape 32x32x64", "takes K in steps of 64: K = 32 is not a multiple"},
       {"--recipe mxfp6 --arch blackwell", "no block-scaled Blackwell MMA is modelled for e3m2"},
       {"--recipe nvfp4 --arch hopper", "no Tensor Core MMA with e2m1 inputs"},
       {"--recipe fp8-block --arch pascal", "unknown architecture 'pascal'"},

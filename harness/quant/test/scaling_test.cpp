@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace ampbench::quant {
@@ -211,6 +212,33 @@ TEST(Layouts, BlocksMustDivideTheTensor) {
                std::invalid_argument);
   EXPECT_THROW(quantize_with_scale(x, layout(1, 48, 1, 48), formats::e4m3, 0.0f),
                std::invalid_argument);
+}
+
+// A slice of rows keeps their codes, values and tiles (rows counted from the slice), and the
+// tensor's scales; a per-tensor tile spans any rows; 2-D blocks slice at block edges only.
+TEST(Layouts, RowSlicesKeepTheirTilesAndTheTensorsScales) {
+  std::vector<float> x(4 * 32);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) - 6.5f;
+  const Quantized nv = quantize_nvfp4(x, layout(4, 32, 1, 16));
+  const Quantized s = row_slice(nv, 2, 2);
+  EXPECT_EQ(std::tie(s.rows, s.cols, s.block_rows, s.block_cols),
+            std::make_tuple(2u, 32u, 1u, 16u));
+  EXPECT_EQ(s.bits, std::vector<std::uint64_t>(nv.bits.begin() + 64, nv.bits.end()));
+  EXPECT_EQ(s.dequantized, std::vector<double>(nv.dequantized.begin() + 64, nv.dequantized.end()));
+  ASSERT_EQ(s.tiles.size(), 4u);
+  EXPECT_EQ(s.tiles[2].row, 1u);
+  EXPECT_EQ(s.tiles[3].col, 16u);
+  EXPECT_EQ(s.tiles[3].scale_bits, nv.tiles[7].scale_bits);
+  EXPECT_EQ(s.global_scale, nv.global_scale);
+  const Quantized tensor = quantize_current(x, layout(4, 32, 4, 32), formats::e4m3, false);
+  const Quantized row = row_slice(tensor, 1, 1);
+  ASSERT_EQ(row.tiles.size(), 1u);
+  EXPECT_EQ(std::tie(row.block_rows, row.tiles[0].rows), std::make_tuple(1u, 1u));
+  EXPECT_EQ(row.tiles[0].scale, tensor.tiles[0].scale);
+  const Quantized blocks = quantize_current(x, layout(4, 32, 2, 16), formats::e4m3, false);
+  EXPECT_EQ(row_slice(blocks, 2, 2).tiles.size(), 2u);
+  EXPECT_THROW(row_slice(blocks, 1, 2), std::invalid_argument);
+  EXPECT_THROW(row_slice(nv, 3, 2), std::invalid_argument);
 }
 
 TEST(Fp8, CurrentAndBlockScalesPerTile) {

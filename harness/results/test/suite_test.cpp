@@ -173,6 +173,9 @@ op = "conv2d"
 recipes = ["fp8-block"]
 op = "conv2d"
 shapes = ["8x128x4x4:128x1x1"]
+[[recipe]]
+recipes = ["mxfp8"]
+op = "bmm"
 [[fingerprint]]
 presets = ["hopper-fp16"]
 )");
@@ -184,8 +187,11 @@ presets = ["hopper-fp16"]
                 "recipe/mxfp4/128x128x256/blackwell/uniform/seed=3",
                 "recipe/fp8-current/256x256x256/blackwell/normal/seed=3/promote=64",
                 "recipe/nvfp4/conv2d/2x128x8x8:128x3x3,pad=1/blackwell/normal/seed=3",
-                "recipe/fp8-block/conv2d/8x128x4x4:128x1x1/hopper/normal/seed=3"}));
-  const auto& conv = std::get<audit::RecipeCase>(suite.cases.back().work);
+                "recipe/fp8-block/conv2d/8x128x4x4:128x1x1/hopper/normal/seed=3",
+                "recipe/mxfp8/bmm/4x128x128x128/blackwell/normal/seed=3"}));
+  EXPECT_EQ(std::get<audit::RecipeCase>(suite.cases.back().work).batch,
+            std::optional<std::size_t>(4));
+  const auto& conv = std::get<audit::RecipeCase>(suite.cases[suite.cases.size() - 2].work);
   ASSERT_TRUE(conv.conv.has_value());
   EXPECT_EQ(std::tie(conv.conv->batch, conv.conv->channels, conv.conv->height, conv.conv->filters,
                      conv.conv->kernel_h),
@@ -384,7 +390,7 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "suites/x.toml:4:9: [[recipe]] gemms: unknown key (known: recipes, op, shapes, arch, "
        "promote_interval, dists)"},
       {"name = \"x\"\n[[recipe]]\nrecipes = [\"mxfp8\"]\nop = \"gemm\"\n",
-       "suites/x.toml:4:6: [[recipe]] op: unknown op 'gemm' (linear, conv2d)"},
+       "suites/x.toml:4:6: [[recipe]] op: unknown op 'gemm' (linear, bmm, conv2d)"},
       {"name = \"x\"\n[[recipe]]\nrecipes = [\"fp8-block\"]\nop = \"conv2d\"\nshapes = "
        "[\"2x3x8x8:128x3x3\"]\n",
        "suites/x.toml:5:11: [[recipe]]: fp8-block: the fprop GEMM's im2col(x) (72 x 27, K along "
