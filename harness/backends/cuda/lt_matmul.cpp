@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -96,11 +95,14 @@ void make_layout(Layout& layout, DeviceType type, std::uint64_t rows, std::uint6
   }
 }
 
-// The algorithm cuBLASLt's heuristic ranks first for the product within `workspace_bytes`, or
-// nothing when it has none (NOT_SUPPORTED, which means the same; any other failure throws).
-std::optional<cublasLtMatmulHeuristicResult_t> first_algorithm(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d, std::uint64_t workspace_bytes) {
+// The algorithm cuBLASLt's heuristic ranks first for the product within `workspace_bytes`; when
+// it has none (NOT_SUPPORTED means the same), std::runtime_error with `what_none()` (any other
+// failure throws CudaError).
+template <typename WhatNone>
+cublasLtMatmulHeuristicResult_t first_algorithm(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                cublasLtMatrixLayout_t d,
+                                                std::uint64_t workspace_bytes, WhatNone what_none) {
   Preference preference;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(preference.out()));
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -113,7 +115,7 @@ std::optional<cublasLtMatmulHeuristicResult_t> first_algorithm(
   if (asked != CUBLAS_STATUS_NOT_SUPPORTED) AMPBENCH_CUBLAS_CHECK(asked);
   if (asked == CUBLAS_STATUS_NOT_SUPPORTED || found == 0 ||
       heuristic.state != CUBLAS_STATUS_SUCCESS) {
-    return std::nullopt;
+    throw std::runtime_error(what_none());
   }
   return heuristic;
 }
@@ -171,23 +173,22 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
 
   // No reduction-scheme mask: PyTorch sets one only when the user disallows reduced-precision
   // split-K reductions (allow_fp16_reduced_precision_reduction, default allowed).
-  const std::optional<cublasLtMatmulHeuristicResult_t> heuristic = first_algorithm(
-      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size());
-  if (!heuristic) {
-    throw std::runtime_error(fmt::format(
-        "cuBLASLt has no algorithm for a {}x{}x{} GEMM (batch {}) with compute type {}, {} A "
-        "and B, {} D{}",
-        call.m, call.n, call.k, call.batch, compute_name(plan.compute),
-        device_type_name(plan.inputs), device_type_name(plan.output),
-        bias != nullptr ? " and a bias epilogue" : ""));
-  }
+  const cublasLtMatmulHeuristicResult_t heuristic = first_algorithm(
+      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size(), [&] {
+        return fmt::format(
+            "cuBLASLt has no algorithm for a {}x{}x{} GEMM (batch {}) with compute type {}, {} A "
+            "and B, {} D{}",
+            call.m, call.n, call.k, call.batch, compute_name(plan.compute),
+            device_type_name(plan.inputs), device_type_name(plan.output),
+            bias != nullptr ? " and a bias epilogue" : "");
+      });
   const float one = 1.0F, zero = 0.0F;
   const std::uint16_t half_one = 0x3C00, half_zero = 0;  // binary16 1 and 0
   const void* alpha = half_scale ? static_cast<const void*>(&half_one) : &one;
   const void* beta = half_scale ? static_cast<const void*>(&half_zero) : &zero;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(
       handle_, desc.get(), alpha, a, a_layout.get(), b, b_layout.get(), beta, d, d_layout.get(), d,
-      d_layout.get(), &heuristic->algo, workspace_.data(), heuristic->workspaceSize, stream));
+      d_layout.get(), &heuristic.algo, workspace_.data(), heuristic.workspaceSize, stream));
 
   return {{"library", "cuBLASLt"},
           {"compute_type", fmt::format("CUBLAS_COMPUTE_{}", compute_name(plan.compute))},
@@ -195,7 +196,7 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
           {"d_type", fmt::format("CUDA_R_{}", device_type_name(plan.output))},
           {"epilogue", bias != nullptr ? "bias" : "none"},
           {"rule", plan.rule},
-          {"algorithm", algorithm_json(*heuristic)}};
+          {"algorithm", algorithm_json(heuristic)}};
 }
 
 nlohmann::json LtMatmul::run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m, std::uint64_t n,
@@ -223,18 +224,18 @@ nlohmann::json LtMatmul::run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m
                                                    static_cast<std::int64_t>(k)));
   AMPBENCH_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(d_layout.out(), CUDA_R_32F, n, m, static_cast<std::int64_t>(n)));
-  const std::optional<cublasLtMatmulHeuristicResult_t> heuristic = first_algorithm(
-      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size());
-  if (!heuristic) {
-    throw std::runtime_error(fmt::format(
-        "cuBLASLt has no algorithm for a {}x{}x{} FP8 GEMM ({} x {}, 32F D{}): FP8 Tensor Cores "
-        "need sm_89 or later",
-        m, n, k, fp8_type_name(a_type), fp8_type_name(b_type), fast_accum ? ", fast accum" : ""));
-  }
+  const cublasLtMatmulHeuristicResult_t heuristic = first_algorithm(
+      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size(), [&] {
+        return fmt::format(
+            "cuBLASLt has no algorithm for a {}x{}x{} FP8 GEMM ({} x {}, 32F D{}): FP8 Tensor "
+            "Cores need sm_89 or later",
+            m, n, k, fp8_type_name(a_type), fp8_type_name(b_type),
+            fast_accum ? ", fast accum" : "");
+      });
   const float one = 1.0F, zero = 0.0F;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(
       handle_, desc.get(), &one, b, a_layout.get(), a, b_layout.get(), &zero, d, d_layout.get(), d,
-      d_layout.get(), &heuristic->algo, workspace_.data(), heuristic->workspaceSize, stream));
+      d_layout.get(), &heuristic.algo, workspace_.data(), heuristic.workspaceSize, stream));
   return {{"library", "cuBLASLt"},
           {"compute_type", "CUBLAS_COMPUTE_32F"},
           {"a_type", fmt::format("CUDA_R_{}", fp8_type_name(a_type))},
@@ -242,7 +243,7 @@ nlohmann::json LtMatmul::run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m
           {"d_type", "CUDA_R_32F"},
           {"scales", "per tensor (A and B scale pointers)"},
           {"fast_accum", fast_accum},
-          {"algorithm", algorithm_json(*heuristic)}};
+          {"algorithm", algorithm_json(heuristic)}};
 }
 
 }  // namespace ampbench::backends::cuda
