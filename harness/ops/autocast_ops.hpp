@@ -17,6 +17,9 @@
 //   cast(t, format, mode)               t's values as values of `format`, rounded in `mode`; t
 //                                       itself (retagged) when `format` holds its values
 //   op_range(name)                      a profiling range around one op while it lives
+//   ran_as(op, precision)               optional: told each catalog op a method runs as, with the
+//                                       policy op it runs under, in the order the method runs
+//                                       them (train::model_ops records a model's ops so)
 //   constant, parameter, master_gradient, to_doubles, to_double, phase
 //                                       as TrainingOps says
 //   the kernels, one per arithmetic step, each taking the resolved precision q first and operands
@@ -31,7 +34,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "harness/numeric/format.hpp"
@@ -75,16 +81,18 @@ class AutocastOps : public Kernels {
                                   std::size_t out, bool need_dx) {
     const auto range = Kernels::op_range("linear_backward");
     const std::initializer_list<numeric::Format> inputs{x.format};
-    const Autocast dx_flow = flow("gemm_backward_a", policy::Op::linear, inputs);
+    const std::optional<Autocast> dx_flow =
+        need_dx ? std::optional(flow("gemm_backward_a", policy::Op::linear, inputs)) : std::nullopt;
     const Autocast dw_flow = flow("gemm_backward_b", policy::Op::linear, inputs);
     const Autocast db_flow = flow("linear_backward_bias", policy::Op::linear, inputs);
     const policy::OpPrecision& q = dw_flow.precision();
     const Tensor xa = operand(dw_flow, 0, x);
     const Tensor dya = operand(dw_flow, 1, dy);
     LinearGradients g;
-    if (need_dx) {
-      g.dx = gradient(dx_flow, x,
-                      Kernels::linear_backward_data(q, dya, operand(dx_flow, 1, w), rows, in, out));
+    if (dx_flow) {
+      g.dx =
+          gradient(*dx_flow, x,
+                   Kernels::linear_backward_data(q, dya, operand(*dx_flow, 1, w), rows, in, out));
     }
     g.dw = gradient(dw_flow, w, Kernels::linear_backward_weight(q, xa, dya, rows, in, out));
     g.db =
@@ -125,10 +133,13 @@ class AutocastOps : public Kernels {
   LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                          const Tensor& beta, std::size_t rows, std::size_t cols) {
     const auto range = Kernels::op_range("layer_norm_backward");
+    // One kernel for the three gradients, each taken on as its own catalog op's flow says.
     const Autocast f = flow("layer_norm_backward", policy::Op::layer_norm, {x.format});
+    const Autocast fg = flow("layer_norm_backward_gamma", policy::Op::layer_norm, {x.format});
+    const Autocast fb = flow("layer_norm_backward_beta", policy::Op::layer_norm, {x.format});
     const Tensor xa = operand(f, 0, x), dya = operand(f, 1, dy), ga = operand(f, 2, gamma);
     auto g = Kernels::layer_norm_backward(f.precision(), xa, dya, ga, rows, cols);
-    return {gradient(f, x, g.dx), gradient(f, gamma, g.dgamma), gradient(f, beta, g.dbeta)};
+    return {gradient(f, x, g.dx), gradient(fg, gamma, g.dgamma), gradient(fb, beta, g.dbeta)};
   }
 
   // Mean cross-entropy of rows x classes logits, and its gradient times the upstream gradient
@@ -160,15 +171,17 @@ class AutocastOps : public Kernels {
                                        const convolution::Geometry& g, bool need_dx) {
     const auto range = Kernels::op_range("conv2d_backward");
     const std::initializer_list<numeric::Format> inputs{x.format};
-    const Autocast dx_flow = flow("conv2d_backward_data", policy::Op::conv, inputs);
+    const std::optional<Autocast> dx_flow =
+        need_dx ? std::optional(flow("conv2d_backward_data", policy::Op::conv, inputs))
+                : std::nullopt;
     const Autocast dw_flow = flow("conv2d_backward_filter", policy::Op::conv, inputs);
     const policy::OpPrecision& q = dw_flow.precision();
     const Tensor dya = operand(dw_flow, 1, dy);
     ConvolutionGradients grads;
-    if (need_dx) {
-      grads.dx = gradient(dx_flow, x,
+    if (dx_flow) {
+      grads.dx = gradient(*dx_flow, x,
                           Kernels::convolution(q, convolution::Pass::backward_data, g, dya,
-                                               operand(dx_flow, 1, w)));
+                                               operand(*dx_flow, 1, w)));
     }
     grads.dw = gradient(dw_flow, w,
                         Kernels::convolution(q, convolution::Pass::backward_filter, g,
@@ -191,9 +204,11 @@ class AutocastOps : public Kernels {
                                          std::size_t channels, std::size_t spatial) {
     const auto range = Kernels::op_range("batch_norm_backward");
     const Autocast f = flow("batch_norm_backward", policy::Op::batch_norm, {x.format});
+    const Autocast fg = flow("batch_norm_backward_gamma", policy::Op::batch_norm, {x.format});
+    const Autocast fb = flow("batch_norm_backward_beta", policy::Op::batch_norm, {x.format});
     const Tensor xa = operand(f, 0, x), dya = operand(f, 1, dy), ga = operand(f, 2, gamma);
     auto g = Kernels::batch_norm_backward(f.precision(), xa, dya, ga, batch, channels, spatial);
-    return {gradient(f, x, g.dx), gradient(f, gamma, g.dgamma), gradient(f, beta, g.dbeta)};
+    return {gradient(f, x, g.dx), gradient(fg, gamma, g.dgamma), gradient(fb, beta, g.dbeta)};
   }
 
   // Global average pooling: the mean of each row of rows x cols, and its backward.
@@ -233,12 +248,14 @@ class AutocastOps : public Kernels {
                                         const Tensor& d_out, std::size_t batch, std::size_t length,
                                         std::size_t d) {
     const auto range = Kernels::op_range("attention_backward");
-    const Autocast f =
-        flow("attention_backward_q", policy::Op::attention, {q.format, k.format, v.format});
+    const std::initializer_list<numeric::Format> inputs{q.format, k.format, v.format};
+    const Autocast f = flow("attention_backward_q", policy::Op::attention, inputs);
+    const Autocast fk = flow("attention_backward_k", policy::Op::attention, inputs);
+    const Autocast fv = flow("attention_backward_v", policy::Op::attention, inputs);
     const Tensor qa = operand(f, 0, q), ka = operand(f, 1, k), va = operand(f, 2, v);
     const Tensor da = operand(f, 3, d_out);
     auto g = Kernels::attention_backward(f.precision(), qa, ka, va, da, batch, length, d);
-    return {gradient(f, q, g.dq), gradient(f, k, g.dk), gradient(f, v, g.dv)};
+    return {gradient(f, q, g.dq), gradient(fk, k, g.dk), gradient(fv, v, g.dv)};
   }
 
   // The format the weight gradients of matmuls come out in (fp16 under amp-fp16): where small
@@ -251,12 +268,19 @@ class AutocastOps : public Kernels {
 
  protected:
   // The type flow of the catalog op `catalog_op` under the policy's precision for `op` resolved
-  // for the formats of the op's data inputs.
+  // for the formats of the op's data inputs; the kernels told, when they ask (ran_as).
   Autocast flow(std::string_view catalog_op, policy::Op op,
-                std::initializer_list<numeric::Format> inputs) const {
-    return Autocast(*find_op(catalog_op), policy::resolve(this->policy().precision(op),
-                                                          std::span<const numeric::Format>(
-                                                              inputs.begin(), inputs.size())));
+                std::initializer_list<numeric::Format> inputs) {
+    const OpInfo* found = find_op(catalog_op);
+    if (found == nullptr) {
+      throw std::logic_error(std::string("AutocastOps: ") + std::string(catalog_op) +
+                             " is not a catalog op");
+    }
+    const OpInfo& info = *found;
+    if constexpr (requires(Kernels & k) { k.ran_as(info, op); }) Kernels::ran_as(info, op);
+    return Autocast(
+        info, policy::resolve(this->policy().precision(op),
+                              std::span<const numeric::Format>(inputs.begin(), inputs.size())));
   }
   // Operand k of the flow's op, converted as the flow says (kept: as it is).
   Tensor operand(const Autocast& f, std::size_t k, const Tensor& t) {

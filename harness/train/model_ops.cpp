@@ -6,39 +6,43 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "harness/numeric/format.hpp"
+#include "harness/ops/autocast_ops.hpp"
+#include "harness/ops/convolution.hpp"
+#include "harness/policy/policy.hpp"
 #include "harness/train/models.hpp"
 #include "harness/train/trainer.hpp"
 
 namespace ampbench::train {
 namespace {
 
-using policy::Op;
-
+// A tensor of the recording backend: its size, and the format the type flow holds it in.
 struct Sized {
   std::size_t size = 0;
+  numeric::Format format = numeric::formats::fp32;
 };
 
-// The ops interface on tensors of sizes only: each method notes the catalog ops it runs as and the
-// policy op it runs under, as EmulatedOps and CudaOps run it.
-class RecordingOps {
+// Kernels on tensors of sizes only (ops/autocast_ops.hpp says what a backend's kernels are): each
+// gives its result's size, and computes nothing. The type flow over them (ops::AutocastOps) tells
+// ran_as each catalog op a method runs as and the policy op it runs under, as it tells every
+// backend's: what EmulatedOps and CudaOps run is recorded from the same code, not from a list.
+class RecordingKernels {
  public:
   using Tensor = Sized;
   using Scalar = double;
   using Master = float;
-  using LinearGradients = ops::LinearGradients<Tensor>;
-  using LayerNormGradients = ops::LayerNormGradients<Tensor>;
-  using ConvolutionGradients = ops::ConvolutionGradients<Tensor>;
-  using BatchNormGradients = ops::LayerNormGradients<Tensor>;
-  using AttentionGradients = ops::AttentionGradients<Tensor>;
+
+  // Which policy does not matter: the catalog ops a method runs as are the same under each.
+  RecordingKernels() : policy_(*policy::find_builtin("fp32")) {}
+  const policy::Policy& policy() const { return policy_; }
 
   struct NoPhase {
-    ~NoPhase() {}
+    ~NoPhase() {}  // user-provided: a phase held only for its scope is not an unused variable
   };
   NoPhase phase(const char*) const { return {}; }
   Tensor constant(std::span<const double> v) const { return {v.size()}; }
@@ -47,99 +51,94 @@ class RecordingOps {
   static std::vector<double> to_doubles(const Tensor& t) { return std::vector<double>(t.size); }
   static double to_double(Scalar s) { return s; }
 
-  Tensor linear(const Tensor&, const Tensor&, const Tensor&, std::size_t rows, std::size_t,
-                std::size_t out) {
-    return note(Op::linear, {"linear"}, rows * out);
+  // The catalog ops run so far, each with its policy op once, in the order first run.
+  std::vector<ops::ModelOp> ran;
+  void ran_as(const ops::OpInfo& op, policy::Op precision) {
+    const bool seen = std::any_of(ran.begin(), ran.end(), [&](const ops::ModelOp& m) {
+      return m.op == &op && m.precision == precision;
+    });
+    if (!seen) ran.push_back({&op, precision});
   }
-  LinearGradients linear_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                  std::size_t rows, std::size_t in, std::size_t out, bool need_dx) {
-    if (need_dx) note(Op::linear, {"gemm_backward_a"});
-    note(Op::linear, {"gemm_backward_b", "linear_backward_bias"});
-    return {{rows * in}, {in * out}, {out}};
+
+ protected:
+  using Precision = policy::OpPrecision;
+  NoPhase op_range(const char*) const { return {}; }
+  Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding) const {
+    return {t.size, to};
   }
-  Tensor gelu(const Tensor& x, std::size_t, std::size_t) {
-    return note(Op::gelu, {"gelu"}, x.size);
+
+  Tensor linear(const Precision&, const Tensor&, const Tensor&, const Tensor&, std::size_t rows,
+                std::size_t, std::size_t out) {
+    return {rows * out};
   }
-  Tensor gelu_backward(const Tensor& x, const Tensor&) {
-    return note(Op::gelu, {"gelu_backward"}, x.size);
+  Tensor linear_backward_data(const Precision&, const Tensor&, const Tensor&, std::size_t rows,
+                              std::size_t in, std::size_t) {
+    return {rows * in};
   }
-  Tensor layer_norm(const Tensor& x, const Tensor&, const Tensor&, std::size_t, std::size_t) {
-    return note(Op::layer_norm, {"layer_norm"}, x.size);
+  Tensor linear_backward_weight(const Precision&, const Tensor&, const Tensor&, std::size_t,
+                                std::size_t in, std::size_t out) {
+    return {in * out};
   }
-  LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor&, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t, std::size_t) {
-    note(Op::layer_norm,
-         {"layer_norm_backward", "layer_norm_backward_gamma", "layer_norm_backward_beta"});
-    return {x, gamma, beta};
+  Tensor linear_backward_bias(const Precision&, const Tensor&, std::size_t, std::size_t out) {
+    return {out};
   }
-  Scalar cross_entropy(const Tensor&, std::span<const std::int64_t>, std::size_t, std::size_t) {
-    note(Op::cross_entropy, {"cross_entropy"});
+  Tensor gelu(const Precision&, const Tensor& x, std::size_t, std::size_t) { return x; }
+  Tensor gelu_backward(const Precision&, const Tensor& x, const Tensor&) { return x; }
+  Tensor relu(const Precision&, const Tensor& x) { return x; }
+  Tensor relu_backward(const Precision&, const Tensor& x, const Tensor&) { return x; }
+  Tensor layer_norm(const Precision&, const Tensor& x, const Tensor&, const Tensor&, std::size_t,
+                    std::size_t) {
+    return x;
+  }
+  ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision&, const Tensor& x,
+                                                      const Tensor&, const Tensor& gamma,
+                                                      std::size_t, std::size_t) {
+    return {x, gamma, gamma};
+  }
+  Scalar cross_entropy(const Precision&, const Tensor&, std::span<const std::int64_t>, std::size_t,
+                       std::size_t) {
     return 0;
   }
-  Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t>, std::size_t,
-                                std::size_t, Scalar) {
-    return note(Op::cross_entropy, {"cross_entropy_backward"}, logits.size);
+  Tensor cross_entropy_backward(const Precision&, const Tensor& logits,
+                                std::span<const std::int64_t>, std::size_t, std::size_t, Scalar) {
+    return logits;
   }
-  Tensor conv2d(const Tensor&, const Tensor&, const ops::convolution::Geometry& g) {
-    return note(Op::conv, {"conv2d"}, g.batch * g.filters * g.out_h() * g.out_w());
+  Tensor convolution(const Precision&, ops::convolution::Pass pass,
+                     const ops::convolution::Geometry& g, const Tensor&, const Tensor&) {
+    return {ops::element_count(ops::convolution::output_shape(pass, g))};
   }
-  ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&,
-                                       const ops::convolution::Geometry&, bool need_dx) {
-    if (need_dx) note(Op::conv, {"conv2d_backward_data"});
-    note(Op::conv, {"conv2d_backward_filter"});
-    return {x, w};
+  Tensor batch_norm(const Precision&, const Tensor& x, const Tensor&, const Tensor&, std::size_t,
+                    std::size_t, std::size_t) {
+    return x;
   }
-  Tensor batch_norm(const Tensor& x, const Tensor&, const Tensor&, std::size_t, std::size_t,
-                    std::size_t) {
-    return note(Op::batch_norm, {"batch_norm"}, x.size);
+  ops::LayerNormGradients<Tensor> batch_norm_backward(const Precision&, const Tensor& x,
+                                                      const Tensor&, const Tensor& gamma,
+                                                      std::size_t, std::size_t, std::size_t) {
+    return {x, gamma, gamma};
   }
-  BatchNormGradients batch_norm_backward(const Tensor& x, const Tensor&, const Tensor& gamma,
-                                         const Tensor& beta, std::size_t, std::size_t,
-                                         std::size_t) {
-    note(Op::batch_norm,
-         {"batch_norm_backward", "batch_norm_backward_gamma", "batch_norm_backward_beta"});
-    return {x, gamma, beta};
+  Tensor mean_pool(const Precision&, const Tensor&, std::size_t rows, std::size_t) {
+    return {rows};
   }
-  Tensor relu(const Tensor& x) { return note(Op::relu, {"relu"}, x.size); }
-  Tensor relu_backward(const Tensor& x, const Tensor&) {
-    return note(Op::relu, {"relu_backward"}, x.size);
+  Tensor mean_pool_backward(const Precision&, const Tensor&, std::size_t rows, std::size_t cols) {
+    return {rows * cols};
   }
-  Tensor mean_pool(const Tensor&, std::size_t rows, std::size_t) {
-    return note(Op::mean, {"mean_pool"}, rows);
+  Tensor add(const Precision&, const Tensor& a, const Tensor&) { return a; }
+  Tensor attention(const Precision&, const Tensor& q, const Tensor&, const Tensor&, std::size_t,
+                   std::size_t, std::size_t) {
+    return q;
   }
-  Tensor mean_pool_backward(const Tensor& x, const Tensor&, std::size_t, std::size_t) {
-    return note(Op::mean, {"mean_pool_backward"}, x.size);
-  }
-  // The gradient of a residual input: no op of its own (the sum of two gradients is an add).
-  Tensor gradient_for(const Tensor& input, const Tensor&) { return input; }
-  Tensor add(const Tensor& a, const Tensor&) { return note(Op::add, {"add"}, a.size); }
-  Tensor attention(const Tensor& q, const Tensor&, const Tensor&, std::size_t, std::size_t,
-                   std::size_t) {
-    return note(Op::attention, {"attention"}, q.size);
-  }
-  AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                        const Tensor&, std::size_t, std::size_t, std::size_t) {
-    note(Op::attention, {"attention_backward_q", "attention_backward_k", "attention_backward_v"});
+  ops::AttentionGradients<Tensor> attention_backward(const Precision&, const Tensor& q,
+                                                     const Tensor& k, const Tensor& v,
+                                                     const Tensor&, std::size_t, std::size_t,
+                                                     std::size_t) {
     return {q, k, v};
   }
 
-  std::vector<ops::ModelOp> ran;
-
  private:
-  Tensor note(Op precision, std::initializer_list<std::string_view> names, std::size_t size = 0) {
-    for (const std::string_view name : names) {
-      const ops::OpInfo* op = ops::find_op(name);
-      if (op == nullptr) {
-        throw std::logic_error(fmt::format("model_ops: {} is not a catalog op", name));
-      }
-      const bool seen = std::any_of(ran.begin(), ran.end(), [&](const ops::ModelOp& m) {
-        return m.op == op && m.precision == precision;
-      });
-      if (!seen) ran.push_back({op, precision});
-    }
-    return {size};
-  }
+  policy::Policy policy_;
 };
+
+using RecordingOps = ops::AutocastOps<RecordingKernels>;
 static_assert(ops::TrainingOps<RecordingOps>);
 
 // The ops one step of `model` runs on a batch of two samples of `inputs` values (all of them) and

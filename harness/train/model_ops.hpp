@@ -1,10 +1,9 @@
 // The catalog ops a training model runs, derived from the model's code: one training step (forward,
-// loss, backward) of the model at its default shape runs on a backend that holds sizes only and
-// notes, for each call of the ops interface, the catalog ops the trainer's backends run it as
-// (those whose type flow ops::Autocast gives EmulatedOps and CudaOps) and the policy op whose
-// precision they run under. What a backend needs to train a model (the CUDA backend's planner:
-// backends::cuda::why_not_trainable) is then decided from the model's ops, not from a list kept
-// beside the model.
+// loss, backward) of the model at its default shape runs on ops::AutocastOps over kernels that hold
+// sizes only, and each type flow its methods find (the flows EmulatedOps and CudaOps find, the
+// same code) notes the catalog op and the policy op whose precision it runs under. What a backend
+// needs to train a model (the CUDA backend's planner: backends::cuda::why_not_trainable) is then
+// decided from the model's ops, not from a list kept beside the model.
 #pragma once
 
 #include <string_view>
