@@ -147,6 +147,7 @@ struct TrainArgs {
   std::string arch;                      // the recipes' GEMM model; empty: each recipe's default
   std::optional<std::string> keep_bf16;  // linear layers every recipe keeps in bf16
   bool sensitivity = false;              // each recipe again with each other layer in bf16
+  std::optional<std::size_t> sensitivity_seeds;  // that ranking over this many seeds
   int reference_bits = 113;
   std::optional<std::size_t> steps;  // default: train::default_steps(model)
   std::size_t batch = 64;

@@ -290,6 +290,12 @@ int run_command_line(int argc, char** argv) {
       "--sensitivity", train_args.sensitivity,
       "Each recipe again once per other linear or convolution layer kept in bf16, ranked "
       "by the share of the loss error they remove");
+  std::size_t train_sensitivity_seeds = 1;
+  auto* train_sensitivity_seeds_option = options::add_unsigned(
+      *train, "--sensitivity-seeds", train_sensitivity_seeds,
+      {1, ampbench::train::kMaxSensitivitySeeds},
+      "With --sensitivity: rank by the mean over this many seeds (--seed and the next ones; "
+      "default 1)");
   options::add_integer(*train, "--reference-bits", train_args.reference_bits, {64, 4096},
                        "Precision of the reference")
       ->capture_default_str();
@@ -550,6 +556,7 @@ int run_command_line(int argc, char** argv) {
   if (*train) {
     if (*train_lr_option) train_args.lr = train_lr;
     if (*train_steps_option) train_args.steps = train_steps;
+    if (*train_sensitivity_seeds_option) train_args.sensitivity_seeds = train_sensitivity_seeds;
     if (*train_min_scale_option) train_args.min_scale = train_min_scale;
     return ampbench::cli::run_train(train_args, std::cout, std::cerr);
   }

@@ -91,18 +91,28 @@ void write_scaled(std::ostream& out, const train::RunResult& r,
   }
 }
 
-// A recipe's layers ranked by the share of its loss error each removes when kept in bf16.
+// A share of the loss error, "+52%".
+std::string share(double removed) {
+  return std::isfinite(removed) ? fmt::format("{:+.0f}%", 100 * removed) : "-";
+}
+
+// A recipe's layers ranked by the share of its loss error each removes when kept in bf16; over
+// several seeds, by the mean share, with each seed's beside it.
 void write_sensitivity(std::ostream& out, const train::RecipeSensitivity& r) {
+  const bool seeds = r.seeds.size() > 1;
   out << fmt::format(
-      "\n{}: layers kept in bf16 one at a time, by the share of the loss error they remove "
-      "(the mean over the steps of loss_err; {} alone: {})\n",
-      r.recipe, r.run, number(r.mean_loss_error));
-  out << fmt::format("{:<12}{:>15}{:>10}{:>15}\n", "layer", "mean_loss_err", "removed",
-                     "eval_loss_err");
+      "\n{}: layers kept in bf16 one at a time, by the {}share of the loss error they remove "
+      "(the mean over the steps of loss_err; {} alone: {}{})\n",
+      r.recipe, seeds ? "mean over the seeds of the " : "", r.run, number(r.mean_loss_error),
+      seeds ? fmt::format(", the mean over seeds {}", fmt::join(r.seeds, ", ")) : "");
+  out << fmt::format("{:<12}{:>15}{:>10}{:>15}{}\n", "layer", "mean_loss_err", "removed",
+                     "eval_loss_err", seeds ? "  removed at each seed" : "");
   for (const auto& l : r.layers) {
-    out << fmt::format("{:<12}{:>15}{:>10}{:>15}\n", l.parameter, number(l.mean_loss_error),
-                       std::isfinite(l.removed) ? fmt::format("{:+.0f}%", 100 * l.removed) : "-",
-                       number(l.eval_loss_error));
+    std::vector<std::string> each;
+    for (const double removed : l.removed_by_seed) each.push_back(share(removed));
+    out << fmt::format("{:<12}{:>15}{:>10}{:>15}{}\n", l.parameter, number(l.mean_loss_error),
+                       share(l.removed), number(l.eval_loss_error),
+                       seeds ? fmt::format("  {}", fmt::join(each, " ")) : "");
   }
 }
 
@@ -197,6 +207,13 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       return kExitUsage;
     }
     config.sensitivity = args.sensitivity;
+  }
+  if (args.sensitivity_seeds) {
+    if (!args.sensitivity) {
+      err << fmt::format("{}: --sensitivity-seeds: goes with --sensitivity\n", kCommand);
+      return kExitUsage;
+    }
+    config.sensitivity_seeds = *args.sensitivity_seeds;
   }
   const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);
   if (!request) return kExitUsage;
@@ -340,14 +357,21 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
         "recipe {}: the linear and convolution layers' GEMMs{} {}, the rest as amp-bf16\n", r.name,
         kept, gemms_on(train::recipe_arch(r, config)));
   }
+  if (config.sensitivity && config.sensitivity_seeds > 1) {
+    out << fmt::format(
+        "sensitivity over seeds {} to {}: the recipes' runs repeated at each further seed with a "
+        "reference of their own, on the same data; the runs below are seed {}'s\n",
+        config.seed, config.seed + config.sensitivity_seeds - 1, config.seed);
+  }
   for (const auto& note : notes) out << "note: " << note << "\n";
   out.flush();
   train::TrainResult result;
   try {
+    const std::size_t total = train::training_steps(config);
     const std::size_t tick = std::max<std::size_t>(1, config.steps / 10);
     const auto progress = [&](std::size_t step) {
       if ((step + 1) % tick == 0)
-        err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, config.steps);
+        err << fmt::format("{}: step {} of {}\n", kCommand, step + 1, total);
     };
     if (on_cuda) {
       result = runtime::cuda_train(config, split.train, split.eval, progress, opened.runs.cpu);
@@ -389,12 +413,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     all_pass = all_pass && r.pass;
   }
   for (const train::RecipeSensitivity& r : result.sensitivity) write_sensitivity(out, r);
+  const std::size_t total = train::training_steps(config);
   out << fmt::format(
-      "\n{} steps in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: normwise "
+      "\n{} steps{} in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: normwise "
       "error of the whole\ngradient (unscaled, before clipping); uflow, uflow_sc: fraction of the "
       "reference's nonzero gradient\nentries that are 0 in the gradient format, unscaled and "
       "times the scale; w_diverge: largest\n||w - w_ref|| / ||w_ref||.\n",
-      config.steps, result.seconds);
+      config.steps,
+      total == config.steps ? "" : fmt::format(" ({} with the sensitivity seeds' repeats)", total),
+      result.seconds);
   if (!args.json.empty()) {
     if (auto problem = write_json_file(args.json, train::to_json(result))) {
       err << fmt::format("{}: --json {}: {}\n", kCommand, args.json, *problem);

@@ -320,9 +320,9 @@ train::TrainConfig read_training(const Reader& reader, const toml::table& table,
 void expand_train(const Reader& reader, const toml::table& table, std::uint64_t seed,
                   const std::filesystem::path& directory, std::vector<SuiteCase>& cases) {
   constexpr std::string_view kTable = "[[train]]";
-  reader.check_keys(
-      table, kTable,
-      {"model", "policies", "recipes", "arch", "keep_bf16", "sensitivity", "steps", "batch"});
+  reader.check_keys(table, kTable,
+                    {"model", "policies", "recipes", "arch", "keep_bf16", "sensitivity",
+                     "sensitivity_seeds", "steps", "batch"});
   train::TrainConfig config =
       read_training(reader, table, kTable, seed, directory, 0, std::nullopt);
   // Recipes trained beside the policies, their GEMMs on `arch` (as train --recipe, --arch).
@@ -339,7 +339,7 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
       config.recipes.push_back(std::move(recipe));
     }
   } else {
-    for (const char* key : {"arch", "keep_bf16", "sensitivity"}) {
+    for (const char* key : {"arch", "keep_bf16", "sensitivity", "sensitivity_seeds"}) {
       if (const toml::node* given = table.get(key)) {
         reader.fail(*given, fmt::format("[[train]] {}", key), "goes with recipes");
       }
@@ -364,6 +364,17 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
       reader.fail(*node, "[[train]] sensitivity",
                   fmt::format("keep_bf16 keeps every linear and convolution layer of the {}",
                               config.model));
+    }
+  }
+  if (const toml::node* node = table.get("sensitivity_seeds")) {
+    if (!config.sensitivity) {
+      reader.fail(*node, "[[train]] sensitivity_seeds", "goes with sensitivity = true");
+    }
+    config.sensitivity_seeds = reader.natural(*node, "[[train]] sensitivity_seeds", 1);
+    if (config.sensitivity_seeds > train::kMaxSensitivitySeeds) {
+      reader.fail(
+          *node, "[[train]] sensitivity_seeds",
+          fmt::format("{} is more than {}", config.sensitivity_seeds, train::kMaxSensitivitySeeds));
     }
   }
   cases.push_back(SuiteCase{train_key(config), std::move(config)});

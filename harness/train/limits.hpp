@@ -16,6 +16,7 @@ inline constexpr std::size_t kMaxSteps = 100000;     // optimizer steps (and tim
 inline constexpr std::size_t kMaxWarmup = 100000;    // untimed profile steps
 inline constexpr std::size_t kMaxBatch = 65536;      // samples per micro-batch
 inline constexpr std::size_t kMaxAccumulate = 1024;  // micro-batches per optimizer step
+inline constexpr std::size_t kMaxSensitivitySeeds = 64;  // seeds a sensitivity ranking is over
 // Every micro-batch of a step is gathered before the step runs: their inputs and targets, 8 bytes
 // a value, may take this much.
 inline constexpr std::uint64_t kMaxMicroBatchBytes = std::uint64_t{4} << 30;

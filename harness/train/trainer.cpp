@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -132,11 +133,71 @@ std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config) 
       .arch;
 }
 
+std::size_t training_steps(const TrainConfig& config) {
+  return config.steps *
+         (config.sensitivity ? std::max<std::size_t>(1, config.sensitivity_seeds) : 1);
+}
+
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t)>& progress) {
-  return steps::with_model(config, train_set, [&](const auto& model) {
-    return steps::run_training<EmulatedOps>(model, config, train_set, eval_set, progress);
-  });
+  const auto run = [&](const TrainConfig& c, const std::function<void(std::size_t)>& tick) {
+    return steps::with_model(c, train_set, [&](const auto& model) {
+      return steps::run_training<EmulatedOps>(model, c, train_set, eval_set, tick);
+    });
+  };
+  TrainResult result = run(config, progress);
+  if (!config.sensitivity || config.sensitivity_seeds <= 1) return result;
+  // The repeats: the recipes and their sensitivity runs alone, at the next seeds.
+  for (std::size_t i = 1; i < config.sensitivity_seeds; ++i) {
+    TrainConfig repeat = config;
+    repeat.seed = config.seed + i;
+    repeat.policies.clear();
+    repeat.sensitivity_seeds = 1;
+    const auto tick = [&](std::size_t step) {
+      if (progress) progress(i * config.steps + step);
+    };
+    const TrainResult more = run(repeat, tick);
+    result.seconds += more.seconds;
+    for (RecipeSensitivity& r : result.sensitivity) {
+      const auto same = std::find_if(
+          more.sensitivity.begin(), more.sensitivity.end(),
+          [&](const RecipeSensitivity& m) { return m.recipe == r.recipe && m.run == r.run; });
+      if (same == more.sensitivity.end()) {
+        throw std::logic_error("train: a sensitivity repeat lacks a recipe's ranking");
+      }
+      r.seeds.push_back(repeat.seed);
+      r.mean_loss_error_by_seed.push_back(same->mean_loss_error);
+      r.mean_loss_error += same->mean_loss_error;
+      r.eval_loss_error += same->eval_loss_error;
+      for (LayerSensitivity& l : r.layers) {
+        const auto layer =
+            std::find_if(same->layers.begin(), same->layers.end(),
+                         [&](const LayerSensitivity& m) { return m.parameter == l.parameter; });
+        if (layer == same->layers.end()) {
+          throw std::logic_error("train: a sensitivity repeat lacks a layer");
+        }
+        l.removed_by_seed.push_back(layer->removed);
+        l.mean_loss_error += layer->mean_loss_error;
+        l.eval_loss_error += layer->eval_loss_error;
+        l.removed += layer->removed;
+      }
+    }
+  }
+  // The sums become means over the seeds, and the layers are ranked by theirs.
+  const auto seeds = static_cast<double>(config.sensitivity_seeds);
+  for (RecipeSensitivity& r : result.sensitivity) {
+    r.mean_loss_error /= seeds;
+    r.eval_loss_error /= seeds;
+    for (LayerSensitivity& l : r.layers) {
+      l.mean_loss_error /= seeds;
+      l.eval_loss_error /= seeds;
+      l.removed /= seeds;
+    }
+    std::stable_sort(
+        r.layers.begin(), r.layers.end(),
+        [](const LayerSensitivity& a, const LayerSensitivity& b) { return a.removed > b.removed; });
+  }
+  return result;
 }
 
 ProfileResult profile_steps(const TrainConfig& config, const Dataset& train_set,
@@ -174,6 +235,7 @@ nlohmann::json to_json(const TrainResult& result) {
                      {"recipe_arch", c.recipe_arch},
                      {"keep_bf16", c.keep_bf16},
                      {"sensitivity", c.sensitivity},
+                     {"sensitivity_seeds", c.sensitivity_seeds},
                      {"reference_bits", c.reference_bits},
                      {"steps", c.steps},
                      {"batch", c.batch},
@@ -203,15 +265,22 @@ nlohmann::json to_json(const TrainResult& result) {
     for (const RecipeSensitivity& r : result.sensitivity) {
       nlohmann::json layers = nlohmann::json::array();
       for (const LayerSensitivity& l : r.layers) {
+        nlohmann::json by_seed = nlohmann::json::array();
+        for (const double removed : l.removed_by_seed) by_seed.push_back(number(removed));
         layers.push_back({{"parameter", l.parameter},
                           {"run", l.run},
                           {"mean_loss_error", number(l.mean_loss_error)},
                           {"eval_loss_error", number(l.eval_loss_error)},
-                          {"removed", number(l.removed)}});
+                          {"removed", number(l.removed)},
+                          {"removed_by_seed", std::move(by_seed)}});
       }
+      nlohmann::json error_by_seed = nlohmann::json::array();
+      for (const double e : r.mean_loss_error_by_seed) error_by_seed.push_back(number(e));
       sensitivity.push_back({{"recipe", r.recipe},
                              {"run", r.run},
+                             {"seeds", r.seeds},
                              {"mean_loss_error", number(r.mean_loss_error)},
+                             {"mean_loss_error_by_seed", std::move(error_by_seed)},
                              {"eval_loss_error", number(r.eval_loss_error)},
                              {"layers", std::move(layers)}});
     }

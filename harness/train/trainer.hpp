@@ -53,6 +53,11 @@ struct TrainConfig {
   // Each recipe also once per other layer of gemm_layers with that layer kept in bf16 too, ranked
   // by how much of the recipe's loss error each removes (TrainResult::sensitivity).
   bool sensitivity = false;
+  // With sensitivity: the recipe runs and their sensitivity runs repeated at seeds seed + 1, ...,
+  // seed + sensitivity_seeds - 1 as well (each repeat with its own reference; the data set and its
+  // split stay those given), and the layers ranked by the mean over the seeds of the share each
+  // removes. The runs and verdicts of TrainResult are the first seed's.
+  std::size_t sensitivity_seeds = 1;
   int reference_bits = 113;
   std::size_t steps = 200;
   std::size_t batch = 64;      // samples per micro-batch
@@ -131,6 +136,9 @@ struct LayerSensitivity {
   // (mean_loss_error of the recipe's run - this run's) / the recipe's: 1 removes it all, 0
   // nothing, negative makes it worse.
   double removed = 0;
+  // Over several seeds (TrainConfig::sensitivity_seeds): the share at each seed, in the order of
+  // RecipeSensitivity::seeds; the fields above are then the means over the seeds.
+  std::vector<double> removed_by_seed;
 };
 struct RecipeSensitivity {
   std::string recipe;
@@ -139,6 +147,9 @@ struct RecipeSensitivity {
   double mean_loss_error = 0;
   double eval_loss_error = 0;
   std::vector<LayerSensitivity> layers;  // the most error removed first
+  // The seeds the ranking is over, and the recipe's mean loss error at each.
+  std::vector<std::uint64_t> seeds;
+  std::vector<double> mean_loss_error_by_seed;
 };
 
 struct TrainResult {
@@ -168,13 +179,17 @@ Dataset default_dataset(const std::string& model, std::uint64_t seed);
 // std::invalid_argument for an unknown model.
 std::vector<std::string> gemm_layers(const std::string& model);
 
+// The steps train() takes on `config`: its steps, once per sensitivity seed.
+std::size_t training_steps(const TrainConfig& config);
+
 // The architecture a recipe's GEMMs run on under `config`: config.recipe_arch, or the recipe's
 // quant::default_arch for its three GEMMs.
 std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config);
 
 // Runs the configuration on `train_set`, evaluating at the end on `eval_set`. `progress` (may be
-// empty) receives a line per finished step. Throws std::invalid_argument for a model it does not
-// know or data that does not fit the model.
+// empty) receives a line per finished step; the repeats of sensitivity_seeds continue the count
+// (step s of repeat i is i * steps + s; training_steps says how many there are). Throws
+// std::invalid_argument for a model it does not know or data that does not fit the model.
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t step)>& progress = {});
 

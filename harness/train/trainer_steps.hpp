@@ -384,12 +384,14 @@ inline std::vector<RecipeSensitivity> rank_sensitivity(const TrainConfig& config
       return r.recipe == recipe.name && r.kept_bf16 == config.keep_bf16;
     });
     if (base == runs.end()) continue;
-    RecipeSensitivity s{recipe.name, base->policy, mean_loss_error(*base), eval_error(*base), {}};
+    RecipeSensitivity s{recipe.name, base->policy,  mean_loss_error(*base),  eval_error(*base),
+                        {},          {config.seed}, {mean_loss_error(*base)}};
     for (const RunResult& r : runs) {
       if (r.recipe != recipe.name || r.kept_bf16.size() != config.keep_bf16.size() + 1) continue;
-      LayerSensitivity l{r.kept_bf16.back(), r.policy, mean_loss_error(r), eval_error(r), 0};
+      LayerSensitivity l{r.kept_bf16.back(), r.policy, mean_loss_error(r), eval_error(r), 0, {}};
       l.removed =
           s.mean_loss_error > 0 ? (s.mean_loss_error - l.mean_loss_error) / s.mean_loss_error : 0;
+      l.removed_by_seed = {l.removed};
       s.layers.push_back(std::move(l));
     }
     std::stable_sort(

@@ -108,6 +108,29 @@ TEST(TrainCli, KeepsLayersInBf16AndRanksTheRest) {
   EXPECT_EQ(record["sensitivity"][0]["layers"].size(), 7u);
 }
 
+// --sensitivity-seeds: the ranking over several seeds, each seed's share in the table and the
+// record.
+TEST(TrainCli, RanksTheLayersOverSeveralSeeds) {
+  const auto [run, text] = ampbench_with_record(
+      "train --steps 2 --batch 8 --eval 64 --policy mxfp4 --sensitivity --sensitivity-seeds 2 "
+      "--seed 7",
+      "sensitivity_seeds.json");
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  for (const char* text_part :
+       {"sensitivity over seeds 7 to 8: the recipes' runs repeated at each further seed",
+        "removed at each seed", "the mean over seeds 7, 8", "2 steps (4 with the sensitivity"}) {
+    EXPECT_NE(run.out.find(text_part), std::string::npos) << text_part << "\n" << run.out;
+  }
+  EXPECT_NE(run.err.find("step 4 of 4"), std::string::npos) << run.err;
+  const auto record = nlohmann::json::parse(text);
+  EXPECT_EQ(record["config"]["sensitivity_seeds"], 2);
+  const auto& s = record["sensitivity"].at(0);
+  EXPECT_EQ(s["seeds"], nlohmann::json::parse("[7, 8]"));
+  EXPECT_EQ(s["mean_loss_error_by_seed"].size(), 2u);
+  ASSERT_EQ(s["layers"].size(), 2u);
+  for (const auto& layer : s["layers"]) EXPECT_EQ(layer["removed_by_seed"].size(), 2u);
+}
+
 TEST(TrainCli, ReportsTheStepsTheScalerSkipped) {
   const auto [run, text] = ampbench_with_record(
       "train --policy fp16 --init-scale 1073741824 --steps 3 --batch 16 --eval 64", "skipped.json");
@@ -255,6 +278,10 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
        "ampbench train: --keep-bf16: 'w3' is not a linear or convolution layer of the mlp (its: "
        "w1, w2)"},
       {"train --policy nvfp4 --keep-bf16 w1,w1", "ampbench train: --keep-bf16: 'w1' appears twice"},
+      {"train --policy nvfp4 --sensitivity-seeds 3",
+       "ampbench train: --sensitivity-seeds: goes with --sensitivity"},
+      {"train --policy nvfp4 --sensitivity --sensitivity-seeds 0",
+       "ampbench train: --sensitivity-seeds: 0 is not in [1, 64]"},
       {"train --policy nvfp4 --keep-bf16 w1,w2 --sensitivity",
        "ampbench train: --sensitivity: --keep-bf16 keeps every linear and convolution layer of the "
        "mlp"},

@@ -167,6 +167,55 @@ TEST(HtmlReport, ARecipeRunDrawsItsScalesPerTensor) {
   EXPECT_EQ(polyline_points(recipe[1]), (std::vector<std::size_t>{3}));
 }
 
+// A --sensitivity ranking is a table per recipe under its training run: over one seed the shares
+// alone, over several the mean and each seed's share; a run without one has no such table.
+TEST(HtmlReport, ASensitivityRankingIsATablePerRecipe) {
+  nlohmann::json record = train();
+  const auto layer = [](const char* name, double removed, nlohmann::json by_seed) {
+    return nlohmann::json{
+        {"parameter", name},        {"run", std::string("nvfp4+bf16[") + name + "]"},
+        {"mean_loss_error", 0.004}, {"eval_loss_error", nullptr},
+        {"removed", removed},       {"removed_by_seed", std::move(by_seed)}};
+  };
+  record["detail"]["sensitivity"] = {
+      {{"recipe", "nvfp4"},
+       {"run", "nvfp4"},
+       {"seeds", {1, 2, 3}},
+       {"mean_loss_error", 0.0125},
+       {"layers", {layer("w1", 0.48, {0.53, 0.41, 0.49}), layer("w2", -0.05, {0.1, -0.2, 0.05})}}},
+      {{"recipe", "mxfp4"},
+       {"run", "mxfp4"},
+       {"seeds", {1}},
+       {"mean_loss_error", 0.02},
+       {"layers", {layer("w2", 0.3, {0.3})}}}};
+  const auto html_of = [](const nlohmann::json& r) {
+    return html_report(std::vector<ResultDocument>{
+        {"r.json",
+         {{"schema", "ampbench.result/1"}, {"suite", "s"}, {"shard", "0/1"}, {"records", {r}}}}});
+  };
+  const std::string html = html_of(record);
+  EXPECT_EQ(count(html, "<table class=\"sensitivity\">"), 2u) << html;
+  EXPECT_NE(html.find("nvfp4: layers kept in bf16 one at a time, ranked by the mean over the seeds "
+                      "of the share of the recipe's loss error each removes (the mean over the "
+                      "steps of the loss error; nvfp4 alone: 0.0125, the mean over seeds 1, 2, 3)"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<td class=\"key\">w1</td><td>nvfp4+bf16[w1]</td><td class=\"num\">+48%</td>"
+                      "<td class=\"num\">+53% +41% +49%</td><td class=\"num\">0.004</td><td "
+                      "class=\"num\">-</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("+10% -20% +5%"), std::string::npos);
+  // One seed: no per-seed column.
+  EXPECT_NE(html.find("mxfp4: layers kept in bf16 one at a time, ranked by the share"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"key\">w2</td><td>nvfp4+bf16[w2]</td><td class=\"num\">+30%</td>"
+                      "<td class=\"num\">0.004</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(count(html_of(train()), "class=\"sensitivity\""), 0u);
+}
+
 TEST(HtmlReport, TableHighlightsFailuresAndTextIsEscaped) {
   const std::vector<ResultDocument> results{html_sample()};
   const std::string html = html_report(results);

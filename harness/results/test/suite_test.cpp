@@ -223,6 +223,7 @@ policies = ["fp32"]
 recipes = ["nvfp4"]
 keep_bf16 = ["head.w"]
 sensitivity = true
+sensitivity_seeds = 3
 steps = 4
 [[train]]
 model = "cnn"
@@ -244,7 +245,9 @@ steps = 4
   EXPECT_EQ(train::recipe_arch(second.recipes[0], second), "blackwell");
   EXPECT_EQ(second.keep_bf16, std::vector<std::string>{"head.w"});
   EXPECT_TRUE(second.sensitivity);
+  EXPECT_EQ(second.sensitivity_seeds, 3u);
   EXPECT_FALSE(first.sensitivity);
+  EXPECT_EQ(first.sensitivity_seeds, 1u);
   EXPECT_TRUE(first.keep_bf16.empty());
 }
 
@@ -295,7 +298,7 @@ TEST(Suite, TheShippedSuitesParse) {
   EXPECT_EQ(quick.cases.back().key,
             "recipe/nvfp4/conv2d/2x128x8x8:128x3x3,pad=1/blackwell/normal/seed=1");
   const Suite nightly = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/nightly.toml");
-  EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 9);
+  EXPECT_EQ(nightly.cases.size(), ops::catalog().size() * 6 + 3 + 3 * 7 + 2);
   EXPECT_EQ(nightly.cases.back().key,
             "recipe/fp8-current/64x64x4096/hopper/uniform:a=0,b=1/seed=1/promote=128");
   const Suite full = load_suite(std::string(AMPBENCH_SUITES_DIR) + "/audit-full.toml");
@@ -354,6 +357,17 @@ TEST(Suite, EveryErrorNamesTheFileTheLineAndTheKey) {
        "[\"nvfp4\"]\nkeep_bf16 = [\"w1\", \"w2\"]\nsensitivity = true\n",
        "suites/x.toml:7:15: [[train]] sensitivity: keep_bf16 keeps every linear and convolution "
        "layer of the mlp"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nsensitivity_seeds = 2\n",
+       "suites/x.toml:6:21: [[train]] sensitivity_seeds: goes with sensitivity = true"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nsensitivity = true\nsensitivity_seeds = 0\n",
+       "suites/x.toml:7:21: [[train]] sensitivity_seeds: must be an integer >= 1"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nrecipes = "
+       "[\"nvfp4\"]\nsensitivity = true\nsensitivity_seeds = 65\n",
+       "suites/x.toml:7:21: [[train]] sensitivity_seeds: 65 is more than 64"},
+      {"name = \"x\"\n[[train]]\nmodel = \"mlp\"\npolicies = [\"fp32\"]\nsensitivity_seeds = 2\n",
+       "suites/x.toml:5:21: [[train]] sensitivity_seeds: goes with recipes"},
       {"name = \"x\"\ntolerance = -0.5\n",
        "suites/x.toml:2:13: tolerance: must be a finite number >= 0"},
       {"name = \"x\"\ntolerance = \"10%\"\n",

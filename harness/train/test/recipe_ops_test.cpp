@@ -458,5 +458,56 @@ TEST(RecipeTraining, SensitivityRanksTheLayersByTheLossErrorTheyRemove) {
   }
 }
 
+// --sensitivity-seeds: each seed's shares are those of a run at that seed alone, the ranking is
+// by their mean, and the runs are the first seed's.
+TEST(RecipeTraining, SensitivityOverSeedsAveragesTheRunsAtEachSeed) {
+  const Dataset data = make_clusters(5, 512);
+  const Dataset eval = make_clusters(6, 64);
+  TrainConfig config = short_run({"nvfp4"}, 3);
+  config.sensitivity = true;
+  config.seed = 4;
+  const TrainResult at4 = train(config, data, eval);
+  config.seed = 5;
+  const TrainResult at5 = train(config, data, eval);
+  config.seed = 4;
+  config.sensitivity_seeds = 2;
+  EXPECT_EQ(training_steps(config), 6u);
+  std::vector<std::size_t> ticks;
+  const TrainResult both = train(config, data, eval, [&](std::size_t s) { ticks.push_back(s); });
+  EXPECT_EQ(ticks, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
+
+  ASSERT_EQ(both.runs.size(), at4.runs.size());
+  for (std::size_t i = 0; i < both.runs.size(); ++i) {
+    EXPECT_EQ(both.runs[i].eval_loss, at4.runs[i].eval_loss) << both.runs[i].policy;
+  }
+  ASSERT_EQ(both.sensitivity.size(), 1u);
+  const RecipeSensitivity& s = both.sensitivity[0];
+  const RecipeSensitivity& s4 = at4.sensitivity[0];
+  const RecipeSensitivity& s5 = at5.sensitivity[0];
+  EXPECT_EQ(s.seeds, (std::vector<std::uint64_t>{4, 5}));
+  EXPECT_EQ(s4.seeds, (std::vector<std::uint64_t>{4}));
+  EXPECT_EQ(s.mean_loss_error_by_seed,
+            (std::vector<double>{s4.mean_loss_error, s5.mean_loss_error}));
+  EXPECT_DOUBLE_EQ(s.mean_loss_error, (s4.mean_loss_error + s5.mean_loss_error) / 2);
+  ASSERT_EQ(s.layers.size(), 2u);
+  EXPECT_GE(s.layers[0].removed, s.layers[1].removed);
+  for (const LayerSensitivity& l : s.layers) {
+    const auto at = [&](const RecipeSensitivity& one) {
+      for (const LayerSensitivity& m : one.layers) {
+        if (m.parameter == l.parameter) return m;
+      }
+      ADD_FAILURE() << l.parameter << " is not ranked at seed " << one.seeds[0];
+      return LayerSensitivity{};
+    };
+    const LayerSensitivity l4 = at(s4), l5 = at(s5);
+    EXPECT_EQ(l.removed_by_seed, (std::vector<double>{l4.removed, l5.removed})) << l.parameter;
+    EXPECT_DOUBLE_EQ(l.removed, (l4.removed + l5.removed) / 2);
+    EXPECT_DOUBLE_EQ(l.mean_loss_error, (l4.mean_loss_error + l5.mean_loss_error) / 2);
+    EXPECT_DOUBLE_EQ(l.eval_loss_error, (l4.eval_loss_error + l5.eval_loss_error) / 2);
+  }
+  // The two seeds train differently: the repeat is not the first seed again.
+  EXPECT_NE(s4.mean_loss_error, s5.mean_loss_error);
+}
+
 }  // namespace
 }  // namespace ampbench::train
