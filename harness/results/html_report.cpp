@@ -350,51 +350,24 @@ std::string train_charts(const nlohmann::json& detail, Colours& colours) {
   return html;
 }
 
-// A share of a recipe's loss error, "+52%"; "-" for what the record does not hold as a number.
-std::string share_text(const nlohmann::json& removed) {
-  return removed.is_number() ? fmt::format("{:+.0f}%", 100 * removed.get<double>()) : "-";
-}
-
-// A number of a record as the tables print it: 3 significant digits, "-" when it is none.
-std::string error_text(const nlohmann::json& value) {
-  return value.is_number() ? fmt::format("{:.3g}", value.get<double>()) : "-";
-}
-
-// A training run's --sensitivity rankings (docs/training.md): per recipe, its layers kept in bf16
-// one at a time, by the share of the recipe's loss error each removes; over several seeds, the
-// mean share and each seed's. Nothing for a run without them.
-std::string sensitivity_tables(const nlohmann::json& detail) {
-  if (!member(detail, "sensitivity").is_array()) return {};
+// A training record's --sensitivity rankings (sensitivity_tables): a table per recipe under its
+// caption; over several seeds with each seed's share beside the mean.
+std::string sensitivity_html(const nlohmann::json& record) {
   std::string out;
-  for (const auto& r : detail["sensitivity"]) {
-    std::vector<std::string> seeds;
-    if (member(r, "seeds").is_array()) {
-      for (const auto& s : r["seeds"]) seeds.push_back(s.dump());
-    }
-    const bool several = seeds.size() > 1;
+  for (const SensitivityTable& t : sensitivity_tables(record)) {
+    const bool several = !t.seeds.empty();
     out += fmt::format(
-        "<p class=\"explain\">{}: layers kept in bf16 one at a time, ranked by the {}share of "
-        "the recipe's loss error each removes (the mean over the steps of the loss error; {} "
-        "alone: {}{}).</p>\n<table class=\"sensitivity\"><thead><tr><th>layer</th><th>run</th>"
-        "<th>removed</th>{}<th>mean loss error</th><th>eval loss error</th></tr></thead><tbody>\n",
-        escape(text_of(r, "recipe")), several ? "mean over the seeds of the " : "",
-        escape(text_of(r, "run")), error_text(member(r, "mean_loss_error")),
-        several ? escape(fmt::format(", the mean over seeds {}", fmt::join(seeds, ", "))) : "",
-        several ? "<th>removed at each seed</th>" : "");
-    const auto& layers = member(r, "layers");
-    for (const auto& l : layers.is_array() ? layers : nlohmann::json::array()) {
-      std::string each;
-      if (several && member(l, "removed_by_seed").is_array()) {
-        for (const auto& s : l["removed_by_seed"])
-          each += (each.empty() ? "" : " ") + share_text(s);
-      }
+        "<p class=\"explain\">{}.</p>\n<table class=\"sensitivity\"><thead><tr><th>layer</th>"
+        "<th>run</th><th>removed</th>{}<th>mean loss error</th><th>eval loss error</th></tr>"
+        "</thead><tbody>\n",
+        escape(sensitivity_caption(t)), several ? "<th>removed at each seed</th>" : "");
+    for (const SensitivityRow& row : t.rows) {
       out += fmt::format(
           "<tr><td class=\"key\">{}</td><td>{}</td><td class=\"num\">{}</td>{}<td "
           "class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-          escape(text_of(l, "parameter")), escape(text_of(l, "run")),
-          share_text(member(l, "removed")),
-          several ? fmt::format("<td class=\"num\">{}</td>", each) : "",
-          error_text(member(l, "mean_loss_error")), error_text(member(l, "eval_loss_error")));
+          escape(row.layer), escape(row.run), row.removed,
+          several ? fmt::format("<td class=\"num\">{}</td>", row.at_each_seed) : "",
+          row.mean_loss_error, row.eval_loss_error);
     }
     out += "</tbody></table>\n";
   }
@@ -548,7 +521,7 @@ std::string result_section(const ResultDocument& r, Colours& colours) {
     if (text_of(record, "kind") != "train" || !detail.is_object()) continue;
     out += fmt::format("<h3>Training: {}</h3>\n", escape(text_of(record, "key")));
     out += train_charts(detail, colours);
-    out += sensitivity_tables(detail);
+    out += sensitivity_html(record);
   }
   for (const auto& record : records) {
     const auto& detail = member(record, "detail");

@@ -60,6 +60,74 @@ std::vector<FingerprintRow> fingerprint_rows(const nlohmann::json& record) {
   return rows;
 }
 
+namespace {
+
+// A share of a recipe's loss error, "+52%"; "-" for what is not a number.
+std::string share_text(const nlohmann::json& removed) {
+  return removed.is_number() ? fmt::format("{:+.0f}%", 100 * removed.get<double>()) : "-";
+}
+
+// An error as the tables print it: 3 significant digits, "-" when it is not a number.
+std::string error_text(const nlohmann::json& value) {
+  return value.is_number() ? fmt::format("{:.3g}", value.get<double>()) : "-";
+}
+
+const nlohmann::json& member_or_null(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  return j.is_object() && j.contains(key) ? j[key] : kNull;
+}
+
+}  // namespace
+
+std::vector<SensitivityTable> sensitivity_tables(const nlohmann::json& record) {
+  std::vector<SensitivityTable> tables;
+  const auto& rankings = member_or_null(member_or_null(record, "detail"), "sensitivity");
+  if (text_of(record, "kind") != "train" || !rankings.is_array()) return tables;
+  for (const auto& r : rankings) {
+    SensitivityTable t{text_of(r, "recipe"),
+                       text_of(r, "run"),
+                       "",
+                       error_text(member_or_null(r, "mean_loss_error")),
+                       {}};
+    const auto& seeds = member_or_null(r, "seeds");
+    const bool several = seeds.is_array() && seeds.size() > 1;
+    if (several) {
+      for (const auto& s : seeds) {
+        if (!t.seeds.empty()) t.seeds += ", ";
+        t.seeds += s.dump();
+      }
+    }
+    const auto& layers = member_or_null(r, "layers");
+    for (const auto& l : layers.is_array() ? layers : nlohmann::json::array()) {
+      SensitivityRow row{text_of(l, "parameter"),
+                         text_of(l, "run"),
+                         share_text(member_or_null(l, "removed")),
+                         "",
+                         error_text(member_or_null(l, "mean_loss_error")),
+                         error_text(member_or_null(l, "eval_loss_error"))};
+      const auto& by_seed = member_or_null(l, "removed_by_seed");
+      if (several && by_seed.is_array()) {
+        for (const auto& s : by_seed) {
+          if (!row.at_each_seed.empty()) row.at_each_seed += ' ';
+          row.at_each_seed += share_text(s);
+        }
+      }
+      t.rows.push_back(std::move(row));
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+std::string sensitivity_caption(const SensitivityTable& t) {
+  const bool several = !t.seeds.empty();
+  return fmt::format(
+      "{}: layers kept in bf16 one at a time, ranked by the {}share of the recipe's loss error "
+      "each removes (the mean over the steps of the loss error; {} alone: {}{})",
+      t.recipe, several ? "mean over the seeds of the " : "", t.run, t.mean_loss_error,
+      several ? fmt::format(", the mean over seeds {}", t.seeds) : std::string());
+}
+
 std::string main_metrics(const nlohmann::json& record) {
   if (text_of(record, "kind") == "fingerprint") {
     const auto rows = fingerprint_rows(record);
@@ -161,6 +229,25 @@ std::string markdown_report(std::span<const ResultDocument> results) {
                            markdown_cell(row.preset), row.match ? "yes" : "**NO**");
       }
       out += "\n";
+    }
+    for (const auto& record : records_of(r)) {
+      for (const SensitivityTable& t : sensitivity_tables(record)) {
+        const bool several = !t.seeds.empty();
+        out +=
+            fmt::format("### Sensitivity {}: {}\n\n{}.\n\n", markdown_cell(text_of(record, "key")),
+                        markdown_cell(t.recipe), markdown_cell(sensitivity_caption(t)));
+        out += several ? "| layer | run | removed | at each seed | mean loss error | eval loss "
+                         "error |\n|---|---|---|---|---|---|\n"
+                       : "| layer | run | removed | mean loss error | eval loss error "
+                         "|\n|---|---|---|---|---|\n";
+        for (const SensitivityRow& row : t.rows) {
+          out += fmt::format("| {} | {} | {} |{} {} | {} |\n", markdown_cell(row.layer),
+                             markdown_cell(row.run), row.removed,
+                             several ? " " + row.at_each_seed + " |" : "", row.mean_loss_error,
+                             row.eval_loss_error);
+        }
+        out += "\n";
+      }
     }
   }
   return out;

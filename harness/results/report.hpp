@@ -21,7 +21,8 @@ struct ResultDocument {
 ResultDocument load_result_document(const std::string& path);
 
 // Per result: a heading with the suite, shard and environment, a table of its records (key, kind,
-// status, the main metrics, the breaches), and a count of the failures. A partial record (a run
+// status, the main metrics, the breaches), and a count of the failures; then each fingerprint's
+// parameters and each training run's sensitivity rankings. A partial record (a run
 // that stopped: complete is false) says so in its heading, with the cases it lacks; a record
 // without the members is said to be of unknown completeness.
 std::string markdown_report(std::span<const ResultDocument> results);
@@ -56,6 +57,23 @@ struct FingerprintRow {
   bool match = false;
 };
 std::vector<FingerprintRow> fingerprint_rows(const nlohmann::json& record);
+// A training record's --sensitivity rankings (docs/training.md), per recipe, as the writers print
+// them: its layers kept in bf16 one at a time, by the share of the recipe's loss error each
+// removes ("+52%"; over several seeds the mean, with each seed's in `at_each_seed`); "-" for what
+// the record does not hold. None for a record without them.
+struct SensitivityRow {
+  std::string layer, run, removed, at_each_seed, mean_loss_error, eval_loss_error;
+};
+struct SensitivityTable {
+  std::string recipe, run;
+  std::string seeds;  // "1, 2, 3" over several seeds; empty over one
+  std::string mean_loss_error;
+  std::vector<SensitivityRow> rows;
+};
+std::vector<SensitivityTable> sensitivity_tables(const nlohmann::json& record);
+// The sentence that introduces a ranking: "nvfp4: layers kept in bf16 one at a time, ranked by
+// ...".
+std::string sensitivity_caption(const SensitivityTable& t);
 // The completeness the record states (parse_result's); nothing when it does not say.
 std::optional<Completeness> completeness_of(const ResultDocument& r);
 

@@ -196,7 +196,7 @@ TEST(HtmlReport, ASensitivityRankingIsATablePerRecipe) {
   const std::string html = html_of(record);
   EXPECT_EQ(count(html, "<table class=\"sensitivity\">"), 2u) << html;
   EXPECT_NE(html.find("nvfp4: layers kept in bf16 one at a time, ranked by the mean over the seeds "
-                      "of the share of the recipe's loss error each removes (the mean over the "
+                      "of the share of the recipe&#39;s loss error each removes (the mean over the "
                       "steps of the loss error; nvfp4 alone: 0.0125, the mean over seeds 1, 2, 3)"),
             std::string::npos)
       << html;

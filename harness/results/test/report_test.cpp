@@ -85,6 +85,42 @@ TEST(Report, MarkdownTableHasARowPerRecord) {
             "\n2 case(s), 1 failed.\n\n");
 }
 
+// A training run's --sensitivity ranking: a section per recipe after the table, with each seed's
+// share when it is over several.
+TEST(Report, MarkdownHasATrainingRunsSensitivityRankings) {
+  ResultDocument r = sample();
+  r.document["records"][1]["detail"] = nlohmann::json::parse(R"({
+    "sensitivity": [
+      {"recipe": "nvfp4", "run": "nvfp4", "seeds": [1, 2], "mean_loss_error": 0.0125,
+       "layers": [{"parameter": "w1", "run": "nvfp4+bf16[w1]", "mean_loss_error": 0.004,
+                   "eval_loss_error": null, "removed": 0.48, "removed_by_seed": [0.53, 0.43]}]},
+      {"recipe": "mx|fp4", "run": "mx|fp4", "seeds": [1], "mean_loss_error": 0.02,
+       "layers": [{"parameter": "w2", "run": "mx|fp4+bf16[w2]", "mean_loss_error": 0.014,
+                   "eval_loss_error": 0.01, "removed": -0.3, "removed_by_seed": [-0.3]}]}]})");
+  const std::string markdown = markdown_report(std::vector<ResultDocument>{r});
+  EXPECT_NE(
+      markdown.find(
+          "\n2 case(s), 1 failed.\n\n### Sensitivity train/mlp/steps=20/seed=1: nvfp4\n\n"
+          "nvfp4: layers kept in bf16 one at a time, ranked by the mean over the seeds of the "
+          "share "
+          "of the recipe's loss error each removes (the mean over the steps of the loss error; "
+          "nvfp4 alone: 0.0125, the mean over seeds 1, 2).\n\n"
+          "| layer | run | removed | at each seed | mean loss error | eval loss error |\n"
+          "|---|---|---|---|---|---|\n"
+          "| w1 | nvfp4+bf16[w1] | +48% | +53% +43% | 0.004 | - |\n\n"
+          "### Sensitivity train/mlp/steps=20/seed=1: mx\\|fp4\n\n"),
+      std::string::npos)
+      << markdown;
+  EXPECT_NE(
+      markdown.find("| layer | run | removed | mean loss error | eval loss error |\n"
+                    "|---|---|---|---|---|\n| w2 | mx\\|fp4+bf16[w2] | -30% | 0.014 | 0.01 |"),
+      std::string::npos)
+      << markdown;
+  // The sample's records hold none: no such section.
+  EXPECT_EQ(markdown_report(std::vector<ResultDocument>{sample()}).find("### Sensitivity"),
+            std::string::npos);
+}
+
 TEST(Report, JunitHasATestCasePerRecordAndEscapes) {
   const std::vector<ResultDocument> results{sample(), sample()};
   const std::string xml = junit_report(results);
