@@ -253,52 +253,118 @@ template <MmaOutput Output>
   }
 }
 
+// Eight lanes of binary64 values, of 64-bit and of 32-bit integers, and sixteen of 32-bit ones:
+// GCC's generic vectors, lowered to each clone's registers (one zmm, two ymm or four xmm). No
+// function takes or returns one (the calling convention of such a vector depends on the ISA).
+using Doubles8 = double __attribute__((vector_size(64)));
+using Int64s8 = std::int64_t __attribute__((vector_size(64)));
+using Int32s8 = std::int32_t __attribute__((vector_size(32)));
+using Int32s16 = std::int32_t __attribute__((vector_size(64)));
+
+// Lanes per register block of fused_step_lanes: two Doubles8 of scales and two Int64s8 of sums
+// stay in registers while the step's products stream past them (8 zmm, or 16 ymm with AVX2).
+constexpr std::size_t kBlockLanes = 16;
+
+// Steps 1-3 of a fused step for the kBlockLanes lanes of row r from lane `first` on, in registers:
+// emax over c and the products, 2^(F - emax), and the exact sum of the truncated terms (the same
+// integers as the loops of fused_step_lanes, added in another order: exactly).
+[[gnu::always_inline]] inline void fused_block(const StepShape& shape, bool narrow_terms,
+                                               const RowsStep& a, std::size_t r,
+                                               const double* __restrict b_value,
+                                               const std::int32_t* __restrict b_exponent,
+                                               std::size_t stride, std::size_t first,
+                                               Lanes& lanes) {
+  const std::size_t lane = r * kColumns + first;
+  const double* __restrict xa = a.value + r * a.stride;
+  const std::int32_t* __restrict ea = a.exponent + r * a.stride;
+  Int32s16 emax, eb;
+  __builtin_memcpy(&emax, lanes.exponent.data() + lane, sizeof emax);
+  for (int l = 0; l < a.n; ++l) {
+    __builtin_memcpy(&eb, b_exponent + static_cast<std::size_t>(l) * stride + first, sizeof eb);
+    const Int32s16 e = eb + ea[l];
+    emax = emax > e ? emax : e;
+  }
+  __builtin_memcpy(lanes.emax.data() + lane, &emax, sizeof emax);
+  // 2^(F - emax) from its bits, as pow2.
+  const Int32s16 shift = shape.fraction_bits - emax;
+  const Int32s8 shift0 = __builtin_shufflevector(shift, shift, 0, 1, 2, 3, 4, 5, 6, 7);
+  const Int32s8 shift1 = __builtin_shufflevector(shift, shift, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Int64s8 bits0 = (__builtin_convertvector(shift0, Int64s8) + 1023) << 52;
+  const Int64s8 bits1 = (__builtin_convertvector(shift1, Int64s8) + 1023) << 52;
+  Doubles8 scale0, scale1, c0, c1, b0, b1;
+  __builtin_memcpy(&scale0, &bits0, sizeof scale0);
+  __builtin_memcpy(&scale1, &bits1, sizeof scale1);
+  __builtin_memcpy(&c0, lanes.value.data() + lane, sizeof c0);
+  __builtin_memcpy(&c1, lanes.value.data() + lane + 8, sizeof c1);
+  Int64s8 sum0 = __builtin_convertvector(c0 * scale0, Int64s8);
+  Int64s8 sum1 = __builtin_convertvector(c1 * scale1, Int64s8);
+  for (int l = 0; l < a.n; ++l) {
+    const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride + first;
+    __builtin_memcpy(&b0, xb, sizeof b0);
+    __builtin_memcpy(&b1, xb + 8, sizeof b1);
+    const double x = xa[l];
+    if (narrow_terms) {
+      sum0 += __builtin_convertvector(__builtin_convertvector(x * b0 * scale0, Int32s8), Int64s8);
+      sum1 += __builtin_convertvector(__builtin_convertvector(x * b1 * scale1, Int32s8), Int64s8);
+    } else {
+      sum0 += __builtin_convertvector(x * b0 * scale0, Int64s8);
+      sum1 += __builtin_convertvector(x * b1 * scale1, Int64s8);
+    }
+  }
+  __builtin_memcpy(lanes.sum.data() + lane, &sum0, sizeof sum0);
+  __builtin_memcpy(lanes.sum.data() + lane + 8, &sum1, sizeof sum1);
+}
+
 // Steps 1-4 of one fused step (see mma.hpp) for a.rows x w lanes: the lanes' c and the products
 // a_rl b_lj with b_lj = b_value/b_exponent[l * stride + j], then normalise_lanes. The same integer
-// terms as mma_fused_sum (see binary64_terms), added in another order (exactly).
+// terms as mma_fused_sum (see binary64_terms), added in another order (exactly). Whole blocks of
+// kBlockLanes lanes run in registers (fused_block); the lanes after the last whole block run
+// through L1, one pass per step of the sum.
 AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* __restrict b_value,
                       const std::int32_t* __restrict b_exponent, std::size_t stride, std::size_t w,
                       Lanes& lanes) {
-  for (std::size_t r = 0; r < a.rows; ++r) {
-    const std::int32_t* __restrict c_exp = lanes.exponent.data() + r * kColumns;
-    std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
-    for (std::size_t j = 0; j < w; ++j) emax[j] = c_exp[j];
-  }
-  for (int l = 0; l < a.n; ++l) {
-    const std::int32_t* __restrict eb = b_exponent + static_cast<std::size_t>(l) * stride;
-    for (std::size_t r = 0; r < a.rows; ++r) {
-      const std::int32_t ea = a.exponent[r * a.stride + static_cast<std::size_t>(l)];
-      std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
-      for (std::size_t j = 0; j < w; ++j) emax[j] = std::max(emax[j], ea + eb[j]);
-    }
-  }
-  for (std::size_t r = 0; r < a.rows; ++r) {
-    const double* __restrict c_value = lanes.value.data() + r * kColumns;
-    const std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
-    double* __restrict scale = lanes.scale.data() + r * kColumns;
-    std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
-    for (std::size_t j = 0; j < w; ++j) {
-      scale[j] = pow2(shape.fraction_bits - emax[j]);
-      sum[j] = static_cast<std::int64_t>(c_value[j] * scale[j]);
-    }
-  }
   // A term is below 2^(F + 2) in magnitude (mma_fused_sum's proof): for F <= 29 it fits a 32-bit
   // integer, and the truncating conversion to 32 bits vectorises on AVX2 (the one to 64 bits needs
   // AVX-512DQ); the sum stays 64-bit.
   const bool narrow_terms = shape.fraction_bits <= 29;
-  for (int l = 0; l < a.n; ++l) {
-    const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride;
+  const std::size_t blocked = w - w % kBlockLanes;
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    for (std::size_t j = 0; j < blocked; j += kBlockLanes) {
+      fused_block(shape, narrow_terms, a, r, b_value, b_exponent, stride, j, lanes);
+    }
+  }
+  if (blocked < w) {
     for (std::size_t r = 0; r < a.rows; ++r) {
-      const double xa = a.value[r * a.stride + static_cast<std::size_t>(l)];
-      const double* __restrict scale = lanes.scale.data() + r * kColumns;
+      const std::int32_t* __restrict c_exp = lanes.exponent.data() + r * kColumns;
+      std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+      for (std::size_t j = blocked; j < w; ++j) emax[j] = c_exp[j];
+    }
+    for (int l = 0; l < a.n; ++l) {
+      const std::int32_t* __restrict eb = b_exponent + static_cast<std::size_t>(l) * stride;
+      for (std::size_t r = 0; r < a.rows; ++r) {
+        const std::int32_t ea = a.exponent[r * a.stride + static_cast<std::size_t>(l)];
+        std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+        for (std::size_t j = blocked; j < w; ++j) emax[j] = std::max(emax[j], ea + eb[j]);
+      }
+    }
+    for (std::size_t r = 0; r < a.rows; ++r) {
+      const double* __restrict c_value = lanes.value.data() + r * kColumns;
+      const std::int32_t* __restrict emax = lanes.emax.data() + r * kColumns;
+      double* __restrict scale = lanes.scale.data() + r * kColumns;
       std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
-      if (narrow_terms) {
-        for (std::size_t j = 0; j < w; ++j) {
-          sum[j] += static_cast<std::int32_t>(xa * xb[j] * scale[j]);
-        }
-      } else {
-        for (std::size_t j = 0; j < w; ++j) {
+      for (std::size_t j = blocked; j < w; ++j) {
+        scale[j] = pow2(shape.fraction_bits - emax[j]);
+        sum[j] = static_cast<std::int64_t>(c_value[j] * scale[j]);
+      }
+    }
+    for (int l = 0; l < a.n; ++l) {
+      const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride;
+      for (std::size_t r = 0; r < a.rows; ++r) {
+        const double xa = a.value[r * a.stride + static_cast<std::size_t>(l)];
+        const double* __restrict scale = lanes.scale.data() + r * kColumns;
+        std::int64_t* __restrict sum = lanes.sum.data() + r * kColumns;
+        for (std::size_t j = blocked; j < w; ++j) {
           sum[j] += static_cast<std::int64_t>(xa * xb[j] * scale[j]);
         }
       }
