@@ -213,6 +213,10 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
       err << fmt::format("{}: --sensitivity-seeds: goes with --sensitivity\n", kCommand);
       return kExitUsage;
     }
+    if (const auto problem = train::sensitivity_seeds_problem(args.seed, *args.sensitivity_seeds)) {
+      err << fmt::format("{}: --sensitivity-seeds: {}\n", kCommand, *problem);
+      return kExitUsage;
+    }
     config.sensitivity_seeds = *args.sensitivity_seeds;
   }
   const std::optional<runtime::Request> request = read_backend(kCommand, args.backend, err);

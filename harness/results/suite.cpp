@@ -371,10 +371,9 @@ void expand_train(const Reader& reader, const toml::table& table, std::uint64_t 
       reader.fail(*node, "[[train]] sensitivity_seeds", "goes with sensitivity = true");
     }
     config.sensitivity_seeds = reader.natural(*node, "[[train]] sensitivity_seeds", 1);
-    if (config.sensitivity_seeds > train::kMaxSensitivitySeeds) {
-      reader.fail(
-          *node, "[[train]] sensitivity_seeds",
-          fmt::format("{} is more than {}", config.sensitivity_seeds, train::kMaxSensitivitySeeds));
+    if (const auto problem =
+            train::sensitivity_seeds_problem(config.seed, config.sensitivity_seeds)) {
+      reader.fail(*node, "[[train]] sensitivity_seeds", *problem);
     }
   }
   cases.push_back(SuiteCase{train_key(config), std::move(config)});

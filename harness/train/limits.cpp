@@ -71,4 +71,14 @@ std::optional<SizeProblem> size_problem(const TrainConfig& config, const DataSiz
   return std::nullopt;
 }
 
+std::optional<std::string> sensitivity_seeds_problem(std::uint64_t seed, std::uint64_t seeds) {
+  if (seeds > kMaxSensitivitySeeds) {
+    return fmt::format("{} is more than {}", seeds, kMaxSensitivitySeeds);
+  }
+  if (seeds > 1 && seed > std::numeric_limits<std::uint64_t>::max() - (seeds - 1)) {
+    return fmt::format("the seeds {} to {} + {} go past 2^64 - 1", seed, seed, seeds - 1);
+  }
+  return std::nullopt;
+}
+
 }  // namespace ampbench::train

@@ -47,4 +47,9 @@ struct SizeProblem {
 std::optional<SizeProblem> size_problem(const TrainConfig& config, const DataSize& data,
                                         std::size_t warmup = 0);
 
+// What is wrong with ranking over `seeds` seeds from `seed` (TrainConfig::sensitivity_seeds): more
+// than kMaxSensitivitySeeds, or seeds past 2^64 - 1 ("the seeds 18446744073709551615 to
+// 18446744073709551615 + 1 go past 2^64 - 1"), which would wrap to 0.
+std::optional<std::string> sensitivity_seeds_problem(std::uint64_t seed, std::uint64_t seeds);
+
 }  // namespace ampbench::train

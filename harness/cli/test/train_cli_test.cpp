@@ -282,6 +282,9 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
        "ampbench train: --sensitivity-seeds: goes with --sensitivity"},
       {"train --policy nvfp4 --sensitivity --sensitivity-seeds 0",
        "ampbench train: --sensitivity-seeds: 0 is not in [1, 64]"},
+      {"train --policy nvfp4 --sensitivity --seed 18446744073709551615 --sensitivity-seeds 2",
+       "ampbench train: --sensitivity-seeds: the seeds 18446744073709551615 to "
+       "18446744073709551615 + 1 go past 2^64 - 1"},
       {"train --policy nvfp4 --keep-bf16 w1,w2 --sensitivity",
        "ampbench train: --sensitivity: --keep-bf16 keeps every linear and convolution layer of the "
        "mlp"},

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include "harness/train/data.hpp"
@@ -70,6 +72,18 @@ TEST(Limits, TheMicroBatchesOfAStepMustFitTheirMemory) {
   // The estimate saturates instead of wrapping.
   const DataSize huge{4096, std::size_t{1} << 62, 0, "huge"};
   EXPECT_EQ(micro_batch_bytes(sized(1, 4, 1), huge), ~std::uint64_t{0});
+}
+
+// The seeds of a sensitivity ranking: at most 64, and none past 2^64 - 1 (they would wrap to 0).
+TEST(Limits, SensitivitySeedsStayWithinTheirRangeAndDoNotWrap) {
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_FALSE(sensitivity_seeds_problem(1, 64));
+  EXPECT_EQ(sensitivity_seeds_problem(1, 65), "65 is more than 64");
+  EXPECT_FALSE(sensitivity_seeds_problem(kLast, 1));
+  EXPECT_FALSE(sensitivity_seeds_problem(kLast - 1, 2));
+  EXPECT_EQ(sensitivity_seeds_problem(kLast, 2),
+            "the seeds 18446744073709551615 to 18446744073709551615 + 1 go past 2^64 - 1");
+  EXPECT_TRUE(sensitivity_seeds_problem(kLast - 62, 64));
 }
 
 }  // namespace
