@@ -26,6 +26,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "harness/numeric/clones.hpp"
 
@@ -144,6 +145,23 @@ bool binary64_terms(const Format& a, const Format& b) {
          a.emax + b.emax + 2 < 1000;
 }
 
+// Whether binary32 gives the products' terms as well (fused_rows_binary32), twice the lanes per
+// vector. A product of an operand of a and one of b has at most a.precision + b.precision
+// significant bits and lies in [2^(emin_a - frac_a + emin_b - frac_b), 2^(emax_a + emax_b + 2)):
+// with at most 24 bits and that range inside binary32's normal one, the product is an exact
+// normal binary32 value, and so is its product with 2^(F - emax) unless that is below 2^-126,
+// where it is below 1 and truncates to 0 as the exact term does. 2^(F - emax) itself: emax is at
+// most 127 (a product's exponent is below emax_a + emax_b + 2 <= 127, c's at most the
+// accumulator's emax, 127), so F - emax >= -126 for F >= 1; where F - emax > 127, emax < F - 127
+// <= -98 lies below every nonzero product's exponent, the products are zeros, and any finite
+// scale (2^127 is used) gives their terms, 0. A term is below 2^(F + 2) <= 2^31 for F <= 29: a
+// 32-bit integer, and 2^(29 - F) of them sum to less than 2^31 (fused_rows_binary32's groups).
+bool binary32_terms(const Format& a, const Format& b, int fraction_bits) {
+  return a.precision + b.precision <= 24 &&
+         (a.emin - a.fraction_bits()) + (b.emin - b.fraction_bits()) >= -98 &&
+         a.emax + b.emax + 2 <= 127 && fraction_bits >= 1 && fraction_bits <= 29;
+}
+
 // 2^e for the exponents that occur here (normal binary64 numbers), built from the bits so that the
 // loops vectorise.
 inline double pow2(std::int32_t e) {
@@ -166,6 +184,52 @@ bool split_value(const Format& f, double x, double& value, std::int32_t& exponen
   const double magnitude = static_cast<double>(sig) * pow2(e - f.fraction_bits());
   value = std::signbit(x) ? -magnitude : magnitude;
   return true;
+}
+
+// split_value(f, mma_operand(m, f, x[i])) for i < n, written on the binary64 encodings so that the
+// loop vectorises: ok[i] = 0 where split_value returns false. A value keeps the bits of x above
+// its quantum 2^(e - frac_f) (the significand truncated as mma_split truncates it), or becomes a
+// zero of its sign where the quantum exceeds it (shift > 52); zeros keep their sign.
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void split_values(const MmaModel& m, const Format& f, const double* __restrict x,
+                  double* __restrict value, std::int32_t* __restrict exponent,
+                  std::uint8_t* __restrict ok, std::size_t n) {
+  constexpr std::uint64_t kSign = std::uint64_t{1} << 63;
+  const std::int64_t emin = f.emin, emax = f.emax, frac = f.fraction_bits();
+  const bool flush = !m.subnormal_inputs;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t u = std::bit_cast<std::uint64_t>(x[i]);
+    const auto biased = static_cast<std::int64_t>((u & ~kSign) >> 52);
+    const bool finite = biased != 0x7FF;
+    const std::int64_t ex = biased == 0 ? -1022 : biased - 1023;
+    // mma_operand: a nonzero value below 2^emin of f read as a zero when the model flushes.
+    if (flush && (u & ~kSign) != 0 && ex < emin) u &= kSign;
+    const bool zero = (u & ~kSign) == 0;
+    const std::int64_t e = ex < emin ? emin : ex;
+    const std::int64_t shift = 52 - frac + (e - ex);
+    const std::uint64_t kept =
+        shift > 52 ? u & kSign : u & ~((std::uint64_t{1} << (shift & 63)) - 1);
+    const bool in_range = finite && (zero || e <= emax);
+    value[i] = in_range ? std::bit_cast<double>(zero ? u : kept) : 0.0;
+    exponent[i] = in_range && !zero ? static_cast<std::int32_t>(e) : -126;
+    ok[i] = in_range;
+  }
+}
+
+// Runs work(first, end) over [0, count) in contiguous blocks of at least min_per_core (at least
+// 1), on up to all cores.
+constexpr std::size_t kValuesPerCore = std::size_t{1} << 16;
+template <class Work>
+void on_cores(std::size_t count, std::size_t min_per_core, const Work& work) {
+  const std::size_t cores =
+      std::clamp<std::size_t>(std::min<std::size_t>(std::thread::hardware_concurrency(),
+                                                    count / std::max<std::size_t>(min_per_core, 1)),
+                              1, std::max<std::size_t>(count, 1));
+  std::vector<std::jthread> pool;
+  for (std::size_t c = 1; c < cores; ++c) {
+    pool.emplace_back([&, c] { work(count * c / cores, count * (c + 1) / cores); });
+  }
+  work(0, count / cores);
 }
 
 // Rows of A and columns of B per block of outputs: the block's B values come from L2 once for
@@ -193,6 +257,7 @@ struct Lanes {
 // offsets r * stride + l.
 struct RowsStep {
   const double* value;
+  const float* value32;  // the same values in binary32, where binary32_terms holds; else null
   const std::int32_t* exponent;
   std::size_t stride;
   std::size_t rows;
@@ -260,6 +325,7 @@ using Doubles8 = double __attribute__((vector_size(64)));
 using Int64s8 = std::int64_t __attribute__((vector_size(64)));
 using Int32s8 = std::int32_t __attribute__((vector_size(32)));
 using Int32s16 = std::int32_t __attribute__((vector_size(64)));
+using Floats16 = float __attribute__((vector_size(64)));
 
 // Lanes per register block of fused_step_lanes: two Doubles8 of scales and two Int64s8 of sums
 // stay in registers while the step's products stream past them (8 zmm, or 16 ymm with AVX2).
@@ -272,15 +338,14 @@ constexpr std::size_t kBlockLanes = 16;
                                                const RowsStep& a, std::size_t r,
                                                const double* __restrict b_value,
                                                const std::int32_t* __restrict b_exponent,
-                                               std::size_t stride, std::size_t first,
-                                               Lanes& lanes) {
+                                               std::size_t first, Lanes& lanes) {
   const std::size_t lane = r * kColumns + first;
   const double* __restrict xa = a.value + r * a.stride;
   const std::int32_t* __restrict ea = a.exponent + r * a.stride;
   Int32s16 emax, eb;
   __builtin_memcpy(&emax, lanes.exponent.data() + lane, sizeof emax);
   for (int l = 0; l < a.n; ++l) {
-    __builtin_memcpy(&eb, b_exponent + static_cast<std::size_t>(l) * stride + first, sizeof eb);
+    __builtin_memcpy(&eb, b_exponent + static_cast<std::size_t>(l) * kBlockLanes, sizeof eb);
     const Int32s16 e = eb + ea[l];
     emax = emax > e ? emax : e;
   }
@@ -299,7 +364,7 @@ constexpr std::size_t kBlockLanes = 16;
   Int64s8 sum0 = __builtin_convertvector(c0 * scale0, Int64s8);
   Int64s8 sum1 = __builtin_convertvector(c1 * scale1, Int64s8);
   for (int l = 0; l < a.n; ++l) {
-    const double* __restrict xb = b_value + static_cast<std::size_t>(l) * stride + first;
+    const double* __restrict xb = b_value + static_cast<std::size_t>(l) * kBlockLanes;
     __builtin_memcpy(&b0, xb, sizeof b0);
     __builtin_memcpy(&b1, xb + 8, sizeof b1);
     const double x = xa[l];
@@ -315,23 +380,121 @@ constexpr std::size_t kBlockLanes = 16;
   __builtin_memcpy(lanes.sum.data() + lane + 8, &sum1, sizeof sum1);
 }
 
+// fused_block for formats where binary32_terms holds, for Rows rows of A at once (each B vector
+// loaded once for all of them): the same emax and c's term, then the products' terms from binary32
+// values, sixteen lanes per vector, summed in 32-bit integers over groups of 2^(29 - F) products
+// (below 2^31) and each group's sums added to the 64-bit ones. The same integers as fused_block,
+// added in another order: exactly.
+template <std::size_t Rows>
+[[gnu::always_inline]] inline void fused_rows_binary32(const StepShape& shape, const RowsStep& a,
+                                                       std::size_t r0,
+                                                       const float* __restrict b_value,
+                                                       const std::int32_t* __restrict b_exponent,
+                                                       std::size_t first, Lanes& lanes) {
+  const auto lane = [&](std::size_t r) { return (r0 + r) * kColumns + first; };
+  const auto row = [&](std::size_t r) { return (r0 + r) * a.stride; };
+  Int32s16 emax[Rows], eb;
+#pragma GCC unroll 4
+  for (std::size_t r = 0; r < Rows; ++r) {
+    __builtin_memcpy(&emax[r], lanes.exponent.data() + lane(r), sizeof eb);
+  }
+  for (int l = 0; l < a.n; ++l) {
+    __builtin_memcpy(&eb, b_exponent + static_cast<std::size_t>(l) * kBlockLanes, sizeof eb);
+#pragma GCC unroll 4
+    for (std::size_t r = 0; r < Rows; ++r) {
+      const Int32s16 e = eb + a.exponent[row(r) + static_cast<std::size_t>(l)];
+      emax[r] = emax[r] > e ? emax[r] : e;
+    }
+  }
+  Floats16 scale[Rows], b;
+#pragma GCC unroll 4
+  for (std::size_t r = 0; r < Rows; ++r) {
+    __builtin_memcpy(lanes.emax.data() + lane(r), &emax[r], sizeof eb);
+    const Int32s16 shift = shape.fraction_bits - emax[r];
+    // c's term in binary64, as fused_block, into the lanes' sums.
+    const Int32s8 shift0 = __builtin_shufflevector(shift, shift, 0, 1, 2, 3, 4, 5, 6, 7);
+    const Int32s8 shift1 = __builtin_shufflevector(shift, shift, 8, 9, 10, 11, 12, 13, 14, 15);
+    const Int64s8 bits0 = (__builtin_convertvector(shift0, Int64s8) + 1023) << 52;
+    const Int64s8 bits1 = (__builtin_convertvector(shift1, Int64s8) + 1023) << 52;
+    Doubles8 scale0, scale1, c0, c1;
+    __builtin_memcpy(&scale0, &bits0, sizeof scale0);
+    __builtin_memcpy(&scale1, &bits1, sizeof scale1);
+    __builtin_memcpy(&c0, lanes.value.data() + lane(r), sizeof c0);
+    __builtin_memcpy(&c1, lanes.value.data() + lane(r) + 8, sizeof c1);
+    const Int64s8 sum0 = __builtin_convertvector(c0 * scale0, Int64s8);
+    const Int64s8 sum1 = __builtin_convertvector(c1 * scale1, Int64s8);
+    __builtin_memcpy(lanes.sum.data() + lane(r), &sum0, sizeof sum0);
+    __builtin_memcpy(lanes.sum.data() + lane(r) + 8, &sum1, sizeof sum1);
+    // The products' scale 2^min(F - emax, 127) in binary32 (see binary32_terms).
+    const Int32s16 bits32 = ((shift < 127 ? shift : 127) + 127) << 23;
+    __builtin_memcpy(&scale[r], &bits32, sizeof b);
+  }
+  const int group = 1 << (29 - shape.fraction_bits);
+  for (int l0 = 0; l0 < a.n; l0 += group) {
+    const int l1 = a.n - l0 < group ? a.n : l0 + group;
+    Int32s16 s[Rows] = {};
+    for (int l = l0; l < l1; ++l) {
+      __builtin_memcpy(&b, b_value + static_cast<std::size_t>(l) * kBlockLanes, sizeof b);
+#pragma GCC unroll 4
+      for (std::size_t r = 0; r < Rows; ++r) {
+        const float xa = a.value32[row(r) + static_cast<std::size_t>(l)];
+        s[r] += __builtin_convertvector(xa * b * scale[r], Int32s16);
+      }
+    }
+#pragma GCC unroll 4
+    for (std::size_t r = 0; r < Rows; ++r) {
+      Int64s8 sum0, sum1;
+      __builtin_memcpy(&sum0, lanes.sum.data() + lane(r), sizeof sum0);
+      __builtin_memcpy(&sum1, lanes.sum.data() + lane(r) + 8, sizeof sum1);
+      sum0 += __builtin_convertvector(__builtin_shufflevector(s[r], s[r], 0, 1, 2, 3, 4, 5, 6, 7),
+                                      Int64s8);
+      sum1 += __builtin_convertvector(
+          __builtin_shufflevector(s[r], s[r], 8, 9, 10, 11, 12, 13, 14, 15), Int64s8);
+      __builtin_memcpy(lanes.sum.data() + lane(r), &sum0, sizeof sum0);
+      __builtin_memcpy(lanes.sum.data() + lane(r) + 8, &sum1, sizeof sum1);
+    }
+  }
+}
+
+// B's whole blocks of kBlockLanes columns for a fused step, packed so that a block's rows follow
+// one another (MmaMatrixProduct's b_packed_*): row l of the block of lanes j..j + kBlockLanes - 1
+// at ((j / kBlockLanes) * block_stride + l) * kBlockLanes. value or value32 (binary32_terms) is
+// null.
+struct PackedStep {
+  const double* value;
+  const float* value32;
+  const std::int32_t* exponent;
+  std::size_t block_stride;
+};
+
 // Steps 1-4 of one fused step (see mma.hpp) for a.rows x w lanes: the lanes' c and the products
 // a_rl b_lj with b_lj = b_value/b_exponent[l * stride + j], then normalise_lanes. The same integer
 // terms as mma_fused_sum (see binary64_terms), added in another order (exactly). Whole blocks of
-// kBlockLanes lanes run in registers (fused_block); the lanes after the last whole block run
-// through L1, one pass per step of the sum.
+// kBlockLanes lanes run in registers (fused_block, fused_rows_binary32) from `packed`; the lanes
+// after the last whole block run through L1, one pass per step of the sum.
 AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
-void fused_step_lanes(const StepShape& shape, const RowsStep& a, const double* __restrict b_value,
-                      const std::int32_t* __restrict b_exponent, std::size_t stride, std::size_t w,
-                      Lanes& lanes) {
+void fused_step_lanes(const StepShape& shape, const RowsStep& a, const PackedStep& packed,
+                      const double* __restrict b_value, const std::int32_t* __restrict b_exponent,
+                      std::size_t stride, std::size_t w, Lanes& lanes) {
   // A term is below 2^(F + 2) in magnitude (mma_fused_sum's proof): for F <= 29 it fits a 32-bit
   // integer, and the truncating conversion to 32 bits vectorises on AVX2 (the one to 64 bits needs
   // AVX-512DQ); the sum stays 64-bit.
   const bool narrow_terms = shape.fraction_bits <= 29;
   const std::size_t blocked = w - w % kBlockLanes;
-  for (std::size_t r = 0; r < a.rows; ++r) {
-    for (std::size_t j = 0; j < blocked; j += kBlockLanes) {
-      fused_block(shape, narrow_terms, a, r, b_value, b_exponent, stride, j, lanes);
+  for (std::size_t j = 0; j < blocked; j += kBlockLanes) {
+    const std::size_t offset = j / kBlockLanes * packed.block_stride * kBlockLanes;
+    if (packed.value32 != nullptr) {
+      const float* b = packed.value32 + offset;
+      const std::int32_t* e = packed.exponent + offset;
+      // The block's rows in fours, then the rest one at a time.
+      std::size_t r = 0;
+      for (; r + 4 <= a.rows; r += 4) fused_rows_binary32<4>(shape, a, r, b, e, j, lanes);
+      for (; r < a.rows; ++r) fused_rows_binary32<1>(shape, a, r, b, e, j, lanes);
+    } else {
+      for (std::size_t r = 0; r < a.rows; ++r) {
+        fused_block(shape, narrow_terms, a, r, packed.value + offset, packed.exponent + offset, j,
+                    lanes);
+      }
     }
   }
   if (blocked < w) {
@@ -406,11 +569,39 @@ MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, const Format& a_format
   if (b.size() != k * cols) {
     throw std::invalid_argument("MmaMatrixProduct: B does not hold k x cols values");
   }
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (!split_value(b_format, detail::mma_operand(model, b_format, b[i]), b_value_[i],
-                     b_exponent_[i])) {
-      b_special_[i % cols] = 1;
+  // The whole blocks of kBlockLanes columns, packed for fused_step_lanes (PackedStep): in binary32
+  // (exact: values of b_format) where binary32_terms holds, else in binary64.
+  const bool binary32 = binary32_terms(a_format, b_format, model.fraction_bits);
+  const std::size_t packed = cols / kBlockLanes * kBlockLanes * k;
+  b_packed_exponent_.resize(packed);
+  if (binary32) {
+    b_packed_value32_.resize(packed);
+  } else {
+    b_packed_value_.resize(packed);
+  }
+  // B's rows split and packed on all cores where it is large.
+  std::vector<std::uint8_t> ok(b.size());
+  on_cores(k, kValuesPerCore / std::max<std::size_t>(cols, 1), [&](std::size_t l0, std::size_t l1) {
+    const std::size_t first = l0 * cols, count = (l1 - l0) * cols;
+    split_values(model, b_format, b.data() + first, b_value_.data() + first,
+                 b_exponent_.data() + first, ok.data() + first, count);
+    for (std::size_t q = 0; q < cols / kBlockLanes; ++q) {
+      for (std::size_t l = l0; l < l1; ++l) {
+        for (std::size_t j = 0; j < kBlockLanes; ++j) {
+          const std::size_t from = l * cols + q * kBlockLanes + j;
+          const std::size_t to = (q * k + l) * kBlockLanes + j;
+          b_packed_exponent_[to] = b_exponent_[from];
+          if (binary32) {
+            b_packed_value32_[to] = static_cast<float>(b_value_[from]);
+          } else {
+            b_packed_value_[to] = b_value_[from];
+          }
+        }
+      }
     }
+  });
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (ok[i] == 0) b_special_[i % cols] = 1;
   }
 }
 
@@ -442,12 +633,15 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
   std::vector<double> a_value(a.size());
   std::vector<std::int32_t> a_exponent(a.size());
   std::vector<std::uint8_t> a_special(rows);
+  std::vector<std::uint8_t> ok(a.size());
+  split_values(model_, a_format_, a.data(), a_value.data(), a_exponent.data(), ok.data(), a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!split_value(a_format_, detail::mma_operand(model_, a_format_, a[i]), a_value[i],
-                     a_exponent[i])) {
-      a_special[i / k_] = 1;
-    }
+    if (ok[i] == 0) a_special[i / k_] = 1;
   }
+  // A in binary32 where B is (binary32_terms).
+  const bool binary32 = binary32_terms(a_format_, b_format_, model_.fraction_bits);
+  const std::vector<float> a_value32 =
+      binary32 ? std::vector<float>(a_value.begin(), a_value.end()) : std::vector<float>{};
   Lanes lanes;
   for (std::size_t j0 = 0; j0 < cols_; j0 += kColumns) {
     const std::size_t w = std::min(kColumns, cols_ - j0);
@@ -456,16 +650,32 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
       for (std::size_t r = 0; r < block_rows; ++r) {
         for (std::size_t j = 0; j < w; ++j) {
           const std::size_t lane = r * kColumns + j;
-          const bool c_ok =
-              split_value(acc, c_of(i0 + r, j0 + j), lanes.value[lane], lanes.exponent[lane]);
+          bool c_ok = true;
+          if (c.empty()) {  // split_value of +0
+            lanes.value[lane] = 0.0;
+            lanes.exponent[lane] = -126;
+          } else {
+            c_ok = split_value(acc, c[(i0 + r) * cols_ + j0 + j], lanes.value[lane],
+                               lanes.exponent[lane]);
+          }
           lanes.scalar[lane] = !c_ok || a_special[i0 + r] != 0 || b_special_[j0 + j] != 0;
         }
       }
       for (std::size_t l0 = 0; l0 < k_; l0 += static_cast<std::size_t>(step)) {
         const RowsStep block{
-            a_value.data() + i0 * k_ + l0, a_exponent.data() + i0 * k_ + l0, k_, block_rows,
+            a_value.data() + i0 * k_ + l0,
+            binary32 ? a_value32.data() + i0 * k_ + l0 : nullptr,
+            a_exponent.data() + i0 * k_ + l0,
+            k_,
+            block_rows,
             static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(step), k_ - l0))};
-        fused_step_lanes(shape, block, b_value_.data() + l0 * cols_ + j0,
+        // The column block's whole blocks of lanes (none where w < kBlockLanes).
+        const std::size_t first = (j0 / kBlockLanes * k_ + l0) * kBlockLanes;
+        const bool whole = w >= kBlockLanes;
+        const PackedStep packed{whole && !binary32 ? b_packed_value_.data() + first : nullptr,
+                                whole && binary32 ? b_packed_value32_.data() + first : nullptr,
+                                whole ? b_packed_exponent_.data() + first : nullptr, k_};
+        fused_step_lanes(shape, block, packed, b_value_.data() + l0 * cols_ + j0,
                          b_exponent_.data() + l0 * cols_ + j0, cols_, w, lanes);
       }
       for (std::size_t r = 0; r < block_rows; ++r) {

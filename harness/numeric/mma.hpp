@@ -412,7 +412,12 @@ class MmaMatrixProduct {
   Format a_format_, b_format_;
   std::size_t k_, cols_;
   std::span<const double> b_;
-  std::vector<double> b_value_;           // k x cols: as mma_fused_sum reads it (see mma.cpp)
+  std::vector<double> b_value_;  // k x cols: as mma_fused_sum reads it (see mma.cpp)
+  // Its whole blocks of 16 columns packed for the fused steps (mma.cpp, PackedStep): the split
+  // exponents, and the values in binary32 where the formats allow, else in binary64.
+  std::vector<std::int32_t> b_packed_exponent_;
+  std::vector<float> b_packed_value32_;
+  std::vector<double> b_packed_value_;
   std::vector<std::int32_t> b_exponent_;  // k x cols: its split exponent
   std::vector<std::uint8_t> b_special_;   // per column: a NaN or an infinity
 };

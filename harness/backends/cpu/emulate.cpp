@@ -341,9 +341,17 @@ std::vector<double> gemm_mma(const numeric::MmaModel& model, const Format& outpu
   if (const char* problem = numeric::mma_model_error(model)) {
     throw std::invalid_argument(fmt::format("MMA model {}: {}", model.name, problem));
   }
+  // The operands in the model's input format, A's rows and then B's on all cores (no events).
   std::vector<double> qa(a.size()), qb(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) qa[i] = numeric::mma_quantize_input(model, a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) qb[i] = numeric::mma_quantize_input(model, b[i]);
+  for_rows(m + k, [&](std::size_t first, std::size_t end, Events&) {
+    for (std::size_t r = first; r < end; ++r) {
+      const bool of_a = r < m;
+      const std::size_t width = of_a ? k : n, row = of_a ? r : r - m;
+      const double* in = (of_a ? a.data() : b.data()) + row * width;
+      double* out = (of_a ? qa.data() : qb.data()) + row * width;
+      for (std::size_t j = 0; j < width; ++j) out[j] = numeric::mma_quantize_input(model, in[j]);
+    }
+  });
   std::vector<double> c(m * n);
   const numeric::MmaMatrixProduct product(model, k, n, qb);
   const Arithmetic rounding{output, output, output, mode};

@@ -986,6 +986,55 @@ TEST(MatrixProductZeroStep, ZeroAccumulatorExponentAlignsTheNextStep) {
   }
 }
 
+// Products at the top of the input format's range, all of one sign, in whole blocks of 16 lanes:
+// terms near 2^(F + 2), whose sums pass 2^31 over one fused step of Blackwell's k32 (F = 25) and
+// over the whole k of user models (F = 29: a 32-bit group of one term; F = 20: groups of 512 over
+// k = 1100), where the product's terms are summed in binary32 lanes and 32-bit groups.
+TEST(MatrixProductLargeTerms, SumsPast32BitsEqualMmaDot) {
+  std::vector<MmaModel> models;
+  for (const char* name : {"blackwell-e4m3", "blackwell-e5m2", "hopper-e4m3", "hopper-fp16"}) {
+    models.push_back(*mma_model_named(name));
+  }
+  for (const int f : {29, 20}) {
+    MmaModel whole = *mma_model_named("hopper-fp16");
+    whole.fused_k = 0;
+    whole.fraction_bits = f;
+    models.push_back(whole);
+  }
+  std::mt19937_64 rng(29);
+  for (const MmaModel& m : models) {
+    const std::size_t rows = 3, cols = 48, k = m.fused_k == 0 ? 1100 : 64;
+    const double top = std::ldexp(1.0, m.input.emax);
+    std::vector<double> a(rows * k), b(k * cols), c(rows * cols);
+    for (auto& x : a)
+      x = mma_quantize_input(m, top * (1.5 + 0.25 * static_cast<double>(rng() & 1)));
+    for (auto& x : b) x = mma_quantize_input(m, (1.0 + 0.5 * static_cast<double>(rng() & 1)));
+    for (auto& x : c) x = static_cast<double>(rng() & 0xFF);
+    ASSERT_TRUE(std::isfinite(a[0]) && std::isfinite(b[0])) << m.name;
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, c, "large terms of one sign");
+    for (auto& x : a) x = -x;
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, {}, "large negative terms");
+  }
+}
+
+// A B large enough to be split and packed on several cores (mma.cpp: 2^16 values per core), with
+// a last partial block of lanes, and specials in B's last rows and last columns: every output as
+// mma_dot makes it, in binary32 lanes (hopper-e4m3, hopper-fp16) and binary64 ones (hopper-bf16).
+TEST(MatrixProductLargeB, EqualsMmaDotForEveryOutput) {
+  for (const char* name : {"hopper-e4m3", "hopper-fp16", "hopper-bf16"}) {
+    const MmaModel m = *mma_model_named(name);
+    std::mt19937_64 rng(std::hash<std::string>{}(name));
+    const std::size_t rows = 3, cols = 600, k = 256;
+    std::vector<double> a(rows * k), b(k * cols), c(rows * cols);
+    for (auto& x : a) x = random_value(rng, m.input, 0, 4);
+    for (auto& x : b) x = random_value(rng, m.input, 0, 4);
+    for (auto& x : c) x = random_value(rng, formats::fp32, 0, 4);
+    b[(k - 3) * cols + 17] = INFINITY;
+    b[(k - 1) * cols + cols - 2] = std::nan("");
+    expect_matrix_product_is_mma_dot(m, rows, cols, k, a, b, c, "large B");
+  }
+}
+
 // The switches and parameters that no preset sets: flushed subnormal inputs and outputs, a
 // non-canonical NaN, the whole k in one fused step, F = 40 (terms of up to 42 bits).
 TEST(MatrixProductUserModels, EqualsMmaDotForEveryOutput) {
