@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "harness/numeric/clones.hpp"
 #include "harness/numeric/mma_block_scale.hpp"
 #include "harness/quant/hadamard.hpp"
 
@@ -113,6 +114,17 @@ float fl32_product(double x, double y) {
     if ((bits & 1) == 0) p = std::nextafter(p, error > 0 ? HUGE_VAL : -HUGE_VAL);
   }
   return static_cast<float>(p);
+}
+
+// One row of the promotion: acc_j = fmaf(fl32(da * db_j), partial_j, acc_j), the partials being
+// binary32 values. Compiled for each x86-64 level (numeric/clones.hpp) so that fma and fmaf are
+// instructions, not calls into libm.
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void promote_row(float* acc, const double* partial, const double* b_decode, double da,
+                 std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
+    acc[j] = std::fmaf(fl32_product(da, b_decode[j]), static_cast<float>(partial[j]), acc[j]);
+  }
 }
 
 bool block_scaled(const OperandRecipe& o) {
@@ -290,51 +302,62 @@ std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const
   const std::size_t m = a.rows, n = b.rows, k = a.cols;
   const std::size_t a_tiles_per_row = k / a.block_cols;
   const std::size_t b_tiles_per_row = k / b.block_cols;
-  std::vector<float> acc(m * n, 0.0f);
-  std::vector<double> a_chunk, b_chunk, partial(m * n);
-  std::vector<double> b_decode(n);
+  const std::vector<std::size_t> ends = chunk_ends(a, b, promote_interval);
+  const std::size_t chunks = ends.size();
+  const auto chunk_start = [&](std::size_t c) { return c == 0 ? 0 : ends[c - 1]; };
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(m, 1));
-  std::size_t k0 = 0;
-  for (const std::size_t k1 : chunk_ends(a, b, promote_interval)) {
-    const std::size_t len = k1 - k0;
-    // The chunk's element values: A's rows (m x len) and B's rows as columns (len x n), as
-    // MmaMatrixProduct takes them; each output's partial from an accumulator of zero.
-    a_chunk.resize(m * len);
-    b_chunk.resize(len * n);
-    for (std::size_t i = 0; i < m; ++i) {
-      std::copy_n(a.values.begin() + static_cast<std::ptrdiff_t>(i * k + k0), len,
-                  a_chunk.begin() + static_cast<std::ptrdiff_t>(i * len));
+  // Runs work(first, end) over [0, count) on up to all cores, in contiguous blocks.
+  const auto on_cores = [&](std::size_t count, const auto& work) {
+    const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(count, 1));
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 1; t < blocks; ++t) {
+      pool.emplace_back([&, t] { work(count * t / blocks, count * (t + 1) / blocks); });
     }
-    for (std::size_t j = 0; j < n; ++j) {
-      for (std::size_t l = 0; l < len; ++l) b_chunk[l * n + j] = b.values[j * k + k0 + l];
+    work(0, count / blocks);
+  };
+  // Each chunk's B: its element values as len x n columns (MmaMatrixProduct's B, which it reads
+  // from these vectors) and its tiles' decode scales, for all chunks at once, the chunks shared
+  // among the cores.
+  std::vector<std::vector<double>> b_chunks(chunks);
+  std::vector<std::vector<double>> b_decodes(chunks, std::vector<double>(n));
+  std::vector<std::optional<numeric::MmaMatrixProduct>> products(chunks);
+  on_cores(chunks, [&](std::size_t first, std::size_t end) {
+    for (std::size_t c = first; c < end; ++c) {
+      const std::size_t k0 = chunk_start(c), len = ends[c] - k0;
+      std::vector<double>& b_chunk = b_chunks[c];
+      b_chunk.resize(len * n);
+      for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t l = 0; l < len; ++l) b_chunk[l * n + j] = b.values[j * k + k0 + l];
+        b_decodes[c][j] =
+            b.tiles[(j / b.block_rows) * b_tiles_per_row + k0 / b.block_cols].decode_scale;
+      }
+      products[c].emplace(mma.model, mma.a_format, mma.b_format, len, n, b_chunk);
     }
-    const numeric::MmaMatrixProduct product(mma.model, mma.a_format, mma.b_format, len, n, b_chunk);
-    for (std::size_t j = 0; j < n; ++j) {
-      b_decode[j] = b.tiles[(j / b.block_rows) * b_tiles_per_row + k0 / b.block_cols].decode_scale;
-    }
-    const auto rows = [&](std::size_t first, std::size_t end) {
-      product.multiply(std::span<const double>(a_chunk).subspan(first * len, (end - first) * len),
-                       {}, std::span<double>(partial).subspan(first * n, (end - first) * n));
-      for (std::size_t i = first; i < end; ++i) {
+  });
+  // Then each core's rows through every chunk in turn: the chunk's partial product on the Tensor
+  // Core model from an accumulator of zero, then promoted into acc.
+  std::vector<float> acc(m * n, 0.0f);
+  on_cores(m, [&](std::size_t first, std::size_t end) {
+    const std::size_t rows = end - first;
+    std::vector<double> a_chunk, partial(rows * n);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t k0 = chunk_start(c), len = ends[c] - k0;
+      a_chunk.resize(rows * len);
+      for (std::size_t i = 0; i < rows; ++i) {
+        std::copy_n(a.values.begin() + static_cast<std::ptrdiff_t>((first + i) * k + k0), len,
+                    a_chunk.begin() + static_cast<std::ptrdiff_t>(i * len));
+      }
+      products[c]->multiply(a_chunk, {}, partial);
+      for (std::size_t i = 0; i < rows; ++i) {
         const double da =
-            a.tiles[(i / a.block_rows) * a_tiles_per_row + k0 / a.block_cols].decode_scale;
-        for (std::size_t j = 0; j < n; ++j) {
-          // The partial is a value of the accumulator format (binary32): exact as a float.
-          acc[i * n + j] = std::fmaf(fl32_product(da, b_decode[j]),
-                                     static_cast<float>(partial[i * n + j]), acc[i * n + j]);
-        }
+            a.tiles[((first + i) / a.block_rows) * a_tiles_per_row + k0 / a.block_cols]
+                .decode_scale;
+        // The partial is a value of the accumulator format (binary32): exact as a float.
+        promote_row(acc.data() + (first + i) * n, partial.data() + i * n, b_decodes[c].data(), da,
+                    n);
       }
-    };
-    {
-      std::vector<std::jthread> pool;
-      for (std::size_t t = 1; t < blocks; ++t) {
-        pool.emplace_back(rows, m * t / blocks, m * (t + 1) / blocks);
-      }
-      rows(0, m / blocks);
     }
-    k0 = k1;
-  }
+  });
   return {acc.begin(), acc.end()};
 }
 

@@ -3,13 +3,36 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 
+#include "harness/numeric/rounding_array.hpp"
+
 namespace ampbench::quant {
+
+namespace detail {
+
+double round_to_binary32(double x) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  const double magnitude = std::fabs(x);
+  if (magnitude >= 0x1p-126 && magnitude <= kMax) {
+    // The binary64 encoding rounded to 23 fraction bits in place; a carry moves up a binade.
+    const auto u = std::bit_cast<std::uint64_t>(x);
+    const std::uint64_t rounded =
+        (u + ((std::uint64_t{1} << 28) - 1) + ((u >> 29) & 1)) & ~((std::uint64_t{1} << 29) - 1);
+    const double r = std::bit_cast<double>(rounded);
+    if (std::fabs(r) <= kMax) return r;
+  }
+  return numeric::round_to(numeric::formats::fp32, Rounding::nearest_even, x).value;
+}
+
+}  // namespace detail
+
 namespace {
 
 namespace formats = numeric::formats;
@@ -70,9 +93,81 @@ std::uint64_t f32_bits(double v) {
   return std::bit_cast<std::uint32_t>(static_cast<float>(v));
 }
 
+// The element rounding of a row of a tile through encode_array's vectorised paths (e4m3 and e5m2,
+// nearest even and stochastic) for the scaled inputs where those give round_to's bits and the
+// event follows from the input and the result alone: a binary32 value (encode_array's input) at
+// most the format's largest finite value in magnitude (so no overflow branch, whose saturation
+// event depends on the direction of rounding; NaNs and infinities excluded). Then the event is
+// exact (the value unchanged: zeros included), flush_to_zero (a nonzero input to zero), underflow
+// (inexact below 2^emin) or inexact, as round_to's. The other inputs go to round_to.
+class FastRows {
+ public:
+  FastRows(const Format& element, const Layout& l) : element_(element) {
+    applies_ = (numeric::same_values(element, formats::e4m3) ||
+                numeric::same_values(element, formats::e5m2)) &&
+               (l.mode == Rounding::nearest_even || l.mode == Rounding::stochastic_proportional);
+    if (!applies_) return;
+    options_ = numeric::RoundingOptions{element, l.mode, l.seed, numeric::Container::binary32};
+    for (std::size_t b = 0; b < values_.size(); ++b) values_[b] = numeric::decode(element, b);
+    max_finite_ = numeric::decode(element, numeric::detail::max_finite_bits(element));
+    min_normal_ = std::ldexp(1.0, element.emin);
+  }
+
+  // Rounds scaled[0..n) (element first_index on of the stream) into bits/values/events, or
+  // returns false where the path does not apply to the format or mode.
+  bool round(std::span<const double> scaled, std::uint64_t first_index, std::uint64_t* bits,
+             double* values, RoundingEvent* events) {
+    if (!applies_) return false;
+    in_.resize(scaled.size());
+    out_.resize(scaled.size());
+    others_.clear();
+    for (std::size_t i = 0; i < scaled.size(); ++i) {
+      const double v = scaled[i];
+      // NaN fails the comparison; a value off binary32 fails the round trip.
+      if (std::fabs(v) <= max_finite_ && static_cast<double>(static_cast<float>(v)) == v) {
+        in_[i] = static_cast<float>(v);
+      } else {
+        in_[i] = 0;
+        others_.push_back(i);
+      }
+    }
+    numeric::encode_array(options_, in_, out_, first_index);
+    for (std::size_t i = 0; i < scaled.size(); ++i) {
+      const double v = scaled[i], r = values_[out_[i]];
+      bits[i] = out_[i];
+      values[i] = r;
+      events[i] = r == v                       ? RoundingEvent::exact
+                  : r == 0                     ? RoundingEvent::flush_to_zero
+                  : std::fabs(v) < min_normal_ ? RoundingEvent::underflow
+                                               : RoundingEvent::inexact;
+    }
+    const bool stochastic = options_.mode == Rounding::stochastic_proportional;
+    for (const std::size_t i : others_) {
+      const std::uint32_t random =
+          stochastic ? numeric::stochastic_draw(options_.seed, first_index + i) : 0u;
+      const Rounded r = numeric::round_to(element_, options_.mode, scaled[i], random);
+      bits[i] = r.bits;
+      values[i] = r.value;
+      events[i] = r.event;
+    }
+    return true;
+  }
+
+ private:
+  Format element_;
+  bool applies_ = false;
+  numeric::RoundingOptions options_;
+  std::array<double, 256> values_{};
+  double max_finite_ = 0, min_normal_ = 0;
+  std::vector<float> in_;
+  std::vector<std::uint8_t> out_;
+  std::vector<std::size_t> others_;  // the row's inputs left to round_to
+};
+
 // Rounds every element of every tile: x * tile.scale (rounded to binary32 when product_in_f32, as
-// TE's kernels multiply; exact otherwise), then to the element format; the events and the
-// dequantized values. A tile whose decode scale is NaN makes its elements NaN.
+// TE's kernels multiply; exact otherwise), then to the element format (a row of a tile at a time
+// through FastRows where it applies, else round_to); the events and the dequantized values. A
+// tile whose decode scale is NaN makes its elements NaN.
 Quantized finish(std::span<const float> x, const Layout& l, const Format& element,
                  std::vector<Tile> tiles, ScaleRule rule, bool product_in_f32) {
   Quantized q;
@@ -92,42 +187,95 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
   q.events.blocks = tiles.size();
   const double min_normal = std::ldexp(1.0, q.element.emin);
   const bool stochastic = numeric::is_stochastic(l.mode);
-  for (Tile& t : tiles) {
-    bool any_nonzero = false;
-    bool all_zero = true;
-    for (std::size_t i = t.row; i < t.row + t.rows; ++i) {
-      for (std::size_t j = t.col; j < t.col + t.cols; ++j) {
-        const std::size_t k = i * l.cols + j;
-        const double v = x[k];
-        const std::uint32_t random = stochastic ? numeric::stochastic_draw(l.seed, k) : 0u;
+  // The work comes in units of one row of one tile, unit u being row u % block_rows of tile
+  // u / block_rows; each notes whether its row has a nonzero finite input and whether it
+  // dequantizes to all zeros, from which a tile's `lost` follows.
+  const std::size_t units = tiles.size() * l.block_rows;
+  std::vector<std::uint8_t> any_nonzero(units), all_zero(units);
+  // The units [first_unit, end_unit), their counts into `counts`.
+  const auto run = [&](std::size_t first_unit, std::size_t end_unit, QuantEvents& counts) {
+    FastRows fast(q.element, l);
+    std::vector<double> scaled;
+    for (std::size_t unit = first_unit; unit < end_unit; ++unit) {
+      const Tile& t = tiles[unit / l.block_rows];
+      bool row_nonzero = false;
+      bool row_zero = true;
+      {
+        const std::size_t i = t.row + unit % l.block_rows;
+        const std::size_t first = i * l.cols + t.col;
         // A NaN scale (an MX block holding a NaN or an infinity) rounds as the scale itself, the
         // default quiet NaN, whatever the element: not left to which operand's NaN the product
         // carries, which IEEE 754 leaves open.
-        const double scaled = std::isnan(t.scale) ? t.scale
-                              : product_in_f32    ? f32(v * t.scale)
-                                                  : v * t.scale;
-        const Rounded r = numeric::round_to(q.element, l.mode, scaled, random);
-        q.bits[k] = r.bits;
-        q.values[k] = r.value;
-        q.element_events[k] = r.event;
-        const bool nan_scale = std::isnan(t.decode_scale);
-        q.dequantized[k] =
-            nan_scale ? std::numeric_limits<double>::quiet_NaN() : r.value * t.decode_scale;
-        if (std::isnan(v) || nan_scale) {
-          ++q.events.nan;
-        } else if (r.event == RoundingEvent::saturation) {
-          ++q.events.saturated;
+        scaled.resize(t.cols);
+        for (std::size_t j = 0; j < t.cols; ++j) {
+          const double v = x[first + j];
+          scaled[j] = std::isnan(t.scale) ? t.scale
+                      : product_in_f32    ? detail::round_to_binary32(v * t.scale)
+                                          : v * t.scale;
         }
-        if (std::isfinite(v) && v != 0) {
-          any_nonzero = true;
-          if (q.dequantized[k] == 0) ++q.events.flushed;
+        if (!fast.round(scaled, first, q.bits.data() + first, q.values.data() + first,
+                        q.element_events.data() + first)) {
+          for (std::size_t j = 0; j < t.cols; ++j) {
+            const std::uint32_t random =
+                stochastic ? numeric::stochastic_draw(l.seed, first + j) : 0u;
+            const Rounded r = numeric::round_to(q.element, l.mode, scaled[j], random);
+            q.bits[first + j] = r.bits;
+            q.values[first + j] = r.value;
+            q.element_events[first + j] = r.event;
+          }
         }
-        if (r.value != 0 && std::fabs(r.value) < min_normal) ++q.events.subnormal;
-        if (q.dequantized[k] != 0) all_zero = false;
+        for (std::size_t k = first; k < first + t.cols; ++k) {
+          const double v = x[k];
+          const Rounded r{q.bits[k], q.values[k], q.element_events[k]};
+          const bool nan_scale = std::isnan(t.decode_scale);
+          q.dequantized[k] =
+              nan_scale ? std::numeric_limits<double>::quiet_NaN() : r.value * t.decode_scale;
+          if (std::isnan(v) || nan_scale) {
+            ++counts.nan;
+          } else if (r.event == RoundingEvent::saturation) {
+            ++counts.saturated;
+          }
+          if (std::isfinite(v) && v != 0) {
+            row_nonzero = true;
+            if (q.dequantized[k] == 0) ++counts.flushed;
+          }
+          if (r.value != 0 && std::fabs(r.value) < min_normal) ++counts.subnormal;
+          if (q.dequantized[k] != 0) row_zero = false;
+        }
       }
+      any_nonzero[unit] = row_nonzero;
+      all_zero[unit] = row_zero;
     }
-    t.lost = any_nonzero && all_zero;
-    if (t.lost) ++q.events.blocks_lost;
+  };
+  // Large tensors on all cores, in contiguous runs of units (every element's result and the
+  // counts' sums are the same whichever core computes them).
+  constexpr std::size_t kElementsPerCore = std::size_t{1} << 16;
+  const std::size_t cores = std::clamp<std::size_t>(
+      std::min<std::size_t>(std::thread::hardware_concurrency(), n / kElementsPerCore), 1,
+      std::max<std::size_t>(units, 1));
+  std::vector<QuantEvents> counts(cores);
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t c = 1; c < cores; ++c) {
+      pool.emplace_back([&, c] { run(units * c / cores, units * (c + 1) / cores, counts[c]); });
+    }
+    run(0, units / cores, counts[0]);
+  }
+  for (std::size_t tile = 0; tile < tiles.size(); ++tile) {
+    const auto rows = static_cast<std::ptrdiff_t>(l.block_rows);
+    const auto begin = static_cast<std::ptrdiff_t>(tile) * rows;
+    const bool nonzero = std::any_of(any_nonzero.begin() + begin,
+                                     any_nonzero.begin() + begin + rows, [](auto b) { return b; });
+    const bool zero = std::all_of(all_zero.begin() + begin, all_zero.begin() + begin + rows,
+                                  [](auto b) { return b; });
+    tiles[tile].lost = nonzero && zero;
+    if (tiles[tile].lost) ++q.events.blocks_lost;
+  }
+  for (const QuantEvents& c : counts) {
+    q.events.nan += c.nan;
+    q.events.saturated += c.saturated;
+    q.events.flushed += c.flushed;
+    q.events.subnormal += c.subnormal;
   }
   q.tiles = std::move(tiles);
   return q;

@@ -207,6 +207,9 @@ BlockScaled quantize_nvfp4_fast(std::span<const float> x, const Layout& layout);
 namespace detail {
 // Throws std::invalid_argument unless x has rows x cols values and the blocks divide the shape.
 void check_layout(std::span<const float> x, const Layout& layout);
+// x rounded to binary32, nearest even, as a binary64 (round_to's result), whatever the
+// floating-point environment's rounding mode; quick where the result is a normal binary32 value.
+double round_to_binary32(double x);
 }  // namespace detail
 
 // The largest finite value of a format.

@@ -228,6 +228,69 @@ void BM_e5m2_sr_encode(benchmark::State& state, Input kind) {
   encode<std::uint8_t>(state, formats::e5m2, Rounding::stochastic_proportional, kind);
 }
 
+// The stochastic draws alone, a ceiling for the stochastic encodes: draw i of a stream for each
+// of the 1M elements (rounding.hpp's stochastic_draw, the top half of splitmix64, from its state
+// advanced by one addition per element as rounding_array.cpp does: two 64-bit multiplications per
+// draw), stored one byte per element as the fp8 encodes store theirs. No rounding: what a
+// stochastic encode costs beyond this is its rounding.
+// GCC 12 before 12.3 warns about the undefined pass-through operand inside many AVX-512
+// intrinsics (GCC bug 105593), as in rounding_array.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define AMPBENCH_BENCH_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+
+[[gnu::always_inline]] AMPBENCH_BENCH_AVX512 inline __m512i splitmix_mixed(__m512i z) {
+  z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
+  z = _mm512_mullo_epi64(z, _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ull)));
+  z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 27));
+  return _mm512_mullo_epi64(z, _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBull)));
+}
+
+AMPBENCH_BENCH_AVX512 void draws_zmm(std::uint64_t seed, std::uint8_t* out, std::size_t n) {
+  const auto step = [](std::uint64_t k) { return static_cast<long long>(k * kSplitmixGamma); };
+  __m512i low = _mm512_add_epi64(
+      _mm512_set1_epi64(static_cast<long long>(seed + kSplitmixGamma)),
+      _mm512_setr_epi64(step(0), step(1), step(2), step(3), step(4), step(5), step(6), step(7)));
+  __m512i high = _mm512_add_epi64(low, _mm512_set1_epi64(step(8)));
+  const __m512i advance = _mm512_set1_epi64(step(16));
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i h = _mm512_permutex2var_epi32(splitmix_mixed(low), odd, splitmix_mixed(high));
+    const __m512i draws = _mm512_xor_si512(h, _mm512_srli_epi32(h, 31));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtepi32_epi8(draws));
+    low = _mm512_add_epi64(low, advance);
+    high = _mm512_add_epi64(high, advance);
+  }
+  for (; i < n; ++i) out[i] = static_cast<std::uint8_t>(stochastic_draw(seed, i));
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+void BM_stochastic_draws_only(benchmark::State& state, Input kind) {
+  if (!cpu_has_avx512f()) return state.SkipWithError("no AVX-512");
+  std::vector<std::uint8_t> out(input(kind).size());
+  draws_zmm(7, out.data(), out.size());
+  // The draws are stochastic_draw's (their low byte here).
+  for (const std::size_t i : {std::size_t{0}, std::size_t{17}, out.size() - 1}) {
+    if (out[i] != static_cast<std::uint8_t>(stochastic_draw(7, i))) {
+      return state.SkipWithError("the draws differ from stochastic_draw");
+    }
+  }
+  for (auto _ : state) {
+    draws_zmm(7, out.data(), out.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel("avx512");
+  finish(state);
+}
+
 // A whole quantized tensor (scales, bits, values, dequantized values, events) of the input as
 // 1024 x 1024, as `ampbench quantize` computes it: the scalar reference path, one value at a time.
 template <typename Quantize>
@@ -350,6 +413,7 @@ AMPBENCH_BOTH_INPUTS(BM_fp16_sr_encode);
 AMPBENCH_BOTH_INPUTS(BM_e5m2_rne_encode);
 AMPBENCH_BOTH_INPUTS(BM_e4m3_sr_encode);
 AMPBENCH_BOTH_INPUTS(BM_e5m2_sr_encode);
+AMPBENCH_BOTH_INPUTS(BM_stochastic_draws_only);
 AMPBENCH_BOTH_INPUTS(BM_mxfp8_quantize);
 AMPBENCH_BOTH_INPUTS(BM_mxfp4_quantize);
 AMPBENCH_BOTH_INPUTS(BM_nvfp4_quantize);

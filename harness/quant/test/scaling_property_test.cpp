@@ -16,12 +16,14 @@
 #include <rapidcheck/state.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <ostream>
 #include <vector>
 
+#include "harness/numeric/options.hpp"
 #include "harness/quant/scaling.hpp"
 
 namespace ampbench::quant {
@@ -220,6 +222,152 @@ RC_GTEST_PROP(Fp8Blocks, PowerOfTwoCurrentScalingNeverSaturates, ()) {
         RC_ASSERT(std::fabs(q.dequantized[i * l.cols + j] - v) <=
                   0.5 * ulp(q.element, y) * t.decode_scale);
       }
+    }
+  }
+}
+
+// detail::round_to_binary32 is round_to's binary32 rounding: on products of two binary32 values
+// (ties to even among them: a product of 24 and 2 significant bits often ends in one), values
+// near binary32's largest finite value, its smallest normal and below, with the environment's
+// rounding mode set upward (the quick path must not depend on it).
+RC_GTEST_PROP(RoundToBinary32, EqualsRoundTo, ()) {
+  const auto x = static_cast<double>(*rc::gen::arbitrary<float>());
+  const double y = *rc::gen::oneOf(
+      rc::gen::element(3.0, 1.5, -0.75, 5.0, 1.0 + 0x1p-23, 0x1p-130, 0x1p100),
+      rc::gen::map(rc::gen::arbitrary<float>(), [](float v) { return static_cast<double>(v); }));
+  const double p = *rc::gen::element(x * y, std::numeric_limits<float>::max() * (1 + 0x1p-25),
+                                     std::numeric_limits<float>::max() * (1 + 0x1p-24),
+                                     0x1p-126 * (1 - 0x1p-30), x * 0x1p-140);
+  const int saved = std::fegetround();
+  std::fesetround(FE_UPWARD);
+  const double quick = detail::round_to_binary32(p);
+  std::fesetround(saved);
+  const double want = f32(p);
+  const bool same = std::isnan(want) ? std::isnan(quick)
+                                     : quick == want && std::signbit(quick) == std::signbit(want);
+  RC_ASSERT(same);
+}
+
+// Every element as round_to makes it from the scaled input, whatever path the quantizer takes
+// (scaling.cpp rounds rows of e4m3 and e5m2 elements through encode_array where that gives
+// round_to's results): the bits, value, event and dequantized value of each, and the counts. The
+// scaled input is computed here as scaling.hpp defines it (fl32(x * scale) for fp32 scales, x * 1/X
+// exactly for MX). Inputs span subnormal and saturating scaled values, with NaNs and infinities
+// mixed in; scales are given (delayed) or from each tile's amax; both fast modes and one other.
+RC_GTEST_PROP(Quantizers, EveryElementIsRoundToOfItsScaledInput, ()) {
+  const Format f = *rc::gen::element(formats::e4m3, formats::e5m2, formats::e2m1);
+  const Rounding mode = *rc::gen::element(Rounding::nearest_even, Rounding::stochastic_proportional,
+                                          Rounding::toward_zero);
+  std::vector<float> x = *block(128, -40, 30);
+  const int specials = *rc::gen::inRange(0, 3);
+  for (int i = 0; i < specials; ++i) {
+    x.at(*rc::gen::inRange<std::size_t>(0, x.size())) =
+        *rc::gen::element(std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::infinity(), 0.0f, -0.0f, 0x1p-149f);
+  }
+  Layout l;
+  l.rows = 4;
+  l.cols = 32;
+  l.mode = mode;
+  l.seed = *rc::gen::arbitrary<std::uint64_t>();
+  const int rule = *rc::gen::inRange(0, 3);
+  Quantized q;
+  if (rule == 0) {
+    l.block_rows = 4;
+    l.block_cols = 32;
+    q = quantize_with_scale(x, l, f, *rc::gen::element(1.0f, 0x1p-3f, 3.0f, 1e4f, 0x1p-20f));
+  } else if (rule == 1) {
+    l.block_rows = *rc::gen::element<std::size_t>(1, 4);
+    l.block_cols = *rc::gen::element<std::size_t>(8, 32);
+    q = quantize_current(x, l, f, *rc::gen::arbitrary<bool>());
+  } else {
+    l.block_cols = 32;
+    q = quantize_mx(x, l, f);
+  }
+  RC_TAG(f.name, numeric::rounding_name(mode), rule);
+  QuantEvents want;
+  for (const Tile& t : q.tiles) {
+    for (std::size_t i = t.row; i < t.row + t.rows; ++i) {
+      for (std::size_t j = t.col; j < t.col + t.cols; ++j) {
+        const std::size_t k = i * l.cols + j;
+        const double v = x[k];
+        const double scaled = std::isnan(t.scale) ? t.scale
+                              : rule == 2         ? v * t.scale
+                                                  : f32(v * t.scale);
+        const std::uint32_t random =
+            numeric::is_stochastic(mode) ? numeric::stochastic_draw(l.seed, k) : 0u;
+        const numeric::Rounded r = numeric::round_to(q.element, mode, scaled, random);
+        const auto same = [](double a, double b) {
+          return std::isnan(a)
+                     ? std::isnan(b)
+                     : !std::isnan(b) && a == b && (a != 0 || std::signbit(a) == std::signbit(b));
+        };
+        RC_ASSERT(q.bits[k] == r.bits);
+        RC_ASSERT(same(q.values[k], r.value));
+        RC_ASSERT(q.element_events[k] == r.event);
+        RC_ASSERT(same(q.dequantized[k], std::isnan(t.decode_scale)
+                                             ? std::numeric_limits<double>::quiet_NaN()
+                                             : r.value * t.decode_scale));
+        if (r.event == numeric::RoundingEvent::saturation && !std::isnan(v)) ++want.saturated;
+      }
+    }
+  }
+  RC_ASSERT(q.events.saturated == want.saturated);
+}
+
+// A tensor large enough to be quantized on several cores (scaling.cpp: one per 2^16 elements),
+// as one tile with a given scale and as 2048 tiles of 1 x 128 with their own: every element as
+// round_to makes it, and the counts of the whole tensor, with saturations (given scale), flushes,
+// subnormals and NaNs present.
+TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
+  constexpr std::size_t kRows = 512, kCols = 512;
+  std::vector<float> x(kRows * kCols);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto u = numeric::splitmix64(11, i);
+    x[i] =
+        static_cast<float>(std::ldexp(static_cast<double>(u >> 40) + 1, -static_cast<int>(u % 40)));
+    if (u % 7 == 0) x[i] = -x[i];
+    if (u % 4093 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  for (const Rounding mode : {Rounding::nearest_even, Rounding::stochastic_proportional}) {
+    for (const std::size_t block_cols : {kCols, std::size_t{128}}) {
+      Layout l;
+      l.rows = kRows;
+      l.cols = kCols;
+      l.block_rows = block_cols == kCols ? kRows : 1;
+      l.block_cols = block_cols;
+      l.mode = mode;
+      l.seed = 5;
+      const Quantized q = block_cols == kCols ? quantize_with_scale(x, l, formats::e4m3, 0x1p-4f)
+                                              : quantize_current(x, l, formats::e4m3, false);
+      ASSERT_EQ(q.tiles.size(), kRows * kCols / (l.block_rows * block_cols));
+      QuantEvents want;
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        const Tile& t =
+            q.tiles[k / kCols / l.block_rows * (kCols / block_cols) + k % kCols / block_cols];
+        const double scaled = f32(static_cast<double>(x[k]) * t.scale);
+        const numeric::Rounded r = numeric::round_to(
+            q.element, mode, scaled,
+            numeric::is_stochastic(mode) ? numeric::stochastic_draw(l.seed, k) : 0u);
+        ASSERT_EQ(q.bits[k], r.bits) << k;
+        ASSERT_EQ(q.element_events[k], r.event) << k;
+        if (std::isnan(x[k])) {
+          ++want.nan;
+          continue;
+        }
+        if (r.event == numeric::RoundingEvent::saturation) ++want.saturated;
+        if (x[k] != 0 && r.value == 0) ++want.flushed;
+        if (r.value != 0 && std::fabs(r.value) < 0x1p-6) ++want.subnormal;
+      }
+      if (block_cols == kCols) {
+        EXPECT_GT(want.saturated, 0u);
+      }
+      EXPECT_GT(want.flushed, 0u);
+      EXPECT_GT(want.subnormal, 0u);
+      EXPECT_EQ(q.events.nan, want.nan);
+      EXPECT_EQ(q.events.saturated, want.saturated);
+      EXPECT_EQ(q.events.flushed, want.flushed);
+      EXPECT_EQ(q.events.subnormal, want.subnormal);
     }
   }
 }

@@ -284,5 +284,20 @@ TEST(Nvfp4, ExactValuesSurviveAndTinyBlocksNextToLargeOnesAreLost) {
   EXPECT_FALSE(lost.tiles[1].lost);
 }
 
+// A 16 x 16 block is lost or not by all of its rows: a tiny value in row 5 of one block, beside a
+// large one in row 0 of the next, is lost with its block; an all-zero block is not lost.
+TEST(Nvfp4, A2dBlockIsLostByAllItsRows) {
+  std::vector<float> y(16 * 48, 0.0f);
+  y[5 * 48 + 3] = 1e-30f;  // block 0, row 5
+  y[0 * 48 + 20] = 1e6f;   // block 1, row 0
+  const Quantized q = quantize_nvfp4(y, layout(16, 48, 16, 16));
+  ASSERT_EQ(q.tiles.size(), 3u);
+  EXPECT_TRUE(q.tiles[0].lost);
+  EXPECT_FALSE(q.tiles[1].lost);
+  EXPECT_FALSE(q.tiles[2].lost);  // all zeros: nothing to lose
+  EXPECT_EQ(q.events.blocks_lost, 1u);
+  EXPECT_EQ(q.events.flushed, 1u);
+}
+
 }  // namespace
 }  // namespace ampbench::quant
