@@ -383,6 +383,44 @@ template <const Format& F, bool Stochastic, bool Saturate>
     return _mm512_mask_or_epi32(_mm512_srli_epi32(sum, kDrop), nan, kept, set32(1u << (kT - 1)));
   }
 
+  if constexpr (!Stochastic && F.emin > -126) {
+    // Nearest even with no variable shift. In F's normal range the binary32 encoding, rebiased,
+    // is rounded in place (as for bf16 above; the rebias is a multiple of 2^23, so the kept bits'
+    // last one is bit kDrop of |x|'s encoding). Below 2^emin, |x| + 2^(emin - t + 23) in binary32,
+    // rounded to nearest even by the instruction itself (not by MXCSR), lies on a lattice of F's
+    // subnormal quantum 2^(emin - t) and counts them in its fraction field: F's subnormal
+    // encoding, or 2^emin's where it rounds up. Lanes of the other range are replaced.
+    const __m512i a = _mm512_and_si512(u, set32(0x7FFFFFFFu));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, kDrop), set32(1));
+    __m512i magnitude = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(a, set32((1u << (kDrop - 1)) - 1u - kRebias)), lsb),
+        kDrop);
+    const __m512i lattice = set32(static_cast<std::uint32_t>(F.emin - kT + 23 + 127) << 23);
+    const __m512i subnormal =
+        _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_round_ps(
+                             _mm512_castsi512_ps(a), _mm512_castsi512_ps(lattice),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                         lattice);
+    magnitude =
+        _mm512_mask_mov_epi32(magnitude, _mm512_cmplt_epu32_mask(a, set32(kMinNormal)), subnormal);
+    magnitude = _mm512_min_epu32(magnitude, set32(kMaxMagnitude + (Saturate ? 0u : 1u)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, set32(0x7F800000u));
+    if constexpr (F.has_infinity()) {
+      constexpr auto kQuietNan =
+          (static_cast<std::uint32_t>(F.special_field()) << kT) | (1u << (kT - 1));
+      const __m512i payload = _mm512_ternarylogic_epi32(
+          _mm512_srli_epi32(a, kDrop), set32(static_cast<std::uint32_t>(detail::fraction_mask(F))),
+          set32(kQuietNan), kAndOr);
+      magnitude = _mm512_mask_mov_epi32(magnitude, nan, payload);
+    } else {
+      magnitude = _mm512_mask_mov_epi32(magnitude, nan,
+                                        set32(static_cast<std::uint32_t>(detail::nan_bits(F, 0))));
+    }
+    constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
+                                     magnitude, kAndOr);
+  }
+
   const __m512i a = _mm512_and_si512(u, set32(0x7FFFFFFFu));
   // v >> s, as in encode_one. Vector shifts by 32 or more give 0, which is what the clamps in
   // encode_one obtain (counts below 0 wrap to large ones: shifts that must give 0 do).
