@@ -600,8 +600,10 @@ MmaMatrixProduct::MmaMatrixProduct(const MmaModel& model, const Format& a_format
       }
     }
   });
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (ok[i] == 0) b_special_[i % cols] = 1;
+  for (std::size_t l = 0; l < k; ++l) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      b_special_[j] = static_cast<std::uint8_t>(b_special_[j] | (ok[l * cols + j] == 0 ? 1 : 0));
+    }
   }
 }
 
@@ -635,8 +637,12 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
   std::vector<std::uint8_t> a_special(rows);
   std::vector<std::uint8_t> ok(a.size());
   split_values(model_, a_format_, a.data(), a_value.data(), a_exponent.data(), ok.data(), a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ok[i] == 0) a_special[i / k_] = 1;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto row = ok.begin() + static_cast<std::ptrdiff_t>(i * k_);
+    a_special[i] = std::find(row, row + static_cast<std::ptrdiff_t>(k_), 0) !=
+                           row + static_cast<std::ptrdiff_t>(k_)
+                       ? 1
+                       : 0;
   }
   // A in binary32 where B is (binary32_terms).
   const bool binary32 = binary32_terms(a_format_, b_format_, model_.fraction_bits);
@@ -648,17 +654,21 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
     for (std::size_t i0 = 0; i0 < rows; i0 += kRows) {
       const std::size_t block_rows = std::min(kRows, rows - i0);
       for (std::size_t r = 0; r < block_rows; ++r) {
+        const std::size_t lane = r * kColumns;
+        const std::uint32_t a_sp = a_special[i0 + r];
         for (std::size_t j = 0; j < w; ++j) {
-          const std::size_t lane = r * kColumns + j;
-          bool c_ok = true;
-          if (c.empty()) {  // split_value of +0
-            lanes.value[lane] = 0.0;
-            lanes.exponent[lane] = -126;
-          } else {
-            c_ok = split_value(acc, c[(i0 + r) * cols_ + j0 + j], lanes.value[lane],
-                               lanes.exponent[lane]);
+          lanes.scalar[lane + j] = a_sp | b_special_[j0 + j];
+        }
+        if (c.empty()) {  // split_value of +0
+          std::fill_n(lanes.value.begin() + static_cast<std::ptrdiff_t>(lane), w, 0.0);
+          std::fill_n(lanes.exponent.begin() + static_cast<std::ptrdiff_t>(lane), w, -126);
+          continue;
+        }
+        for (std::size_t j = 0; j < w; ++j) {
+          if (!split_value(acc, c[(i0 + r) * cols_ + j0 + j], lanes.value[lane + j],
+                           lanes.exponent[lane + j])) {
+            lanes.scalar[lane + j] = 1;
           }
-          lanes.scalar[lane] = !c_ok || a_special[i0 + r] != 0 || b_special_[j0 + j] != 0;
         }
       }
       for (std::size_t l0 = 0; l0 < k_; l0 += static_cast<std::size_t>(step)) {
@@ -679,13 +689,15 @@ void MmaMatrixProduct::multiply(std::span<const double> a, std::span<const doubl
                          b_exponent_.data() + l0 * cols_ + j0, cols_, w, lanes);
       }
       for (std::size_t r = 0; r < block_rows; ++r) {
+        const std::uint32_t* scalar = lanes.scalar.data() + r * kColumns;
+        double* out = d.data() + (i0 + r) * cols_ + j0;
+        std::copy_n(lanes.value.data() + r * kColumns, w, out);
+        if (std::find_if(scalar, scalar + w, [](std::uint32_t s) { return s != 0; }) ==
+            scalar + w) {
+          continue;
+        }
         for (std::size_t j = 0; j < w; ++j) {
-          const std::size_t lane = r * kColumns + j;
-          if (lanes.scalar[lane] != 0) {
-            by_mma_dot(i0 + r, j0 + j);
-          } else {
-            d[(i0 + r) * cols_ + j0 + j] = lanes.value[lane];
-          }
+          if (scalar[j] != 0) by_mma_dot(i0 + r, j0 + j);
         }
       }
     }

@@ -315,49 +315,52 @@ std::vector<double> recipe_product(const Quantized& a, const Quantized& b, const
     }
     work(0, count / blocks);
   };
-  // Each chunk's B: its element values as len x n columns (MmaMatrixProduct's B, which it reads
-  // from these vectors) and its tiles' decode scales, for all chunks at once, the chunks shared
-  // among the cores.
-  std::vector<std::vector<double>> b_chunks(chunks);
-  std::vector<std::vector<double>> b_decodes(chunks, std::vector<double>(n));
-  std::vector<std::optional<numeric::MmaMatrixProduct>> products(chunks);
-  on_cores(chunks, [&](std::size_t first, std::size_t end) {
-    for (std::size_t c = first; c < end; ++c) {
-      const std::size_t k0 = chunk_start(c), len = ends[c] - k0;
-      std::vector<double>& b_chunk = b_chunks[c];
-      b_chunk.resize(len * n);
-      for (std::size_t j = 0; j < n; ++j) {
-        for (std::size_t l = 0; l < len; ++l) b_chunk[l * n + j] = b.values[j * k + k0 + l];
-        b_decodes[c][j] =
-            b.tiles[(j / b.block_rows) * b_tiles_per_row + k0 / b.block_cols].decode_scale;
-      }
-      products[c].emplace(mma.model, mma.a_format, mma.b_format, len, n, b_chunk);
-    }
-  });
-  // Then each core's rows through every chunk in turn: the chunk's partial product on the Tensor
-  // Core model from an accumulator of zero, then promoted into acc.
+  // The chunks in groups of one per core, so that only a group's B operands are held at once.
+  // For each group, each chunk's B (its element values as len x n columns, MmaMatrixProduct's B,
+  // which it reads from b_chunks, and its tiles' decode scales) on a core of its own; then each
+  // core's rows through the group's chunks in turn: the chunk's partial product on the Tensor
+  // Core model from an accumulator of zero, then promoted into acc, chunk after chunk.
   std::vector<float> acc(m * n, 0.0f);
-  on_cores(m, [&](std::size_t first, std::size_t end) {
-    const std::size_t rows = end - first;
-    std::vector<double> a_chunk, partial(rows * n);
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t k0 = chunk_start(c), len = ends[c] - k0;
-      a_chunk.resize(rows * len);
-      for (std::size_t i = 0; i < rows; ++i) {
-        std::copy_n(a.values.begin() + static_cast<std::ptrdiff_t>((first + i) * k + k0), len,
-                    a_chunk.begin() + static_cast<std::ptrdiff_t>(i * len));
+  for (std::size_t g0 = 0; g0 < chunks; g0 += cores) {
+    const std::size_t group = std::min<std::size_t>(cores, chunks - g0);
+    std::vector<std::vector<double>> b_chunks(group);
+    std::vector<std::vector<double>> b_decodes(group, std::vector<double>(n));
+    std::vector<std::optional<numeric::MmaMatrixProduct>> products(group);
+    on_cores(group, [&](std::size_t first, std::size_t end) {
+      for (std::size_t g = first; g < end; ++g) {
+        const std::size_t k0 = chunk_start(g0 + g), len = ends[g0 + g] - k0;
+        std::vector<double>& b_chunk = b_chunks[g];
+        b_chunk.resize(len * n);
+        for (std::size_t j = 0; j < n; ++j) {
+          for (std::size_t l = 0; l < len; ++l) b_chunk[l * n + j] = b.values[j * k + k0 + l];
+          b_decodes[g][j] =
+              b.tiles[(j / b.block_rows) * b_tiles_per_row + k0 / b.block_cols].decode_scale;
+        }
+        products[g].emplace(mma.model, mma.a_format, mma.b_format, len, n, b_chunk);
       }
-      products[c]->multiply(a_chunk, {}, partial);
-      for (std::size_t i = 0; i < rows; ++i) {
-        const double da =
-            a.tiles[((first + i) / a.block_rows) * a_tiles_per_row + k0 / a.block_cols]
-                .decode_scale;
-        // The partial is a value of the accumulator format (binary32): exact as a float.
-        promote_row(acc.data() + (first + i) * n, partial.data() + i * n, b_decodes[c].data(), da,
-                    n);
+    });
+    on_cores(m, [&](std::size_t first, std::size_t end) {
+      const std::size_t rows = end - first;
+      std::vector<double> a_chunk, partial(rows * n);
+      for (std::size_t g = 0; g < group; ++g) {
+        const std::size_t k0 = chunk_start(g0 + g), len = ends[g0 + g] - k0;
+        a_chunk.resize(rows * len);
+        for (std::size_t i = 0; i < rows; ++i) {
+          std::copy_n(a.values.begin() + static_cast<std::ptrdiff_t>((first + i) * k + k0), len,
+                      a_chunk.begin() + static_cast<std::ptrdiff_t>(i * len));
+        }
+        products[g]->multiply(a_chunk, {}, partial);
+        for (std::size_t i = 0; i < rows; ++i) {
+          const double da =
+              a.tiles[((first + i) / a.block_rows) * a_tiles_per_row + k0 / a.block_cols]
+                  .decode_scale;
+          // The partial is a value of the accumulator format (binary32): exact as a float.
+          promote_row(acc.data() + (first + i) * n, partial.data() + i * n, b_decodes[g].data(), da,
+                      n);
+        }
       }
-    }
-  });
+    });
+  }
   return {acc.begin(), acc.end()};
 }
 
