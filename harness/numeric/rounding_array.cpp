@@ -359,6 +359,30 @@ constexpr int kAndOr = 0xEA;
   return x;
 }
 
+// encode16's last step: NaN lanes (|x| = a above infinity's) get F's NaN, with the top kT bits
+// of x's fraction (bits kDrop.. of a, which encode16's `kept` also holds there) and the quiet bit
+// where F has infinities and NaN payloads, and every lane gets x's sign.
+template <const Format& F>
+[[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i with_nans_and_sign(__m512i u, __m512i a,
+                                                                         __m512i magnitude) {
+  constexpr int kT = F.fraction_bits();
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, set32(0x7F800000u));
+  if constexpr (F.has_infinity()) {
+    constexpr auto kQuietNan =
+        (static_cast<std::uint32_t>(F.special_field()) << kT) | (1u << (kT - 1));
+    const __m512i payload = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi32(a, 23 - kT), set32(static_cast<std::uint32_t>(detail::fraction_mask(F))),
+        set32(kQuietNan), kAndOr);
+    magnitude = _mm512_mask_mov_epi32(magnitude, nan, payload);
+  } else {
+    magnitude = _mm512_mask_mov_epi32(magnitude, nan,
+                                      set32(static_cast<std::uint32_t>(detail::nan_bits(F, 0))));
+  }
+  constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
+  return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
+                                   magnitude, kAndOr);
+}
+
 template <const Format& F, bool Stochastic, bool Saturate>
 [[gnu::always_inline]] AMPBENCH_AVX512 inline __m512i encode16(__m512i u, __m512i random) {
   constexpr int kT = F.fraction_bits();
@@ -404,21 +428,7 @@ template <const Format& F, bool Stochastic, bool Saturate>
     magnitude =
         _mm512_mask_mov_epi32(magnitude, _mm512_cmplt_epu32_mask(a, set32(kMinNormal)), subnormal);
     magnitude = _mm512_min_epu32(magnitude, set32(kMaxMagnitude + (Saturate ? 0u : 1u)));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, set32(0x7F800000u));
-    if constexpr (F.has_infinity()) {
-      constexpr auto kQuietNan =
-          (static_cast<std::uint32_t>(F.special_field()) << kT) | (1u << (kT - 1));
-      const __m512i payload = _mm512_ternarylogic_epi32(
-          _mm512_srli_epi32(a, kDrop), set32(static_cast<std::uint32_t>(detail::fraction_mask(F))),
-          set32(kQuietNan), kAndOr);
-      magnitude = _mm512_mask_mov_epi32(magnitude, nan, payload);
-    } else {
-      magnitude = _mm512_mask_mov_epi32(magnitude, nan,
-                                        set32(static_cast<std::uint32_t>(detail::nan_bits(F, 0))));
-    }
-    constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
-    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
-                                     magnitude, kAndOr);
+    return with_nans_and_sign<F>(u, a, magnitude);
   }
 
   const __m512i a = _mm512_and_si512(u, set32(0x7FFFFFFFu));
@@ -434,7 +444,6 @@ template <const Format& F, bool Stochastic, bool Saturate>
     s = _mm512_max_epi32(_mm512_sub_epi32(set32(kDrop + F.emin + 127), _mm512_srli_epi32(a, 23)),
                          s);
   }
-  // For a NaN (s = kDrop), the low kT bits of `kept` are the top of its fraction.
   const __m512i kept = _mm512_srlv_epi32(v, s);
 
   __m512i magnitude;
@@ -464,21 +473,7 @@ template <const Format& F, bool Stochastic, bool Saturate>
     }
   }
 
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, set32(0x7F800000u));
-  if constexpr (F.has_infinity()) {
-    constexpr auto kQuietNan =
-        (static_cast<std::uint32_t>(F.special_field()) << kT) | (1u << (kT - 1));
-    const __m512i payload =
-        _mm512_ternarylogic_epi32(kept, set32(static_cast<std::uint32_t>(detail::fraction_mask(F))),
-                                  set32(kQuietNan), kAndOr);
-    magnitude = _mm512_mask_mov_epi32(magnitude, nan, payload);
-  } else {
-    magnitude = _mm512_mask_mov_epi32(magnitude, nan,
-                                      set32(static_cast<std::uint32_t>(detail::nan_bits(F, 0))));
-  }
-  constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
-  return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
-                                   magnitude, kAndOr);
+  return with_nans_and_sign<F>(u, a, magnitude);
 }
 
 // The top halves of 8 splitmix64 outputs before their last xor-shift, from the states
