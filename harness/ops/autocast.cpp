@@ -14,7 +14,8 @@ Conversion conversion(const Operand& operand, const policy::OpPrecision& precisi
   return {precision.input, precision.input_mode};
 }
 
-Autocast::Autocast(const OpInfo& op, const policy::OpPrecision& precision) : precision_(precision) {
+Autocast::Autocast(const OpInfo& op, const policy::OpPrecision& precision)
+    : op_(&op), precision_(precision) {
   for (const Operand& o : operand_roles(op)) conversions_.push_back(conversion(o, precision_));
 }
 

@@ -30,6 +30,7 @@ Conversion conversion(const Operand& operand, const policy::OpPrecision& precisi
 class Autocast {
  public:
   Autocast(const OpInfo& op, const policy::OpPrecision& precision);
+  const OpInfo& op() const { return *op_; }
   const policy::OpPrecision& precision() const { return precision_; }
   // Operand k (catalog order).
   const Conversion& operand(std::size_t k) const { return conversions_.at(k); }
@@ -40,6 +41,7 @@ class Autocast {
   Conversion gradient(const numeric::Format& input) const { return {input, precision_.mode}; }
 
  private:
+  const OpInfo* op_;
   policy::OpPrecision precision_;
   std::vector<Conversion> conversions_;
 };

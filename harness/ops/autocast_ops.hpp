@@ -16,19 +16,29 @@
 //   policy()                            the precision policy
 //   cast(t, format, mode)               t's values as values of `format`, rounded in `mode`; t
 //                                       itself (retagged) when `format` holds its values
+//   elements(t)                         t's element count
 //   op_range(name)                      a profiling range around one op while it lives
 //   ran_as(op, precision)               optional: told each catalog op a method runs as, with the
 //                                       policy op it runs under, in the order the method runs
 //                                       them (train::model_ops records a model's ops so)
 //   constant, parameter, master_gradient, to_doubles, to_double, phase
 //                                       as TrainingOps says
-//   the kernels, one per arithmetic step, each taking the resolved precision q first and operands
-//   already converted, giving results in q's output format or in a type that holds it (a device
-//   kernel's results are in its operands' type): linear, linear_backward_data (dy w^T),
-//   linear_backward_weight (x^T dy), linear_backward_bias (dy's column sums), gelu,
-//   gelu_backward, relu, relu_backward, layer_norm, layer_norm_backward (dx, dgamma, dbeta),
-//   cross_entropy, cross_entropy_backward, convolution (one pass), batch_norm,
-//   batch_norm_backward, mean_pool, mean_pool_backward, add, attention, attention_backward.
+//   run(q, op, shape, operands)        the catalog op `op` of `shape` under the resolved precision
+//                                       q, on operands in the catalog's order already converted
+//                                       (an absent optional operand: an empty tensor), its result
+//                                       in q's output format or in a type that holds it: the
+//                                       backend's one entry to the ops it runs as the audit runs
+//                                       them (the CPU emulation: ops::run_cpu; CUDA: the audit's
+//                                       op-kernel launch). A trainer method whose step is one
+//                                       catalog op on the catalog's operands needs no kernel of
+//                                       its own in any backend.
+//   the kernels of the steps that are not (a linear layer's products and the bias epilogue, the
+//   loss with its targets and upstream gradient, the fused backward ops that give several
+//   gradients, a convolution pass on a geometry, batch norm on channels x spatial, attention on a
+//   batch), each taking q first and operands already converted, giving results as run does:
+//   linear, linear_backward_data (dy w^T), linear_backward_weight (x^T dy), layer_norm_backward
+//   (dx, dgamma, dbeta), cross_entropy, cross_entropy_backward, convolution (one pass),
+//   batch_norm, batch_norm_backward, attention, attention_backward.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +49,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "harness/numeric/format.hpp"
 #include "harness/numeric/rounding.hpp"
@@ -95,32 +107,31 @@ class AutocastOps : public Kernels {
                    Kernels::linear_backward_data(q, dya, operand(*dx_flow, 1, w), rows, in, out));
     }
     g.dw = gradient(dw_flow, w, Kernels::linear_backward_weight(q, xa, dya, rows, in, out));
-    g.db =
-        gradient(db_flow, b, Kernels::linear_backward_bias(q, operand(db_flow, 0, dy), rows, out));
+    g.db = gradient(db_flow, b, run(db_flow, {rows, out}, operand(db_flow, 0, dy)));
     return g;
   }
 
   Tensor gelu(const Tensor& x, std::size_t rows, std::size_t cols) {
     const auto range = Kernels::op_range("gelu");
     const Autocast f = flow("gelu", policy::Op::gelu, {x.format});
-    return result(f, Kernels::gelu(f.precision(), operand(f, 0, x), rows, cols));
+    return result(f, run(f, {rows, cols}, operand(f, 0, x), Tensor{}));  // no bias
   }
   Tensor gelu_backward(const Tensor& x, const Tensor& dy) {
     const auto range = Kernels::op_range("gelu_backward");
     const Autocast f = flow("gelu_backward", policy::Op::gelu, {x.format, dy.format});
     const Tensor xa = operand(f, 0, x), dya = operand(f, 1, dy);
-    return gradient(f, x, Kernels::gelu_backward(f.precision(), xa, dya));
+    return gradient(f, x, run(f, {1, size(x)}, xa, dya));
   }
   Tensor relu(const Tensor& x) {
     const auto range = Kernels::op_range("relu");
     const Autocast f = flow("relu", policy::Op::relu, {x.format});
-    return result(f, Kernels::relu(f.precision(), operand(f, 0, x)));
+    return result(f, run(f, {1, size(x)}, operand(f, 0, x), Tensor{}));  // no bias
   }
   Tensor relu_backward(const Tensor& x, const Tensor& dy) {
     const auto range = Kernels::op_range("relu_backward");
     const Autocast f = flow("relu_backward", policy::Op::relu, {x.format, dy.format});
     const Tensor xa = operand(f, 0, x), dya = operand(f, 1, dy);
-    return gradient(f, x, Kernels::relu_backward(f.precision(), xa, dya));
+    return gradient(f, x, run(f, {1, size(x)}, xa, dya));
   }
 
   Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t rows,
@@ -128,7 +139,7 @@ class AutocastOps : public Kernels {
     const auto range = Kernels::op_range("layer_norm");
     const Autocast f = flow("layer_norm", policy::Op::layer_norm, {x.format});
     const Tensor xa = operand(f, 0, x), ga = operand(f, 1, gamma), ba = operand(f, 2, beta);
-    return result(f, Kernels::layer_norm(f.precision(), xa, ga, ba, rows, cols));
+    return result(f, run(f, {rows, cols}, xa, ga, ba));
   }
   LayerNormGradients layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                          const Tensor& beta, std::size_t rows, std::size_t cols) {
@@ -215,13 +226,13 @@ class AutocastOps : public Kernels {
   Tensor mean_pool(const Tensor& x, std::size_t rows, std::size_t cols) {
     const auto range = Kernels::op_range("mean_pool");
     const Autocast f = flow("mean_pool", policy::Op::mean, {x.format});
-    return result(f, Kernels::mean_pool(f.precision(), operand(f, 0, x), rows, cols));
+    return result(f, run(f, {rows, cols}, operand(f, 0, x)));
   }
   Tensor mean_pool_backward(const Tensor& x, const Tensor& dy, std::size_t rows, std::size_t cols) {
     const auto range = Kernels::op_range("mean_pool_backward");
     const Autocast f = flow("mean_pool_backward", policy::Op::mean, {x.format});
-    return gradient(f, x,
-                    Kernels::mean_pool_backward(f.precision(), operand(f, 1, dy), rows, cols));
+    // x gives the op its shape only: it is passed as it is, not converted.
+    return gradient(f, x, run(f, {rows, cols}, x, operand(f, 1, dy)));
   }
 
   // The gradient with respect to `input` as autograd stores it: in the input's format.
@@ -233,8 +244,12 @@ class AutocastOps : public Kernels {
   Tensor add(const Tensor& a, const Tensor& b) {
     const auto range = Kernels::op_range("add");
     const Autocast f = flow("add", policy::Op::add, {a.format, b.format});
+    if (size(a) != size(b)) {
+      throw std::invalid_argument("add: a has " + std::to_string(size(a)) + " elements and b " +
+                                  std::to_string(size(b)));
+    }
     const Tensor aa = operand(f, 0, a), ba = operand(f, 1, b);
-    return result(f, Kernels::add(f.precision(), aa, ba));
+    return result(f, run(f, {1, size(a)}, aa, ba));
   }
   // One head of attention per sample: q, k, v batch x length x d.
   Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t batch,
@@ -267,6 +282,18 @@ class AutocastOps : public Kernels {
   }
 
  protected:
+  // The catalog op of the flow f, of the shape `sizes`, on the backend's one entry (Kernels::run),
+  // its operands already converted and in the catalog's order.
+  template <class... Operands>
+  Tensor run(const Autocast& f, std::initializer_list<std::size_t> sizes,
+             const Operands&... operands) {
+    std::vector<Tensor> in;
+    in.reserve(sizeof...(operands));
+    (in.push_back(operands), ...);
+    return Kernels::run(f.precision(), f.op(), Shape{sizes}, std::move(in));
+  }
+  static std::size_t size(const Tensor& t) { return Kernels::elements(t); }
+
   // The type flow of the catalog op `catalog_op` under the policy's precision for `op` resolved
   // for the formats of the op's data inputs; the kernels told, when they ask (ran_as).
   Autocast flow(std::string_view catalog_op, policy::Op op,

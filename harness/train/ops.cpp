@@ -175,47 +175,11 @@ EmulatedTensor EmulatedKernels::linear_backward_weight(const Precision& q, const
           q.output};
 }
 
-EmulatedTensor EmulatedKernels::linear_backward_bias(const Precision& q, const Tensor& dy,
-                                                     std::size_t rows, std::size_t out) {
-  // The same product with a row of ones: each product exact, the sums as the gemm's.
-  const std::vector<double> ones(rows, 1.0);
-  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, 1, out, rows, ones, dy.values, {},
-                    {}, events_),
-          q.output};
-}
-
-EmulatedTensor EmulatedKernels::gelu(const Precision& q, const Tensor& x, std::size_t rows,
-                                     std::size_t cols) {
-  return {
-      cpu::bias_activation(arithmetic(q), cpu::Activation::gelu, x.values, rows, cols, {}, events_),
-      q.output};
-}
-
-EmulatedTensor EmulatedKernels::gelu_backward(const Precision& q, const Tensor& x,
-                                              const Tensor& dy) {
-  return {
-      cpu::activation_backward(arithmetic(q), cpu::Activation::gelu, x.values, dy.values, events_),
-      q.output};
-}
-
-EmulatedTensor EmulatedKernels::relu(const Precision& q, const Tensor& x) {
-  return {cpu::bias_activation(arithmetic(q), cpu::Activation::relu, x.values, 1, x.values.size(),
-                               {}, events_),
-          q.output};
-}
-
-EmulatedTensor EmulatedKernels::relu_backward(const Precision& q, const Tensor& x,
-                                              const Tensor& dy) {
-  return {
-      cpu::activation_backward(arithmetic(q), cpu::Activation::relu, x.values, dy.values, events_),
-      q.output};
-}
-
-EmulatedTensor EmulatedKernels::layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma,
-                                           const Tensor& beta, std::size_t rows, std::size_t cols) {
-  return {cpu::layer_norm(arithmetic(q), x.values, rows, cols, kLayerNormEps, gamma.values,
-                          beta.values, events_),
-          q.output};
+EmulatedTensor EmulatedKernels::run(const Precision& q, const ops::OpInfo& op,
+                                    const ops::Shape& shape, std::vector<Tensor> operands) {
+  ops::Inputs in;
+  for (Tensor& t : operands) in.values.push_back(std::move(t.values));
+  return {ops::run_cpu(op, shape, arithmetic(q), cpu::Summation::sequential, in).output, q.output};
 }
 
 ops::LayerNormGradients<EmulatedTensor> EmulatedKernels::layer_norm_backward(
@@ -278,20 +242,6 @@ ops::LayerNormGradients<EmulatedTensor> EmulatedKernels::batch_norm_backward(
   return {{relayout(g.dx, batch, channels, spatial, Layout::channels_first), q.output},
           {std::move(g.dgamma), q.output},
           {std::move(g.dbeta), q.output}};
-}
-
-EmulatedTensor EmulatedKernels::mean_pool(const Precision& q, const Tensor& x, std::size_t rows,
-                                          std::size_t cols) {
-  return {cpu::mean_rows(arithmetic(q), x.values, rows, cols, events_), q.output};
-}
-
-EmulatedTensor EmulatedKernels::mean_pool_backward(const Precision& q, const Tensor& dy,
-                                                   std::size_t, std::size_t cols) {
-  return {cpu::mean_rows_backward(arithmetic(q), dy.values, cols, events_), q.output};
-}
-
-EmulatedTensor EmulatedKernels::add(const Precision& q, const Tensor& a, const Tensor& b) {
-  return {cpu::elementwise(arithmetic(q), cpu::Binary::add, a.values, b.values, events_), q.output};
 }
 
 EmulatedTensor EmulatedKernels::attention(const Precision& q, const Tensor& queries,

@@ -78,6 +78,7 @@ class EmulatedKernels {
   std::vector<Master> master_gradient(const Tensor& gradient) const;
   static std::vector<double> to_doubles(const Tensor& t) { return t.values; }
   static double to_double(Scalar s) { return s; }
+  static std::size_t elements(const Tensor& t) { return t.values.size(); }
 
  protected:
   using Precision = policy::OpPrecision;
@@ -91,14 +92,9 @@ class EmulatedKernels {
                               std::size_t rows, std::size_t in, std::size_t out);
   Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
                                 std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_bias(const Precision& q, const Tensor& dy, std::size_t rows,
-                              std::size_t out);
-  Tensor gelu(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor gelu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
-  Tensor relu(const Precision& q, const Tensor& x);
-  Tensor relu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
-  Tensor layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                    std::size_t rows, std::size_t cols);
+  // The catalog op as the audit's CPU backend runs it (ops::run_cpu), summing in order.
+  Tensor run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
+             std::vector<Tensor> operands);
   ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
                                                       const Tensor& dy, const Tensor& gamma,
                                                       std::size_t rows, std::size_t cols);
@@ -120,10 +116,6 @@ class EmulatedKernels {
                                                       const Tensor& dy, const Tensor& gamma,
                                                       std::size_t batch, std::size_t channels,
                                                       std::size_t spatial);
-  Tensor mean_pool(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor mean_pool_backward(const Precision& q, const Tensor& dy, std::size_t rows,
-                            std::size_t cols);
-  Tensor add(const Precision& q, const Tensor& a, const Tensor& b);
   Tensor attention(const Precision& q, const Tensor& queries, const Tensor& keys,
                    const Tensor& values, std::size_t batch, std::size_t length, std::size_t d);
   ops::AttentionGradients<Tensor> attention_backward(const Precision& q, const Tensor& queries,

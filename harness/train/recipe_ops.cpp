@@ -237,9 +237,7 @@ RecipeOps::LinearGradients RecipeOps::linear_backward(const Tensor& x, const Ten
   const std::vector<double> dw = gemm(Gemm::wgrad, numeric::transposed(dyf, rows, out), out,
                                       numeric::transposed(floats(x.values), rows, in), in, rows, p);
   g.dw = gradient(dw_flow, w, Tensor{numeric::transposed(dw, out, in), numeric::formats::fp32});
-  g.db = gradient(db_flow, b,
-                  EmulatedKernels::linear_backward_bias(dw_flow.precision(),
-                                                        operand(db_flow, 0, dy), rows, out));
+  g.db = gradient(db_flow, b, run(db_flow, {rows, out}, operand(db_flow, 0, dy)));
   return g;
 }
 

@@ -104,70 +104,64 @@ class DeviceOperands {
       indices_.push_back(std::move(index_buffer));
     }
   }
-  const void* values(std::size_t i) const { return values_.at(i).data(); }
-  const std::int64_t* indices(std::size_t i) const { return indices_.at(i).data(); }
+  // What the launch reads: pointers into the buffers above.
+  OpKernelOperands view() const {
+    OpKernelOperands v;
+    for (const auto& b : values_) v.value.push_back(b.data());
+    for (const auto& b : indices_) v.index.push_back(b.data());
+    return v;
+  }
 
  private:
   std::vector<kernels::DeviceBuffer<std::byte>> values_;
   std::vector<kernels::DeviceBuffer<std::int64_t>> indices_;
 };
 
-// The device type of each operand of an op kernel: the plan's, but binary32 for batch norm's
-// weight and bias, which the kernels take in binary32 (autocast's fp32 weight, or narrower values
-// widened exactly).
-std::vector<DeviceType> operand_types(const ops::OpInfo& op, const ops::Shape& shape,
-                                      DeviceType type) {
-  std::vector<DeviceType> types;
-  for (const ops::Operand& o : ops::operands(op, shape)) {
-    types.push_back(o.held_in == ops::HeldIn::input_or_own ? DeviceType::f32 : type);
-  }
-  return types;
-}
-
 // Layer norm's backward ops: the forward's statistics, then the gradient this op reports.
-void run_layer_norm_backward(ops::Op op, kernels::DType type, const DeviceOperands& d, void* out,
-                             std::size_t rows, std::size_t cols) {
+void run_layer_norm_backward(ops::Op op, kernels::DType type, const OpKernelOperands& d, void* out,
+                             std::size_t rows, std::size_t cols, cudaStream_t stream) {
   kernels::DeviceBuffer<std::byte> y(rows * cols * kernels::dtype_bytes(type));
   kernels::DeviceBuffer<float> mean(rows), rstd(rows);
   const void* gamma = op == ops::Op::layer_norm_backward ? d.values(2) : nullptr;
   kernels::layer_norm(type, d.values(0), gamma, nullptr, y.data(), mean.data(), rstd.data(), rows,
-                      cols, kLayerNormEps, nullptr);
+                      cols, kLayerNormEps, stream);
   kernels::layer_norm_backward(type, d.values(0), d.values(1), gamma, mean.data(), rstd.data(),
                                op == ops::Op::layer_norm_backward ? out : nullptr,
                                op == ops::Op::layer_norm_backward_gamma ? out : nullptr,
                                op == ops::Op::layer_norm_backward_beta ? out : nullptr, rows, cols,
-                               nullptr);
-  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the statistics are freed
+                               stream);
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the statistics are freed
 }
 
 // Batch norm's backward ops: the three gradients of one pass, this op's written to `out`, the
 // others to scratch. dgamma and dbeta do not depend on gamma (ones stand in for it).
-void run_batch_norm_backward(ops::Op op, kernels::DType type, const DeviceOperands& d, void* out,
-                             std::size_t rows, std::size_t cols) {
+void run_batch_norm_backward(ops::Op op, kernels::DType type, const OpKernelOperands& d, void* out,
+                             std::size_t rows, std::size_t cols, cudaStream_t stream) {
   const std::size_t bytes = kernels::dtype_bytes(type);
   kernels::DeviceBuffer<std::byte> dx(rows * cols * bytes), dgamma(cols * bytes),
       dbeta(cols * bytes);
   kernels::DeviceBuffer<float> ones(cols);
-  ones.copy_from(std::vector<float>(cols, 1.0F), nullptr);
+  ones.copy_from(std::vector<float>(cols, 1.0F), stream);
   const bool dx_wanted = op == ops::Op::batch_norm_backward;
   const auto* gamma = dx_wanted ? static_cast<const float*>(d.values(2)) : ones.data();
   kernels::batch_norm_backward(type, d.values(0), d.values(1), gamma, dx_wanted ? out : dx.data(),
                                op == ops::Op::batch_norm_backward_gamma ? out : dgamma.data(),
                                op == ops::Op::batch_norm_backward_beta ? out : dbeta.data(), rows,
-                               cols, 1, kBatchNormEps, nullptr);
-  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before the scratch is freed
+                               cols, 1, kBatchNormEps, stream);
+  AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the scratch is freed
 }
 
-// Enqueues the op's launchers on the default stream, writing the output to `out`.
+}  // namespace
+
 void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
-                      const DeviceOperands& d, void* out) {
+                      const OpKernelOperands& d, void* out, cudaStream_t stream) {
   const auto& s = shape.sizes;
   const std::size_t rows = s[0], cols = s.size() > 1 ? s[1] : 1, n = rows * cols;
   const auto softmax = [&](kernels::RowSoftmax what) {
-    kernels::softmax(type, what, d.values(0), out, rows, cols, nullptr);
+    kernels::softmax(type, what, d.values(0), out, rows, cols, stream);
   };
   const auto reduce = [&](kernels::Reduction what) {
-    kernels::reduce(type, what, d.values(0), out, n, nullptr);
+    kernels::reduce(type, what, d.values(0), out, n, stream);
   };
   switch (op) {
     case ops::Op::sum: reduce(kernels::Reduction::sum); return;
@@ -178,84 +172,94 @@ void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
     case ops::Op::logsumexp: softmax(kernels::RowSoftmax::logsumexp); return;
     case ops::Op::layer_norm:
       kernels::layer_norm(type, d.values(0), d.values(1), d.values(2), out, nullptr, nullptr, rows,
-                          cols, kLayerNormEps, nullptr);
+                          cols, kLayerNormEps, stream);
       return;
     case ops::Op::rms_norm:
-      kernels::rms_norm(type, d.values(0), d.values(1), out, rows, cols, kRmsNormEps, nullptr);
+      kernels::rms_norm(type, d.values(0), d.values(1), out, rows, cols, kRmsNormEps, stream);
       return;
     case ops::Op::relu:
     case ops::Op::gelu:
     case ops::Op::gelu_tanh:
     case ops::Op::silu:
       kernels::bias_activation(type, activation_of(op), d.values(0), d.values(1), out, rows, cols,
-                               nullptr);
+                               stream);
       return;
     case ops::Op::cross_entropy: {
       const kernels::DeviceBuffer<float> loss(1);
-      kernels::cross_entropy(type, d.values(0), d.indices(1), loss.data(), rows, cols, nullptr);
-      kernels::cast(kernels::DType::f32, type, loss.data(), out, 1, nullptr);
-      AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before `loss` is freed
+      kernels::cross_entropy(type, d.values(0), d.indices(1), loss.data(), rows, cols, stream);
+      kernels::cast(kernels::DType::f32, type, loss.data(), out, 1, stream);
+      AMPBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));  // before `loss` is freed
       return;
     }
-    case ops::Op::add: kernels::add(type, d.values(0), d.values(1), out, n, nullptr); return;
-    case ops::Op::mul: kernels::mul(type, d.values(0), d.values(1), out, n, nullptr); return;
+    case ops::Op::add: kernels::add(type, d.values(0), d.values(1), out, n, stream); return;
+    case ops::Op::mul: kernels::mul(type, d.values(0), d.values(1), out, n, stream); return;
     case ops::Op::fma:
-      kernels::fma(type, d.values(0), d.values(1), d.values(2), out, n, nullptr);
+      kernels::fma(type, d.values(0), d.values(1), d.values(2), out, n, stream);
       return;
     case ops::Op::softmax_backward:
-      kernels::softmax_backward(type, d.values(0), d.values(1), out, rows, cols, nullptr);
+      kernels::softmax_backward(type, d.values(0), d.values(1), out, rows, cols, stream);
       return;
     case ops::Op::log_softmax_backward:
-      kernels::log_softmax_backward(type, d.values(0), d.values(1), out, rows, cols, nullptr);
+      kernels::log_softmax_backward(type, d.values(0), d.values(1), out, rows, cols, stream);
       return;
     case ops::Op::cross_entropy_backward:
       kernels::cross_entropy_backward(type, d.values(0), d.indices(1), 1.0F, out, rows, cols,
-                                      nullptr);
+                                      stream);
       return;
     case ops::Op::relu_backward:
     case ops::Op::gelu_backward:
     case ops::Op::gelu_tanh_backward:
     case ops::Op::silu_backward:
       kernels::activation_backward(type, activation_of(op), d.values(0), d.values(1), out, n,
-                                   nullptr);
+                                   stream);
       return;
     case ops::Op::layer_norm_backward:
     case ops::Op::layer_norm_backward_gamma:
     case ops::Op::layer_norm_backward_beta:
-      run_layer_norm_backward(op, type, d, out, rows, cols);
+      run_layer_norm_backward(op, type, d, out, rows, cols, stream);
       return;
-    // Batch norm of N x C as NCHW with one pixel; its weight and bias in binary32 (operand_types).
+    // Batch norm of N x C as NCHW with one pixel; its weight and bias in binary32
+    // (op_kernel_operand_types).
     case ops::Op::batch_norm:
       kernels::batch_norm(type, d.values(0), static_cast<const float*>(d.values(1)),
                           static_cast<const float*>(d.values(2)), out, rows, cols, 1, kBatchNormEps,
-                          nullptr);
+                          stream);
       return;
     case ops::Op::batch_norm_backward:
     case ops::Op::batch_norm_backward_gamma:
     case ops::Op::batch_norm_backward_beta:
-      run_batch_norm_backward(op, type, d, out, rows, cols);
+      run_batch_norm_backward(op, type, d, out, rows, cols, stream);
       return;
-    case ops::Op::mean_pool:
-      kernels::mean_rows(type, d.values(0), out, rows, cols, nullptr);
-      return;
+    case ops::Op::mean_pool: kernels::mean_rows(type, d.values(0), out, rows, cols, stream); return;
     case ops::Op::mean_pool_backward:
-      kernels::mean_rows_backward(type, d.values(1), out, rows, cols, nullptr);
+      kernels::mean_rows_backward(type, d.values(1), out, rows, cols, stream);
       return;
     case ops::Op::linear_backward_bias:
-      kernels::column_sums(type, d.values(0), out, rows, cols, nullptr);
+      kernels::column_sums(type, d.values(0), out, rows, cols, stream);
       return;
     default: throw std::logic_error("no op kernel for this op");
   }
 }
 
+std::vector<DeviceType> op_kernel_operand_types(const ops::OpInfo& op, const ops::Shape& shape,
+                                                DeviceType type) {
+  std::vector<DeviceType> types;
+  for (const ops::Operand& o : ops::operands(op, shape)) {
+    types.push_back(o.held_in == ops::HeldIn::input_or_own ? DeviceType::f32 : type);
+  }
+  return types;
+}
+
+namespace {
+
 std::vector<double> run_op_kernel(const ops::OpInfo& op, const ops::Shape& shape,
                                   const OpKernelPlan& plan, const ops::Inputs& in,
                                   nlohmann::json* detail) {
   const kernels::DType type = dtype_of(plan.type);
-  const DeviceOperands operands(in, operand_types(op, shape, plan.type));
+  const DeviceOperands operands(in, op_kernel_operand_types(op, shape, plan.type));
   const std::size_t outputs = ops::element_count(ops::output_shape(op, shape));
   kernels::DeviceBuffer<std::byte> out(outputs * kernels::dtype_bytes(type));
-  launch_op_kernel(op.op, shape, type, operands, out.data());
+  launch_op_kernel(op.op, shape, type, operands.view(), out.data(), nullptr);
   std::vector<std::byte> bytes(out.size());
   out.copy_to(bytes, nullptr);  // the kernels' stream: waits for them and reports their faults
   if (detail != nullptr) {

@@ -5,10 +5,16 @@
 // (kernels::probe_device says whether there is one).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/ops/catalog.hpp"
+#include "kernels/dtype.hpp"
 
 namespace ampbench::backends::cuda {
 
@@ -24,5 +30,30 @@ namespace ampbench::backends::cuda {
 // kernel.
 ops::Kernel make_kernel(const ops::OpInfo& op, const ops::Shape& shape, const Plan& plan,
                         nlohmann::json* detail);
+
+// ---- the backend's own op kernels, the one launch the audit and the training ops share -------
+
+// The device memory an op kernel reads, in the catalog's operand order: each operand's values in
+// the type op_kernel_operand_types gives it (null for an absent optional operand: an activation's
+// bias), and the int64 indices of an index operand (class targets).
+struct OpKernelOperands {
+  std::vector<const void*> value;
+  std::vector<const std::int64_t*> index;
+  const void* values(std::size_t i) const { return value.at(i); }
+  const std::int64_t* indices(std::size_t i) const { return index.at(i); }
+};
+
+// The device type of each operand of an op kernel whose element type is `type`: `type`, but
+// binary32 for batch norm's weight and bias, which the kernels take in binary32 (autocast's fp32
+// weight, or narrower values widened exactly).
+std::vector<DeviceType> op_kernel_operand_types(const ops::OpInfo& op, const ops::Shape& shape,
+                                                DeviceType type);
+
+// Enqueues the launchers of `op` at `shape` (plan.hpp's op_kernel_launchers names them) on
+// `stream`, in element type `type`, writing output_shape(op, shape)'s elements to `out`. Waits
+// for the stream where a launcher's scratch memory is freed before it returns (the loss, the
+// statistics of the norms' backward ops). std::logic_error for an op without an op kernel.
+void launch_op_kernel(ops::Op op, const ops::Shape& shape, kernels::DType type,
+                      const OpKernelOperands& operands, void* out, cudaStream_t stream);
 
 }  // namespace ampbench::backends::cuda

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/backends/cuda/kernel.hpp"
 #include "harness/backends/cuda/training_ops_context.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/ops/catalog.hpp"
@@ -247,14 +248,6 @@ CudaTensor CudaKernels::linear_backward_weight(const Precision& q, const Tensor&
   return linear_product(q, "gemm_backward_b", rows, in, out, x, dy, in * out, nullptr);
 }
 
-CudaTensor CudaKernels::linear_backward_bias(const Precision&, const Tensor& dy, std::size_t rows,
-                                             std::size_t out) {
-  // dY summed over the rows in its type (the output's), as autograd's sum(0) of dY gives it.
-  Tensor db = empty(out, dy.type);
-  kernels::column_sums(dy.type, dy.data(), db.data(), rows, out, context_->stream);
-  return db;
-}
-
 void CudaKernels::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
                          void* d, const void* bias) {
   // The shape as the kernel sees it (m x n from k terms, for each of the batch) and the type its
@@ -273,26 +266,29 @@ void CudaKernels::matmul(const GemmPlan& plan, const GemmCall& call, const void*
   context_->matmul.run(plan, call, a, b, d, bias, context_->stream);
 }
 
-CudaTensor CudaKernels::gelu(const Precision&, const Tensor& x, std::size_t rows,
-                             std::size_t cols) {
-  Tensor y = empty(x.size, x.type);
-  kernels::bias_activation(x.type, kernels::Activation::gelu, x.data(), nullptr, y.data(), rows,
-                           cols, context_->stream);
-  return y;
-}
-
-CudaTensor CudaKernels::gelu_backward(const Precision&, const Tensor& x, const Tensor& dy) {
-  Tensor dx = empty(x.size, x.type);
-  kernels::activation_backward(x.type, kernels::Activation::gelu, x.data(), dy.data(), dx.data(),
-                               x.size, context_->stream);
-  return dx;
-}
-
-CudaTensor CudaKernels::layer_norm(const Precision&, const Tensor& x, const Tensor& gamma,
-                                   const Tensor& beta, std::size_t rows, std::size_t cols) {
-  Tensor y = empty(x.size, x.type);
-  kernels::layer_norm(x.type, x.data(), gamma.data(), beta.data(), y.data(), nullptr, nullptr, rows,
-                      cols, static_cast<float>(ops::kLayerNormEps), context_->stream);
+CudaTensor CudaKernels::run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
+                            std::vector<Tensor> operands) {
+  const std::optional<DeviceType> held = holding_type(q.output);
+  if (!held) {
+    throw std::logic_error(
+        fmt::format("{}: no device type holds its output format {}", op.name, q.output.name));
+  }
+  const std::vector<DeviceType> types = op_kernel_operand_types(op, shape, *held);
+  OpKernelOperands d;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    Tensor& t = operands[i];
+    if (t.data() != nullptr) {
+      if (!policy::contains(device_type_format(types.at(i)), t.format)) {
+        throw std::logic_error(
+            fmt::format("{}: operand {} of {} values does not fit the kernel's {}", op.name, i,
+                        t.format.name, device_type_name(types.at(i))));
+      }
+      t = retyped(t, dtype_of(types.at(i)));
+    }
+    d.value.push_back(t.data());
+  }
+  Tensor y = empty(ops::element_count(ops::output_shape(op, shape)), dtype_of(*held));
+  launch_op_kernel(op.op, shape, y.type, d, y.data(), context_->stream);
   return y;
 }
 

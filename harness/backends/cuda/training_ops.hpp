@@ -117,6 +117,7 @@ class CudaKernels {
   std::vector<Master> master_gradient(const Tensor& gradient) const;  // waits for the stream
   static std::vector<double> to_doubles(const Tensor& t);             // waits for the stream
   static double to_double(Scalar s) { return s; }
+  static std::size_t elements(const Tensor& t) { return t.size; }
 
  protected:
   using Precision = policy::OpPrecision;
@@ -134,21 +135,19 @@ class CudaKernels {
 
   // Linear layers through cuBLASLt with the audit's plan of gemm under q (plan.hpp); the bias in
   // the output's type through the epilogue. The backward's products are the catalog's
-  // gemm_backward_a (dy w^T) and gemm_backward_b (x^T dy); the bias gradient dy's column sums.
+  // gemm_backward_a (dy w^T) and gemm_backward_b (x^T dy).
   Tensor linear(const Precision& q, const Tensor& x, const Tensor& w, const Tensor& b,
                 std::size_t rows, std::size_t in, std::size_t out);
   Tensor linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
                               std::size_t rows, std::size_t in, std::size_t out);
   Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
                                 std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_bias(const Precision& q, const Tensor& dy, std::size_t rows,
-                              std::size_t out);
-  Tensor gelu(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor gelu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
-  Tensor relu(const Precision& q, const Tensor& x);
-  Tensor relu_backward(const Precision& q, const Tensor& x, const Tensor& dy);
-  Tensor layer_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                    std::size_t rows, std::size_t cols);
+  // The catalog op through the audit's op-kernel launch (kernel.hpp's launch_op_kernel) on this
+  // stream, in the element type that holds q's output format, each operand widened to it (an
+  // operand it cannot hold is a std::logic_error): the kernels and the arithmetic the audit's
+  // CUDA backend judges.
+  Tensor run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
+             std::vector<Tensor> operands);
   // Recomputes the rows' mean and reciprocal standard deviation (one more layer-norm kernel): the
   // ops interface hands the backward the forward's input, not its saved statistics.
   ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
@@ -164,9 +163,8 @@ class CudaKernels {
   // The cnn's kernels (training_ops_cnn.cpp). One pass of a convolution through cuDNN with the
   // data, compute and math types of the audit's plan for the pass under q (conv_plan.hpp), on a
   // cuDNN handle bound to this stream, inside a range that names it (when phases are recorded);
-  // first and second in the pass's operand order, cast to its data type. Batch norm and pooling
-  // through kernels/cnn_kernels.hpp (batch norm's backward recomputes the channels' statistics),
-  // relu through kernels/op_kernels.hpp.
+  // first and second in the pass's operand order, cast to its data type. Batch norm through
+  // kernels/cnn_kernels.hpp (its backward recomputes the channels' statistics).
   Tensor convolution(const Precision& q, ops::convolution::Pass pass,
                      const ops::convolution::Geometry& g, const Tensor& first,
                      const Tensor& second);
@@ -176,11 +174,8 @@ class CudaKernels {
                                                       const Tensor& dy, const Tensor& gamma,
                                                       std::size_t batch, std::size_t channels,
                                                       std::size_t spatial);
-  Tensor mean_pool(const Precision& q, const Tensor& x, std::size_t rows, std::size_t cols);
-  Tensor mean_pool_backward(const Precision& q, const Tensor& dy, std::size_t rows,
-                            std::size_t cols);
 
-  // The transformer's kernels (training_ops_transformer.cpp). add runs kernels::add. Attention
+  // The transformer's kernels (training_ops_transformer.cpp). Attention
   // is the emulation's fused kernel (harness/backends/cpu/emulate.hpp) as separate steps in the
   // compute format of q (fp32 under fp32, tf32 and autocast, fp16 under pure fp16): the scores
   // Q K^T and dP = dO V^T through strided-batched cuBLASLt products of the inputs as the type flow
@@ -190,7 +185,6 @@ class CudaKernels {
   // score gradients (P V, dS K, dS^T Q, P^T dO) as GEMMs in the compute format on the other
   // operand widened exactly. The backward recomputes the scores, the probabilities and the output
   // O (rounded to the output format, as the forward stored it), as FlashAttention's recomputes P.
-  Tensor add(const Precision& q, const Tensor& a, const Tensor& b);
   Tensor attention(const Precision& q, const Tensor& queries, const Tensor& keys,
                    const Tensor& values, std::size_t batch, std::size_t length, std::size_t d);
   ops::AttentionGradients<Tensor> attention_backward(const Precision& q, const Tensor& queries,

@@ -94,32 +94,4 @@ ops::LayerNormGradients<CudaTensor> CudaKernels::batch_norm_backward(
   return g;
 }
 
-CudaTensor CudaKernels::relu(const Precision&, const Tensor& x) {
-  Tensor y = empty(x.size, x.type);
-  kernels::bias_activation(x.type, kernels::Activation::relu, x.data(), nullptr, y.data(), 1,
-                           x.size, context_->stream);
-  return y;
-}
-
-CudaTensor CudaKernels::relu_backward(const Precision&, const Tensor& x, const Tensor& dy) {
-  Tensor dx = empty(x.size, x.type);
-  kernels::activation_backward(x.type, kernels::Activation::relu, x.data(), dy.data(), dx.data(),
-                               x.size, context_->stream);
-  return dx;
-}
-
-CudaTensor CudaKernels::mean_pool(const Precision&, const Tensor& x, std::size_t rows,
-                                  std::size_t cols) {
-  Tensor y = empty(rows, x.type);
-  kernels::mean_rows(x.type, x.data(), y.data(), rows, cols, context_->stream);
-  return y;
-}
-
-CudaTensor CudaKernels::mean_pool_backward(const Precision&, const Tensor& dy, std::size_t rows,
-                                           std::size_t cols) {
-  Tensor dx = empty(rows * cols, dy.type);
-  kernels::mean_rows_backward(dy.type, dy.data(), dx.data(), rows, cols, context_->stream);
-  return dx;
-}
-
 }  // namespace ampbench::backends::cuda

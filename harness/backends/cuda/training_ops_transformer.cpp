@@ -34,15 +34,6 @@ float softmax_scale(std::size_t d, const Format& compute) {
 
 }  // namespace
 
-CudaTensor CudaKernels::add(const Precision&, const Tensor& a, const Tensor& b) {
-  if (a.size != b.size) {
-    throw std::invalid_argument(fmt::format("add: a has {} elements and b {}", a.size, b.size));
-  }
-  Tensor y = empty(a.size, a.type);
-  kernels::add(a.type, a.data(), b.data(), y.data(), a.size, context_->stream);
-  return y;
-}
-
 CudaTensor CudaKernels::attention_product(const Precision& q, std::string_view op,
                                           const ops::Shape& shape, std::size_t batch,
                                           const Tensor& first, const Tensor& second) {
