@@ -23,22 +23,23 @@
 //                                       them (train::model_ops records a model's ops so)
 //   constant, parameter, master_gradient, to_doubles, to_double, phase
 //                                       as TrainingOps says
-//   run(q, op, shape, operands)        the catalog op `op` of `shape` under the resolved precision
+//   run(q, op, shape, operands, indices)
+//                                       the catalog op `op` of `shape` under the resolved precision
 //                                       q, on operands in the catalog's order already converted
-//                                       (an absent optional operand: an empty tensor), its result
-//                                       in q's output format or in a type that holds it: the
+//                                       (an absent optional operand, and an index operand, an
+//                                       empty tensor; `indices` are the index operand's), its
+//                                       result in q's output format or in a type that holds it: the
 //                                       backend's one entry to the ops it runs as the audit runs
 //                                       them (the CPU emulation: ops::run_cpu; CUDA: the audit's
 //                                       op-kernel launch). A trainer method whose step is one
 //                                       catalog op on the catalog's operands needs no kernel of
 //                                       its own in any backend.
-//   the kernels of the steps that are not (a linear layer's products and the bias epilogue, the
-//   loss with its targets and upstream gradient, the fused backward ops that give several
-//   gradients, a convolution pass on a geometry, batch norm on channels x spatial, attention on a
-//   batch), each taking q first and operands already converted, giving results as run does:
-//   linear, linear_backward_data (dy w^T), linear_backward_weight (x^T dy), layer_norm_backward
-//   (dx, dgamma, dbeta), cross_entropy, cross_entropy_backward, convolution (one pass),
-//   batch_norm, batch_norm_backward, attention, attention_backward.
+//   the kernels of the steps that are not (the loss's gradient times an upstream gradient, the
+//   fused backward ops that give several gradients, a convolution pass on a geometry, batch norm
+//   on channels x spatial, attention on a batch), each taking q first and operands already
+//   converted, giving results as run does: layer_norm_backward (dx, dgamma, dbeta),
+//   cross_entropy_backward, convolution (one pass), batch_norm, batch_norm_backward, attention,
+//   attention_backward.
 #pragma once
 
 #include <cstddef>
@@ -76,14 +77,15 @@ class AutocastOps : public Kernels {
 
   using Kernels::Kernels;
 
-  // y = x w + b: x rows x in, w in x out, b out (linear / addmm). The bias is converted to the
-  // output's type, as addmm's cuBLASLt epilogue adds it (under tf32 it is not rounded to tf32).
+  // y = x w + b: x rows x in, w in x out, b out (linear / addmm, the catalog's linear of shape
+  // rows x out x in). The bias is converted to the output's type, as addmm's cuBLASLt epilogue
+  // adds it (under tf32 it is not rounded to tf32).
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t rows, std::size_t in,
                 std::size_t out) {
     const auto range = Kernels::op_range("linear");
     const Autocast f = flow("linear", policy::Op::linear, {x.format});
     const Tensor xa = operand(f, 0, x), wa = operand(f, 1, w), ba = operand(f, 2, b);
-    return result(f, Kernels::linear(f.precision(), xa, wa, ba, rows, in, out));
+    return result(f, run(f, {rows, out, in}, xa, wa, ba));
   }
   // dx = dy w^T (gemm_backward_a, only when need_dx), dw = x^T dy (gemm_backward_b), db = dy's
   // column sums from dy in the output's type (linear_backward_bias: autograd's sum(0) of dy, which
@@ -97,16 +99,13 @@ class AutocastOps : public Kernels {
         need_dx ? std::optional(flow("gemm_backward_a", policy::Op::linear, inputs)) : std::nullopt;
     const Autocast dw_flow = flow("gemm_backward_b", policy::Op::linear, inputs);
     const Autocast db_flow = flow("linear_backward_bias", policy::Op::linear, inputs);
-    const policy::OpPrecision& q = dw_flow.precision();
     const Tensor xa = operand(dw_flow, 0, x);
     const Tensor dya = operand(dw_flow, 1, dy);
     LinearGradients g;
     if (dx_flow) {
-      g.dx =
-          gradient(*dx_flow, x,
-                   Kernels::linear_backward_data(q, dya, operand(*dx_flow, 1, w), rows, in, out));
+      g.dx = gradient(*dx_flow, x, run(*dx_flow, {rows, out, in}, dya, operand(*dx_flow, 1, w)));
     }
-    g.dw = gradient(dw_flow, w, Kernels::linear_backward_weight(q, xa, dya, rows, in, out));
+    g.dw = gradient(dw_flow, w, run(dw_flow, {rows, out, in}, xa, dya));
     g.db = gradient(db_flow, b, run(db_flow, {rows, out}, operand(db_flow, 0, dy)));
     return g;
   }
@@ -159,7 +158,9 @@ class AutocastOps : public Kernels {
                        std::size_t rows, std::size_t classes) {
     const auto range = Kernels::op_range("cross_entropy");
     const Autocast f = flow("cross_entropy", policy::Op::cross_entropy, {logits.format});
-    return Kernels::cross_entropy(f.precision(), operand(f, 0, logits), targets, rows, classes);
+    const Tensor loss =
+        result(f, run_indexed(f, {rows, classes}, targets, operand(f, 0, logits), Tensor{}));
+    return Kernels::to_doubles(loss).front();
   }
   Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
                                 std::size_t rows, std::size_t classes, const Scalar& d_loss) {
@@ -287,10 +288,16 @@ class AutocastOps : public Kernels {
   template <class... Operands>
   Tensor run(const Autocast& f, std::initializer_list<std::size_t> sizes,
              const Operands&... operands) {
+    return run_indexed(f, sizes, {}, operands...);
+  }
+  // The same for an op with an index operand (an empty tensor in its place): `indices`.
+  template <class... Operands>
+  Tensor run_indexed(const Autocast& f, std::initializer_list<std::size_t> sizes,
+                     std::span<const std::int64_t> indices, const Operands&... operands) {
     std::vector<Tensor> in;
     in.reserve(sizeof...(operands));
     (in.push_back(operands), ...);
-    return Kernels::run(f.precision(), f.op(), Shape{sizes}, std::move(in));
+    return Kernels::run(f.precision(), f.op(), Shape{sizes}, std::move(in), indices);
   }
   static std::size_t size(const Tensor& t) { return Kernels::elements(t); }
 

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "harness/numeric/rounding.hpp"
-#include "harness/numeric/transpose.hpp"
 #include "harness/ops/catalog.hpp"
 #include "reference/mp/attention_backward.hpp"
 #include "reference/mp/ops.hpp"
@@ -19,7 +18,6 @@ namespace {
 
 namespace cpu = backends::cpu;
 using numeric::Format;
-using numeric::transposed;
 using reference::Real;
 
 cpu::Arithmetic arithmetic(const policy::OpPrecision& q) {
@@ -151,34 +149,16 @@ EmulatedTensor EmulatedKernels::cast(const Tensor& t, const Format& to,
   return r;
 }
 
-EmulatedTensor EmulatedKernels::linear(const Precision& q, const Tensor& x, const Tensor& w,
-                                       const Tensor& b, std::size_t rows, std::size_t in,
-                                       std::size_t out) {
-  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, out, in, x.values, w.values,
-                    {}, b.values, events_),
-          q.output};
-}
-
-EmulatedTensor EmulatedKernels::linear_backward_data(const Precision& q, const Tensor& dy,
-                                                     const Tensor& w, std::size_t rows,
-                                                     std::size_t in, std::size_t out) {
-  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, rows, in, out, dy.values,
-                    transposed(w.values, in, out), {}, {}, events_),
-          q.output};
-}
-
-EmulatedTensor EmulatedKernels::linear_backward_weight(const Precision& q, const Tensor& x,
-                                                       const Tensor& dy, std::size_t rows,
-                                                       std::size_t in, std::size_t out) {
-  return {cpu::gemm(arithmetic(q), cpu::Summation::sequential, in, out, rows,
-                    transposed(x.values, rows, in), dy.values, {}, {}, events_),
-          q.output};
-}
-
 EmulatedTensor EmulatedKernels::run(const Precision& q, const ops::OpInfo& op,
-                                    const ops::Shape& shape, std::vector<Tensor> operands) {
+                                    const ops::Shape& shape, std::vector<Tensor> operands,
+                                    std::span<const std::int64_t> indices) {
+  const std::vector<ops::Operand> roles = ops::operand_roles(op);
   ops::Inputs in;
-  for (Tensor& t : operands) in.values.push_back(std::move(t.values));
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    in.values.push_back(std::move(operands[i].values));
+    in.indices.emplace_back();
+    if (roles.at(i).is_index) in.indices.back().assign(indices.begin(), indices.end());
+  }
   return {ops::run_cpu(op, shape, arithmetic(q), cpu::Summation::sequential, in).output, q.output};
 }
 
@@ -192,12 +172,6 @@ ops::LayerNormGradients<EmulatedTensor> EmulatedKernels::layer_norm_backward(
   auto p = cpu::layer_norm_parameter_backward(a, x.values, dy.values, rows, cols, kLayerNormEps,
                                               events_);
   return {std::move(dx), {std::move(p.dgamma), q.output}, {std::move(p.dbeta), q.output}};
-}
-
-double EmulatedKernels::cross_entropy(const Precision& q, const Tensor& logits,
-                                      std::span<const std::int64_t> targets, std::size_t rows,
-                                      std::size_t classes) {
-  return cpu::cross_entropy(arithmetic(q), logits.values, targets, rows, classes, 0.0, events_);
 }
 
 EmulatedTensor EmulatedKernels::cross_entropy_backward(const Precision& q, const Tensor& logits,

@@ -86,21 +86,12 @@ class EmulatedKernels {
   // t's values rounded to `to` in `mode`; t itself, said to be of `to`, when `to` holds them.
   Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode) const;
 
-  Tensor linear(const Precision& q, const Tensor& x, const Tensor& w, const Tensor& b,
-                std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
-                              std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
-                                std::size_t rows, std::size_t in, std::size_t out);
   // The catalog op as the audit's CPU backend runs it (ops::run_cpu), summing in order.
   Tensor run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
-             std::vector<Tensor> operands);
+             std::vector<Tensor> operands, std::span<const std::int64_t> indices);
   ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
                                                       const Tensor& dy, const Tensor& gamma,
                                                       std::size_t rows, std::size_t cols);
-  Scalar cross_entropy(const Precision& q, const Tensor& logits,
-                       std::span<const std::int64_t> targets, std::size_t rows,
-                       std::size_t classes);
   // d_loss is rounded to the compute format first.
   Tensor cross_entropy_backward(const Precision& q, const Tensor& logits,
                                 std::span<const std::int64_t> targets, std::size_t rows,

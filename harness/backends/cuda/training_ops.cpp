@@ -213,41 +213,6 @@ std::vector<double> CudaKernels::to_doubles(const Tensor& t) {
   return from_device(bytes, device_type_of(t.type));
 }
 
-CudaTensor CudaKernels::linear_product(const Precision& q, std::string_view op, std::size_t rows,
-                                       std::size_t in, std::size_t out, const Tensor& first,
-                                       const Tensor& second, std::size_t size, const void* bias) {
-  // The audit's plan of gemm under q, as linear_plan gives it for the layer's input format.
-  const Planning planned = plan(op_info("gemm"), q);
-  if (!planned.plan) throw std::invalid_argument(planned.reason);
-  const GemmPlan& plan = planned.plan->gemm;
-  const Tensor a = retyped(first, dtype_of(plan.inputs));
-  const Tensor b = retyped(second, dtype_of(plan.inputs));
-  Tensor d = empty(size, dtype_of(plan.output));
-  const GemmCall call = gemm_call(op_info(op), ops::Shape{{rows, out, in}});
-  const void* operands[] = {a.data(), b.data()};
-  matmul(plan, call, operands[call.a.operand], operands[call.b.operand], d.data(), bias);
-  return d;
-}
-
-CudaTensor CudaKernels::linear(const Precision& q, const Tensor& x, const Tensor& w,
-                               const Tensor& b, std::size_t rows, std::size_t in, std::size_t out) {
-  // Y = X W + b as the catalog's gemm of shape rows x out x in: operand 0 is X, operand 1 is W.
-  return linear_product(q, "gemm", rows, in, out, x, w, rows * out, b.data());
-}
-
-CudaTensor CudaKernels::linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
-                                             std::size_t rows, std::size_t in, std::size_t out) {
-  // dX = dY W^T: the catalog's gemm_backward_a, operands dY and W.
-  return linear_product(q, "gemm_backward_a", rows, in, out, dy, w, rows * in, nullptr);
-}
-
-CudaTensor CudaKernels::linear_backward_weight(const Precision& q, const Tensor& x,
-                                               const Tensor& dy, std::size_t rows, std::size_t in,
-                                               std::size_t out) {
-  // dW = X^T dY: gemm_backward_b, operands X and dY.
-  return linear_product(q, "gemm_backward_b", rows, in, out, x, dy, in * out, nullptr);
-}
-
 void CudaKernels::matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
                          void* d, const void* bias) {
   // The shape as the kernel sees it (m x n from k terms, for each of the batch) and the type its
@@ -267,15 +232,34 @@ void CudaKernels::matmul(const GemmPlan& plan, const GemmCall& call, const void*
 }
 
 CudaTensor CudaKernels::run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
-                            std::vector<Tensor> operands) {
-  const std::optional<DeviceType> held = holding_type(q.output);
-  if (!held) {
-    throw std::logic_error(
-        fmt::format("{}: no device type holds its output format {}", op.name, q.output.name));
+                            std::vector<Tensor> operands, std::span<const std::int64_t> indices) {
+  const Planning planned = plan(op, q);
+  if (!planned.plan) throw std::invalid_argument(planned.reason);
+  const Plan& p = *planned.plan;
+  const std::size_t size = ops::element_count(ops::output_shape(op, shape));
+  if (p.kind == Plan::Kind::gemm) {
+    // A and B in the plan's input type; linear's bias (operand 2, held in the output's type, as
+    // addmm's epilogue adds it) in its output type.
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+      operands[i] = retyped(operands[i], dtype_of(i == 2 ? p.gemm.output : p.gemm.inputs));
+    }
+    Tensor d = empty(size, dtype_of(p.gemm.output));
+    const GemmCall call = gemm_call(op, shape);
+    matmul(p.gemm, call, operands.at(call.a.operand).data(), operands.at(call.b.operand).data(),
+           d.data(), op.op == ops::Op::linear ? operands.at(2).data() : nullptr);
+    return d;
   }
-  const std::vector<DeviceType> types = op_kernel_operand_types(op, shape, *held);
+  if (p.kind != Plan::Kind::op_kernel) {
+    throw std::logic_error(fmt::format("{} is not run through CudaKernels::run", op.name));
+  }
+  const std::vector<DeviceType> types = op_kernel_operand_types(op, shape, p.op_kernel.type);
+  const std::vector<ops::Operand> roles = ops::operand_roles(op);
   OpKernelOperands d;
+  std::vector<Tensor> targets;  // the index operands' uploads, alive until the launch is enqueued
   for (std::size_t i = 0; i < operands.size(); ++i) {
+    const bool index = roles.at(i).is_index;
+    if (index) targets.push_back(upload_targets(indices));
+    d.index.push_back(index ? static_cast<const std::int64_t*>(targets.back().data()) : nullptr);
     Tensor& t = operands[i];
     if (t.data() != nullptr) {
       if (!policy::contains(device_type_format(types.at(i)), t.format)) {
@@ -287,7 +271,7 @@ CudaTensor CudaKernels::run(const Precision& q, const ops::OpInfo& op, const ops
     }
     d.value.push_back(t.data());
   }
-  Tensor y = empty(ops::element_count(ops::output_shape(op, shape)), dtype_of(*held));
+  Tensor y = empty(size, dtype_of(p.op_kernel.type));
   launch_op_kernel(op.op, shape, y.type, d, y.data(), context_->stream);
   return y;
 }
@@ -318,16 +302,6 @@ CudaTensor CudaKernels::upload_targets(std::span<const std::int64_t> targets) co
            targets.size(), kernels::DType::f32, formats::fp32};
   upload_async(t.data(), targets.data(), targets.size_bytes(), context_->stream);
   return t;
-}
-
-double CudaKernels::cross_entropy(const Precision&, const Tensor& logits,
-                                  std::span<const std::int64_t> targets, std::size_t rows,
-                                  std::size_t classes) {
-  const Tensor t = upload_targets(targets);
-  Tensor loss = empty(1, kernels::DType::f32);
-  kernels::cross_entropy(logits.type, logits.data(), static_cast<const std::int64_t*>(t.data()),
-                         static_cast<float*>(loss.data()), rows, classes, context_->stream);
-  return to_doubles(loss).front();
 }
 
 CudaTensor CudaKernels::cross_entropy_backward(const Precision&, const Tensor& logits,

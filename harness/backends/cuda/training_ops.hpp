@@ -133,29 +133,19 @@ class CudaKernels {
   // only: std::logic_error for another mode (why_not_trainable refuses such policies first).
   Tensor cast(const Tensor& t, const numeric::Format& to, numeric::Rounding mode) const;
 
-  // Linear layers through cuBLASLt with the audit's plan of gemm under q (plan.hpp); the bias in
-  // the output's type through the epilogue. The backward's products are the catalog's
-  // gemm_backward_a (dy w^T) and gemm_backward_b (x^T dy).
-  Tensor linear(const Precision& q, const Tensor& x, const Tensor& w, const Tensor& b,
-                std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_data(const Precision& q, const Tensor& dy, const Tensor& w,
-                              std::size_t rows, std::size_t in, std::size_t out);
-  Tensor linear_backward_weight(const Precision& q, const Tensor& x, const Tensor& dy,
-                                std::size_t rows, std::size_t in, std::size_t out);
-  // The catalog op through the audit's op-kernel launch (kernel.hpp's launch_op_kernel) on this
-  // stream, in the element type that holds q's output format, each operand widened to it (an
-  // operand it cannot hold is a std::logic_error): the kernels and the arithmetic the audit's
-  // CUDA backend judges.
+  // The catalog op as the audit's CUDA backend plans it under q (plan.hpp), on this stream: a
+  // product (linear, gemm_backward_a, gemm_backward_b) through cuBLASLt with the plan's compute
+  // type, A and B in its input type, linear's bias in its output type through the epilogue; an op
+  // kernel through the audit's launch (kernel.hpp's launch_op_kernel) in the plan's element type,
+  // each operand widened to it (an operand it cannot hold is a std::logic_error). The kernels and
+  // the arithmetic the audit's CUDA backend judges.
   Tensor run(const Precision& q, const ops::OpInfo& op, const ops::Shape& shape,
-             std::vector<Tensor> operands);
+             std::vector<Tensor> operands, std::span<const std::int64_t> indices);
   // Recomputes the rows' mean and reciprocal standard deviation (one more layer-norm kernel): the
   // ops interface hands the backward the forward's input, not its saved statistics.
   ops::LayerNormGradients<Tensor> layer_norm_backward(const Precision& q, const Tensor& x,
                                                       const Tensor& dy, const Tensor& gamma,
                                                       std::size_t rows, std::size_t cols);
-  Scalar cross_entropy(const Precision& q, const Tensor& logits,
-                       std::span<const std::int64_t> targets, std::size_t rows,
-                       std::size_t classes);  // waits for the stream
   Tensor cross_entropy_backward(const Precision& q, const Tensor& logits,
                                 std::span<const std::int64_t> targets, std::size_t rows,
                                 std::size_t classes, Scalar d_loss);
@@ -202,12 +192,6 @@ class CudaKernels {
   // phases are recorded), so that profiles can tell the shape's Tensor Core eligibility.
   void matmul(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b, void* d,
               const void* bias);
-  // One product of a linear layer, the catalog's `op` (gemm, gemm_backward_a or gemm_backward_b)
-  // of shape rows x out x in, with its operands in the catalog's order, written to a new tensor of
-  // `size` elements; the bias (or null) through the epilogue.
-  Tensor linear_product(const Precision& q, std::string_view op, std::size_t rows, std::size_t in,
-                        std::size_t out, const Tensor& first, const Tensor& second,
-                        std::size_t size, const void* bias);
 
   // x * factor element by element, in x's type (kernels::scale).
   Tensor scaled(const Tensor& x, float factor);
