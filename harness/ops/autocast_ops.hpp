@@ -35,11 +35,10 @@
 //                                       catalog op on the catalog's operands needs no kernel of
 //                                       its own in any backend.
 //   the kernels of the steps that are not (the loss's gradient times an upstream gradient, the
-//   fused backward ops that give several gradients, a convolution pass on a geometry, batch norm
-//   on channels x spatial, attention on a batch), each taking q first and operands already
-//   converted, giving results as run does: layer_norm_backward (dx, dgamma, dbeta),
-//   cross_entropy_backward, convolution (one pass), batch_norm, batch_norm_backward, attention,
-//   attention_backward.
+//   fused backward ops that give several gradients, batch norm on channels x spatial, attention
+//   on a batch), each taking q first and operands already converted, giving results as run does:
+//   layer_norm_backward (dx, dgamma, dbeta), cross_entropy_backward, batch_norm,
+//   batch_norm_backward, attention, attention_backward.
 #pragma once
 
 #include <cstddef>
@@ -159,7 +158,7 @@ class AutocastOps : public Kernels {
     const auto range = Kernels::op_range("cross_entropy");
     const Autocast f = flow("cross_entropy", policy::Op::cross_entropy, {logits.format});
     const Tensor loss =
-        result(f, run_indexed(f, {rows, classes}, targets, operand(f, 0, logits), Tensor{}));
+        result(f, run_indexed(f, Shape{{rows, classes}}, targets, operand(f, 0, logits), Tensor{}));
     return Kernels::to_doubles(loss).front();
   }
   Tensor cross_entropy_backward(const Tensor& logits, std::span<const std::int64_t> targets,
@@ -177,7 +176,7 @@ class AutocastOps : public Kernels {
     const auto range = Kernels::op_range("conv2d");
     const Autocast f = flow("conv2d", policy::Op::conv, {x.format});
     const Tensor xa = operand(f, 0, x), wa = operand(f, 1, w);
-    return result(f, Kernels::convolution(f.precision(), convolution::Pass::forward, g, xa, wa));
+    return result(f, run(f, convolution::to_shape(g), xa, wa));
   }
   ConvolutionGradients conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
                                        const convolution::Geometry& g, bool need_dx) {
@@ -187,17 +186,13 @@ class AutocastOps : public Kernels {
         need_dx ? std::optional(flow("conv2d_backward_data", policy::Op::conv, inputs))
                 : std::nullopt;
     const Autocast dw_flow = flow("conv2d_backward_filter", policy::Op::conv, inputs);
-    const policy::OpPrecision& q = dw_flow.precision();
+    const Shape shape = convolution::to_shape(g);
     const Tensor dya = operand(dw_flow, 1, dy);
     ConvolutionGradients grads;
     if (dx_flow) {
-      grads.dx = gradient(*dx_flow, x,
-                          Kernels::convolution(q, convolution::Pass::backward_data, g, dya,
-                                               operand(*dx_flow, 1, w)));
+      grads.dx = gradient(*dx_flow, x, run(*dx_flow, shape, dya, operand(*dx_flow, 1, w)));
     }
-    grads.dw = gradient(dw_flow, w,
-                        Kernels::convolution(q, convolution::Pass::backward_filter, g,
-                                             operand(dw_flow, 0, x), dya));
+    grads.dw = gradient(dw_flow, w, run(dw_flow, shape, operand(dw_flow, 0, x), dya));
     return grads;
   }
 
@@ -288,16 +283,20 @@ class AutocastOps : public Kernels {
   template <class... Operands>
   Tensor run(const Autocast& f, std::initializer_list<std::size_t> sizes,
              const Operands&... operands) {
-    return run_indexed(f, sizes, {}, operands...);
+    return run_indexed(f, Shape{sizes}, {}, operands...);
+  }
+  template <class... Operands>
+  Tensor run(const Autocast& f, const Shape& shape, const Operands&... operands) {
+    return run_indexed(f, shape, {}, operands...);
   }
   // The same for an op with an index operand (an empty tensor in its place): `indices`.
   template <class... Operands>
-  Tensor run_indexed(const Autocast& f, std::initializer_list<std::size_t> sizes,
-                     std::span<const std::int64_t> indices, const Operands&... operands) {
+  Tensor run_indexed(const Autocast& f, const Shape& shape, std::span<const std::int64_t> indices,
+                     const Operands&... operands) {
     std::vector<Tensor> in;
     in.reserve(sizeof...(operands));
     (in.push_back(operands), ...);
-    return Kernels::run(f.precision(), f.op(), Shape{sizes}, std::move(in), indices);
+    return Kernels::run(f.precision(), f.op(), shape, std::move(in), indices);
   }
   static std::size_t size(const Tensor& t) { return Kernels::elements(t); }
 

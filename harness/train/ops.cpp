@@ -184,19 +184,6 @@ EmulatedTensor EmulatedKernels::cross_entropy_backward(const Precision& q, const
           q.output};
 }
 
-EmulatedTensor EmulatedKernels::convolution(const Precision& q, ops::convolution::Pass pass,
-                                            const ops::convolution::Geometry& g,
-                                            const Tensor& first, const Tensor& second) {
-  const auto a = arithmetic(q);
-  return {run_lowered<double>(pass, g, first.values, second.values,
-                              [&](const auto& part) {
-                                const auto& s = part.shape.sizes;
-                                return cpu::gemm(a, cpu::Summation::sequential, s[0], s[1], s[2],
-                                                 part.a, part.b, {}, {}, events_);
-                              }),
-          q.output};
-}
-
 EmulatedTensor EmulatedKernels::batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma,
                                            const Tensor& beta, std::size_t batch,
                                            std::size_t channels, std::size_t spatial) {

@@ -96,11 +96,6 @@ class EmulatedKernels {
   Tensor cross_entropy_backward(const Precision& q, const Tensor& logits,
                                 std::span<const std::int64_t> targets, std::size_t rows,
                                 std::size_t classes, Scalar d_loss);
-  // One pass of a convolution as its lowered gemms (ops/convolution.hpp), first and second in the
-  // pass's operand order.
-  Tensor convolution(const Precision& q, ops::convolution::Pass pass,
-                     const ops::convolution::Geometry& g, const Tensor& first,
-                     const Tensor& second);
   Tensor batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                     std::size_t batch, std::size_t channels, std::size_t spatial);
   ops::LayerNormGradients<Tensor> batch_norm_backward(const Precision& q, const Tensor& x,

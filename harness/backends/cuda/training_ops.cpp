@@ -249,6 +249,8 @@ CudaTensor CudaKernels::run(const Precision& q, const ops::OpInfo& op, const ops
            d.data(), op.op == ops::Op::linear ? operands.at(2).data() : nullptr);
     return d;
   }
+  if (p.kind == Plan::Kind::convolution)
+    return convolve(p.convolution, op, shape, operands.at(0), operands.at(1));
   if (p.kind != Plan::Kind::op_kernel) {
     throw std::logic_error(fmt::format("{} is not run through CudaKernels::run", op.name));
   }

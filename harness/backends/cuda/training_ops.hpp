@@ -135,7 +135,8 @@ class CudaKernels {
 
   // The catalog op as the audit's CUDA backend plans it under q (plan.hpp), on this stream: a
   // product (linear, gemm_backward_a, gemm_backward_b) through cuBLASLt with the plan's compute
-  // type, A and B in its input type, linear's bias in its output type through the epilogue; an op
+  // type, A and B in its input type, linear's bias in its output type through the epilogue; a
+  // convolution pass through cuDNN (convolve); an op
   // kernel through the audit's launch (kernel.hpp's launch_op_kernel) in the plan's element type,
   // each operand widened to it (an operand it cannot hold is a std::logic_error). The kernels and
   // the arithmetic the audit's CUDA backend judges.
@@ -150,14 +151,8 @@ class CudaKernels {
                                 std::span<const std::int64_t> targets, std::size_t rows,
                                 std::size_t classes, Scalar d_loss);
 
-  // The cnn's kernels (training_ops_cnn.cpp). One pass of a convolution through cuDNN with the
-  // data, compute and math types of the audit's plan for the pass under q (conv_plan.hpp), on a
-  // cuDNN handle bound to this stream, inside a range that names it (when phases are recorded);
-  // first and second in the pass's operand order, cast to its data type. Batch norm through
-  // kernels/cnn_kernels.hpp (its backward recomputes the channels' statistics).
-  Tensor convolution(const Precision& q, ops::convolution::Pass pass,
-                     const ops::convolution::Geometry& g, const Tensor& first,
-                     const Tensor& second);
+  // The cnn's kernels (training_ops_cnn.cpp): batch norm through kernels/cnn_kernels.hpp (its
+  // backward recomputes the channels' statistics).
   Tensor batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                     std::size_t batch, std::size_t channels, std::size_t spatial);
   ops::LayerNormGradients<Tensor> batch_norm_backward(const Precision& q, const Tensor& x,
@@ -184,6 +179,12 @@ class CudaKernels {
 
  private:
   struct Context;
+  // One pass of a convolution (`op` at `shape`, conv2d or a gradient) through cuDNN with the data,
+  // compute and math types of the audit's plan `c` (conv_plan.hpp), on a cuDNN handle bound to
+  // this stream, inside a range that names it (when phases are recorded); first and second in the
+  // pass's operand order, cast to its data type (training_ops_cnn.cpp).
+  Tensor convolve(const ConvPlan& c, const ops::OpInfo& op, const ops::Shape& shape,
+                  const Tensor& first, const Tensor& second);
   Tensor empty(std::size_t size, kernels::DType type) const;
   // t in element type `to` (the values converted by the device, rounding to nearest even).
   Tensor retyped(const Tensor& t, kernels::DType to) const;

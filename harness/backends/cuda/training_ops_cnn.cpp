@@ -1,5 +1,5 @@
-// The cnn's kernels of the CUDA backend: convolutions through cuDNN, batch norm and global average
-// pooling through kernels/cnn_kernels.hpp, relu through kernels/op_kernels.hpp. Their operands
+// The cnn's kernels of the CUDA backend: convolutions through cuDNN (CudaKernels::run's passes)
+// and batch norm through kernels/cnn_kernels.hpp. Their operands
 // come converted by autocast's type flow (ops/autocast_ops.hpp); their results are in the type
 // their kernel writes.
 #include <fmt/format.h>
@@ -27,30 +27,13 @@ const float* binary32_data(const CudaTensor& t) {
   return static_cast<const float*>(t.data());
 }
 
-// The catalog's op for one pass of a convolution.
-std::string_view pass_op(ops::convolution::Pass pass) {
-  switch (pass) {
-    case ops::convolution::Pass::forward: return "conv2d";
-    case ops::convolution::Pass::backward_data: return "conv2d_backward_data";
-    case ops::convolution::Pass::backward_filter: return "conv2d_backward_filter";
-  }
-  throw std::logic_error("unknown convolution pass");
-}
-
 }  // namespace
 
-CudaTensor CudaKernels::convolution(const Precision& q, ops::convolution::Pass pass,
-                                    const ops::convolution::Geometry& g, const Tensor& first,
-                                    const Tensor& second) {
-  // The audit's plan for the pass: why_not_trainable has checked that every conv precision of the
-  // policy has one.
-  const std::string_view op = pass_op(pass);
-  const Planning planned = plan(*ops::find_op(op), q);
-  if (!planned.plan) throw std::invalid_argument(planned.reason);
-  const ConvPlan& c = planned.plan->convolution;
+CudaTensor CudaKernels::convolve(const ConvPlan& c, const ops::OpInfo& op, const ops::Shape& shape,
+                                 const Tensor& first, const Tensor& second) {
   kernels::ConvolutionConfig config;
   config.pass = c.pass;
-  config.shape = convolution_shape(g);
+  config.shape = convolution_shape(ops::convolution::geometry(shape));
   config.data = dtype_of(c.data);
   config.compute = dtype_of(c.compute);
   config.math = c.math;
@@ -59,8 +42,7 @@ CudaTensor CudaKernels::convolution(const Precision& q, ops::convolution::Pass p
   Tensor out =
       empty(kernels::element_count(kernels::output_dims(c.pass, config.shape)), config.data);
   const auto range =
-      recording() ? phase(fmt::format("{} {} {}", op,
-                                      ops::convolution::to_string(ops::convolution::to_shape(g)),
+      recording() ? phase(fmt::format("{} {} {}", op.name, ops::convolution::to_string(shape),
                                       kernels::dtype_name(config.data)))
                   : std::nullopt;
   // Runs on the handle's stream, this CudaOps' own, and waits for it (run_convolution frees its

@@ -100,11 +100,6 @@ class RecordingKernels {
                                 std::span<const std::int64_t>, std::size_t, std::size_t, Scalar) {
     return kernel("cross_entropy_backward", q, {&logits});
   }
-  Tensor convolution(const Precision& q, convolution::Pass pass, const convolution::Geometry&,
-                     const Tensor& first, const Tensor& second) {
-    const char* names[] = {"conv2d", "conv2d_backward_data", "conv2d_backward_filter"};
-    return kernel(names[static_cast<int>(pass)], q, {&first, &second});
-  }
   Tensor batch_norm(const Precision& q, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                     std::size_t, std::size_t, std::size_t) {
     return kernel("batch_norm", q, {&x, &gamma, &beta});
