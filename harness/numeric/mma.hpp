@@ -272,6 +272,20 @@ AMPBENCH_HD inline double mma_output_of_sum(const MmaModel& m, std::int64_t sum,
   // the output with the library's reference rounding (integer arithmetic, no FPU rounding).
   const std::uint64_t magnitude = sum < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(sum)
                                           : static_cast<std::uint64_t>(sum);
+  const std::uint64_t sign = sum < 0 ? std::uint64_t{1} << 63 : 0;
+  if (m.output == MmaOutput::fp32_truncate) {
+    // The common case without the general rounding: a value in binary32's normal range truncated
+    // to 24 significant bits is a binary32 normal, exact in binary64 (binade e, the significand's
+    // top 24 bits); past 2^128 it is an infinity, as below. The subnormal range goes on below.
+    const int width = detail::bit_width(magnitude);
+    const int e = width - 1 + emax - m.fraction_bits;
+    if (e > 127) return detail::double_of(sign | detail::kF64Infinity);
+    if (e >= -126) {
+      const std::uint64_t top = width > 24 ? magnitude >> (width - 24) : magnitude << (24 - width);
+      return detail::double_of(sign | static_cast<std::uint64_t>(e + 1023) << 52 |
+                               (top & 0x7FFFFFu) << 29);
+    }
+  }
   const int lead = 64 - detail::bit_width(magnitude);
   const Window w{sum < 0, magnitude << lead, 0, false, emax - m.fraction_bits - lead};
   Rounded r{};
@@ -287,7 +301,7 @@ AMPBENCH_HD inline double mma_output_of_sum(const MmaModel& m, std::int64_t sum,
   // Beyond the range: truncation would clamp to the largest finite value; MMA-Sim (and the
   // conversion of an out-of-range value to fp32 / fp16) gives an infinity.
   if (r.event == RoundingEvent::saturation) {
-    return detail::double_of((sum < 0 ? std::uint64_t{1} << 63 : 0) | detail::kF64Infinity);
+    return detail::double_of(sign | detail::kF64Infinity);
   }
   if (!m.subnormal_outputs && r.event != RoundingEvent::overflow) {
     const std::uint64_t u = detail::bits_of(r.value);

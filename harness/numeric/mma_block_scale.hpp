@@ -101,17 +101,20 @@ AMPBENCH_HD inline double mma_mxf8f6f4_step(const MmaModel& model, const Format&
   return mma_fused_step(model, a_format, b_format, c, a, 1, b, 1, n, sa.exponent + sb.exponent);
 }
 
-// kind::mxf4 / kind::mxf4nvf4: d = c + the instruction's k (<= 64, a multiple of 16) e2m1 products
-// in groups of 16, block `block` (16 or 32) of them sharing scales sa[l / block] and sb[l / block].
-// `model` is a blackwell preset (its output stage: fp32 truncation); F is 35.
-AMPBENCH_HD inline double mma_mxf4_step(const MmaModel& model, double c, const double* a,
-                                        const double* b, int k, const BlockScale* sa,
-                                        const BlockScale* sb, int block) {
+inline constexpr int kMxf4Group = 16;  // the products a kind::mxf4* group sums exactly
+
+// mma_mxf4_step (below) from the sums of its groups: group_sum[g] the exact sum of products 16 g to
+// 16 g + 15 (a multiple of 1/4 below 2^10 in magnitude: exact in binary32 and binary64, in any
+// order), so that a caller may form the sums of many outputs at once.
+AMPBENCH_HD inline double mma_mxf4_step_of_sums(const MmaModel& model, double c,
+                                                const double* group_sum, int k,
+                                                const BlockScale* sa, const BlockScale* sb,
+                                                int block) {
   bool nan = detail::is_nan_bits(detail::bits_of(c));
   for (int s = 0; s < k / block; ++s) nan = nan || sa[s].nan || sb[s].nan;
   const MmaModel m = mxf4_model(model);
   if (nan) return detail::mma_nan(m);
-  constexpr int kGroup = 16;
+  constexpr int kGroup = kMxf4Group;
   constexpr int kMaxGroups = 4;
   // c as an fp32 term: its significand in units of 2^-23 and its exponent (a zero: -126).
   std::uint64_t c_sig = 0;
@@ -124,8 +127,7 @@ AMPBENCH_HD inline double mma_mxf4_step(const MmaModel& model, double c, const d
   const int groups = k / kGroup;
   int emax = c_exp;
   for (int g = 0; g < groups; ++g) {
-    double sum = 0;  // exact: 16 products that are multiples of 1/4, each at most 36
-    for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) sum += a[i] * b[i];
+    const double sum = group_sum[g];
     const BlockScale& x = sa[g * kGroup / block];
     const BlockScale& y = sb[g * kGroup / block];
     group_value[g] = sum * x.significand * y.significand;
@@ -148,6 +150,19 @@ AMPBENCH_HD inline double mma_mxf4_step(const MmaModel& model, double c, const d
     add(group_value[g] < 0, scaled < 1 ? 0 : static_cast<std::uint64_t>(scaled));
   }
   return detail::mma_output_of_sum(m, total, emax);
+}
+
+// kind::mxf4 / kind::mxf4nvf4: d = c + the instruction's k (<= 64, a multiple of 16) e2m1 products
+// in groups of 16, block `block` (16 or 32) of them sharing scales sa[l / block] and sb[l / block].
+// `model` is a blackwell preset (its output stage: fp32 truncation); F is 35.
+AMPBENCH_HD inline double mma_mxf4_step(const MmaModel& model, double c, const double* a,
+                                        const double* b, int k, const BlockScale* sa,
+                                        const BlockScale* sb, int block) {
+  double group_sum[4] = {};
+  for (int g = 0; g < k / kMxf4Group; ++g) {
+    for (int i = g * kMxf4Group; i < (g + 1) * kMxf4Group; ++i) group_sum[g] += a[i] * b[i];
+  }
+  return mma_mxf4_step_of_sums(model, c, group_sum, k, sa, sb, block);
 }
 
 }  // namespace ampbench::numeric

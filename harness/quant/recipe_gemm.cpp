@@ -178,6 +178,25 @@ MmaChoice blackwell_block_scaled(const Recipe& recipe, const OperandRecipe& a,
       a.element.name, b.element.name, a.block));
 }
 
+// The group sums of kind::mxf4* for one row of A against every row of B: sums[g * n + j] is the sum
+// of the 16 products of group g of row a with row j of B, B given transposed (bt, k x n). The
+// products and sums of e2m1 values are exact in binary32 (multiples of 1/4 below 2^10), so the
+// order, and the FMAs a compiler may contract them into, do not matter. Compiled for each x86-64
+// level (numeric/clones.hpp): the columns go through the vector lanes.
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void mxf4_group_sums(const float* a, const float* bt, std::size_t n, std::size_t k, float* sums) {
+  const std::size_t group = numeric::kMxf4Group;
+  for (std::size_t g = 0; g < k / group; ++g) {
+    float* out = sums + g * n;
+    std::fill_n(out, n, 0.0f);
+    for (std::size_t l = g * group; l < (g + 1) * group; ++l) {
+      const float x = a[l];
+      const float* row = bt + l * n;
+      for (std::size_t j = 0; j < n; ++j) out[j] += x * row[j];
+    }
+  }
+}
+
 // The block-scaled product of recipe_product (see recipe_gemm.hpp).
 std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
                                          const RecipeMma& mma, std::size_t promote_interval) {
@@ -195,35 +214,65 @@ std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
   const float alpha = mma.product == ScaledProduct::mxf4nvf4
                           ? fl32_product(a.global_decode, b.global_decode)
                           : 1.0f;
-  const std::size_t a_tiles_per_row = k / a.block_cols;
-  const std::size_t b_tiles_per_row = k / b.block_cols;
-  const auto scale_of = [&](const Quantized& q, std::size_t tiles_per_row, std::size_t row,
-                            std::size_t col) {
-    const Tile& t = q.tiles[(row / q.block_rows) * tiles_per_row + col / q.block_cols];
-    return numeric::decode_block_scale(encoding, static_cast<std::uint8_t>(t.scale_bits));
+  // Every row's decoded block scales, block by block along K (a 2-D tile's scale in each of its
+  // rows).
+  const std::size_t blocks = k / block;
+  const auto decoded = [&](const Quantized& q) {
+    std::vector<numeric::BlockScale> scales(q.rows * blocks);
+    const std::size_t tiles_per_row = k / q.block_cols;
+    for (std::size_t row = 0; row < q.rows; ++row) {
+      for (std::size_t s = 0; s < blocks; ++s) {
+        const Tile& t = q.tiles[(row / q.block_rows) * tiles_per_row + s * block / q.block_cols];
+        scales[row * blocks + s] =
+            numeric::decode_block_scale(encoding, static_cast<std::uint8_t>(t.scale_bits));
+      }
+    }
+    return scales;
   };
+  const std::vector<numeric::BlockScale> a_scales = decoded(a), b_scales = decoded(b);
+  // kind::mxf4*: B's e2m1 values transposed in binary32, for the group sums.
+  const bool fp4 = mma.product != ScaledProduct::mxf8f6f4;
+  std::vector<float> bt(fp4 ? k * n : 0);
+  if (fp4) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t l = 0; l < k; ++l) bt[l * n + j] = static_cast<float>(b.values[j * k + l]);
+    }
+  }
+  const std::size_t groups = k / numeric::kMxf4Group;
+  const std::size_t per_instruction = instruction / numeric::kMxf4Group;
   std::vector<double> c(m * n);
   const auto rows = [&](std::size_t first, std::size_t end) {
-    std::array<numeric::BlockScale, 4> sa{}, sb{};
+    std::vector<float> a_row(fp4 ? k : 0);
+    std::vector<float> sums(fp4 ? groups * n : 0);
+    std::array<double, 4> group_sum{};
     for (std::size_t i = first; i < end; ++i) {
       const double* ar = a.values.data() + i * k;
+      if (fp4) {
+        std::copy_n(ar, k, a_row.begin());
+        mxf4_group_sums(a_row.data(), bt.data(), n, k, sums.data());
+      }
+      const numeric::BlockScale* sa = a_scales.data() + i * blocks;
       for (std::size_t j = 0; j < n; ++j) {
         const double* br = b.values.data() + j * k;
+        const numeric::BlockScale* sb = b_scales.data() + j * blocks;
         float total = 0.0f;
         double acc = 0.0;
         for (std::size_t k0 = 0; k0 < k; k0 += instruction) {
-          for (std::size_t s = 0; s < instruction / block; ++s) {
-            sa[s] = scale_of(a, a_tiles_per_row, i, k0 + s * block);
-            sb[s] = scale_of(b, b_tiles_per_row, j, k0 + s * block);
-          }
           if (!std::isinf(acc)) {
-            acc = mma.product == ScaledProduct::mxf8f6f4
-                      ? numeric::mma_mxf8f6f4_step(mma.model, mma.a_format, mma.b_format, acc,
-                                                   ar + k0, br + k0, static_cast<int>(instruction),
-                                                   sa[0], sb[0])
-                      : numeric::mma_mxf4_step(mma.model, acc, ar + k0, br + k0,
-                                               static_cast<int>(instruction), sa.data(), sb.data(),
-                                               static_cast<int>(block));
+            const std::size_t s0 = k0 / block;
+            if (fp4) {
+              const std::size_t g0 = k0 / numeric::kMxf4Group;
+              for (std::size_t g = 0; g < per_instruction; ++g) {
+                group_sum[g] = sums[(g0 + g) * n + j];
+              }
+              acc = numeric::mma_mxf4_step_of_sums(mma.model, acc, group_sum.data(),
+                                                   static_cast<int>(instruction), sa + s0, sb + s0,
+                                                   static_cast<int>(block));
+            } else {
+              acc = numeric::mma_mxf8f6f4_step(mma.model, mma.a_format, mma.b_format, acc, ar + k0,
+                                               br + k0, static_cast<int>(instruction), sa[s0],
+                                               sb[s0]);
+            }
           }
           const std::size_t done = k0 + instruction;
           if (promote_interval != 0 && done % promote_interval == 0 && done < k) {
@@ -237,13 +286,13 @@ std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
     }
   };
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t blocks = std::min<std::size_t>(cores, std::max<std::size_t>(m, 1));
+  const std::size_t parts = std::min<std::size_t>(cores, std::max<std::size_t>(m, 1));
   {
     std::vector<std::jthread> pool;
-    for (std::size_t t = 1; t < blocks; ++t) {
-      pool.emplace_back(rows, m * t / blocks, m * (t + 1) / blocks);
+    for (std::size_t t = 1; t < parts; ++t) {
+      pool.emplace_back(rows, m * t / parts, m * (t + 1) / parts);
     }
-    rows(0, m / blocks);
+    rows(0, m / parts);
   }
   return c;
 }

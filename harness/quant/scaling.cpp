@@ -93,9 +93,10 @@ std::uint64_t f32_bits(double v) {
   return std::bit_cast<std::uint32_t>(static_cast<float>(v));
 }
 
-// The element rounding of a row of a tile through encode_array's vectorised paths (e4m3 and e5m2,
-// nearest even and stochastic) for the scaled inputs where those give round_to's bits and the
-// event follows from the input and the result alone: a binary32 value (encode_array's input) at
+// The element rounding of a row of a tile through vectorised paths (encode_array's for e4m3 and
+// e5m2, the fast quantizer's saturating encoding for e3m2, e2m3 and e2m1; nearest even and
+// stochastic) for the scaled inputs where those give round_to's bits and the event follows from
+// the input and the result alone: a binary32 value (encode_array's input) at
 // most the format's largest finite value in magnitude (so no overflow branch, whose saturation
 // event depends on the direction of rounding; NaNs and infinities excluded). Then the event is
 // exact (the value unchanged: zeros included), flush_to_zero (a nonzero input to zero), underflow
@@ -103,8 +104,11 @@ std::uint64_t f32_bits(double v) {
 class FastRows {
  public:
   FastRows(const Format& element, const Layout& l) : element_(element) {
-    applies_ = (numeric::same_values(element, formats::e4m3) ||
-                numeric::same_values(element, formats::e5m2)) &&
+    fp8_ = numeric::same_values(element, formats::e4m3) ||
+           numeric::same_values(element, formats::e5m2);
+    applies_ = (fp8_ || numeric::same_values(element, formats::e3m2) ||
+                numeric::same_values(element, formats::e2m3) ||
+                numeric::same_values(element, formats::e2m1)) &&
                (l.mode == Rounding::nearest_even || l.mode == Rounding::stochastic_proportional);
     if (!applies_) return;
     options_ = numeric::RoundingOptions{element, l.mode, l.seed, numeric::Container::binary32};
@@ -131,7 +135,12 @@ class FastRows {
         others_.push_back(i);
       }
     }
-    numeric::encode_array(options_, in_, out_, first_index);
+    if (fp8_) {
+      numeric::encode_array(options_, in_, out_, first_index);
+    } else {
+      detail::encode_saturating(element_, options_.mode == Rounding::stochastic_proportional, in_,
+                                out_.data(), options_.seed, first_index);
+    }
     for (std::size_t i = 0; i < scaled.size(); ++i) {
       const double v = scaled[i], r = values_[out_[i]];
       bits[i] = out_[i];
@@ -156,6 +165,7 @@ class FastRows {
  private:
   Format element_;
   bool applies_ = false;
+  bool fp8_ = false;  // e4m3 or e5m2: encode_array
   numeric::RoundingOptions options_;
   std::array<double, 256> values_{};
   double max_finite_ = 0, min_normal_ = 0;

@@ -210,6 +210,12 @@ void check_layout(std::span<const float> x, const Layout& layout);
 // x rounded to binary32, nearest even, as a binary64 (round_to's result), whatever the
 // floating-point environment's rounding mode; quick where the result is a normal binary32 value.
 double round_to_binary32(double x);
+// The saturating codes (round_to with Overflow::saturate) of the binary32 values x in an MX
+// element format (e4m3, e5m2, e3m2, e2m3, e2m1), nearest even or, with `stochastic`, with element i
+// drawing stochastic_draw(seed, first_index + i); the fast path's vectorised loops
+// (scaling_fast.cpp). False, with nothing written, for another format. x holds no NaN.
+bool encode_saturating(const Format& element, bool stochastic, std::span<const float> x,
+                       std::uint8_t* out, std::uint64_t seed, std::uint64_t first_index);
 }  // namespace detail
 
 // The largest finite value of a format.

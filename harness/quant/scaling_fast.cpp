@@ -350,4 +350,22 @@ BlockScaled quantize_nvfp4_fast(std::span<const float> x, const Layout& layout) 
   return out;
 }
 
+namespace detail {
+
+bool encode_saturating(const Format& element, bool stochastic, std::span<const float> x,
+                       std::uint8_t* out, std::uint64_t seed, std::uint64_t first_index) {
+  const Elem id = elem_of(element);
+  if (id == Elem::none) return false;
+  // x * 1 in binary32 is x: the row's own values, unscaled.
+  static constexpr std::size_t kChunk = 256;
+  static const std::vector<float> ones(kChunk, 1.0f);
+  for (std::size_t at = 0; at < x.size(); at += kChunk) {
+    const std::size_t n = std::min(kChunk, x.size() - at);
+    encode_row(id, stochastic, x.data() + at, ones.data(), out + at, n,
+               seed + (first_index + at + 1) * kGolden);
+  }
+  return true;
+}
+
+}  // namespace detail
 }  // namespace ampbench::quant

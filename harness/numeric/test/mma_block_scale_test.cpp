@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -152,6 +153,34 @@ TEST(Mxf4, GroupsOfSixteenAreTruncatedApart) {
   const double d =
       mma_mxf4_step(blackwell(), -p2(39), a.data(), b.data(), 64, s.data(), s.data(), 32);
   EXPECT_EQ(fp32_bits(d), 0u) << describe(d);
+}
+
+// The output stage at the top of binary32's range (kind::mxf4's F = 35, truncation toward zero).
+// One group of sixteen 1 x 1 products, 16 = 2^4, scaled by 2^a * 2^b: the sum 2^(4 + a + b). At
+// 2^126 and 2^127 it is a binary32 value: exact. At 2^128 it is past every binary32 value: an
+// infinity with the sum's sign (MMA-Sim), not the largest finite value truncation would clamp to;
+// so is the largest binary32 value plus 2^127.
+TEST(Mxf4, SumsFromTwoTo127OnAreExactThenInfinite) {
+  std::vector<double> a(64, 0.0), b(64, 0.0), minus(64, 0.0);
+  for (std::size_t i = 0; i < 16; ++i) {
+    a[i] = b[i] = 1.0;
+    minus[i] = -1.0;
+  }
+  const std::array<BlockScale, 2> s61{ue8m0(61), ue8m0(0)}, s62{ue8m0(62), ue8m0(0)},
+      s63{ue8m0(63), ue8m0(0)};
+  // 2^(4 + 61 + 61) = 2^126, 2^(4 + 62 + 61) = 2^127, 2^(4 + 62 + 62) = 2^128.
+  EXPECT_EQ(mma_mxf4_step(blackwell(), 0.0, a.data(), b.data(), 64, s61.data(), s61.data(), 32),
+            p2(126));
+  EXPECT_EQ(mma_mxf4_step(blackwell(), 0.0, a.data(), b.data(), 64, s62.data(), s61.data(), 32),
+            p2(127));
+  EXPECT_EQ(mma_mxf4_step(blackwell(), 0.0, a.data(), b.data(), 64, s62.data(), s62.data(), 32),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(mma_mxf4_step(blackwell(), 0.0, minus.data(), b.data(), 64, s63.data(), s61.data(), 32),
+            -std::numeric_limits<double>::infinity());
+  // The largest binary32 value as c, plus 2^127: the sum lies in [2^128, 2^129): infinite.
+  EXPECT_EQ(mma_mxf4_step(blackwell(), static_cast<double>(std::numeric_limits<float>::max()),
+                          a.data(), b.data(), 64, s62.data(), s61.data(), 32),
+            std::numeric_limits<double>::infinity());
 }
 
 // Against the exact sum: with the scales' exponents within a few binades of c's, no term loses a

@@ -255,7 +255,8 @@ RC_GTEST_PROP(RoundToBinary32, EqualsRoundTo, ()) {
 // exactly for MX). Inputs span subnormal and saturating scaled values, with NaNs and infinities
 // mixed in; scales are given (delayed) or from each tile's amax; both fast modes and one other.
 RC_GTEST_PROP(Quantizers, EveryElementIsRoundToOfItsScaledInput, ()) {
-  const Format f = *rc::gen::element(formats::e4m3, formats::e5m2, formats::e2m1);
+  const Format f =
+      *rc::gen::element(formats::e4m3, formats::e5m2, formats::e3m2, formats::e2m3, formats::e2m1);
   const Rounding mode = *rc::gen::element(Rounding::nearest_even, Rounding::stochastic_proportional,
                                           Rounding::toward_zero);
   std::vector<float> x = *block(128, -40, 30);

@@ -92,14 +92,18 @@ void BM_emulated_amp_fp16_hopper(benchmark::State& state) {
   set_flops(state);
 }
 
-// The recipe's GEMM `gemm` on Hopper from the binary32 operands (operand() values, as floats).
-void recipe_gemm(benchmark::State& state, const char* recipe_name, ampbench::quant::Gemm gemm) {
+// The recipe's GEMM `gemm` on the architecture's model from the binary32 operands (operand()
+// values, as floats).
+void recipe_gemm(benchmark::State& state, const char* recipe_name, ampbench::quant::Gemm gemm,
+                 const char* arch) {
   namespace quant = ampbench::quant;
   const auto a64 = operand(1), b64 = operand(2);
   const std::vector<float> a(a64.begin(), a64.end()), b(b64.begin(), b64.end());
   const quant::Recipe& recipe = *quant::find_recipe(recipe_name);
   const auto [ra, rb] = quant::gemm_roles(gemm);
-  const quant::RecipeMma mma = *quant::recipe_mma("hopper", recipe, gemm).mma;
+  const quant::MmaChoice choice = quant::recipe_mma(arch, recipe, gemm);
+  if (!choice.mma) return state.SkipWithError(choice.reason.c_str());
+  const quant::RecipeMma& mma = *choice.mma;
   for (auto _ : state) {
     const auto qa = quant::quantize_operand(recipe, ra, gemm, a, kN, kN, 1);
     const auto qb = quant::quantize_operand(recipe, rb, gemm, b, kN, kN, 2);
@@ -121,11 +125,17 @@ const bool kRecipeBenchmarks = [] {
     const char* name;
     const char* recipe;
     Gemm gemm;
-  } recipes[] = {{"BM_recipe_fp8_block_hopper/512", "fp8-block", Gemm::fprop},
-                 {"BM_recipe_fp8_current_dgrad_hopper/512", "fp8-current", Gemm::dgrad},
-                 {"BM_recipe_mxfp8_hopper/512", "mxfp8", Gemm::fprop}};
+    const char* arch;
+  } recipes[] = {
+      {"BM_recipe_fp8_block_hopper/512", "fp8-block", Gemm::fprop, "hopper"},
+      {"BM_recipe_fp8_current_dgrad_hopper/512", "fp8-current", Gemm::dgrad, "hopper"},
+      {"BM_recipe_mxfp8_hopper/512", "mxfp8", Gemm::fprop, "hopper"},
+      // The FP4 recipes on the architecture whose MMAs scale blocks (mxfp6 has no model: exact).
+      {"BM_recipe_mxfp4_blackwell/512", "mxfp4", Gemm::fprop, "blackwell"},
+      {"BM_recipe_nvfp4_blackwell/512", "nvfp4", Gemm::fprop, "blackwell"},
+      {"BM_recipe_nvfp4_wgrad_blackwell/512", "nvfp4", Gemm::wgrad, "blackwell"}};
   for (const auto& r : recipes) {
-    benchmark::RegisterBenchmark(r.name, recipe_gemm, r.recipe, r.gemm)
+    benchmark::RegisterBenchmark(r.name, recipe_gemm, r.recipe, r.gemm, r.arch)
         ->Unit(benchmark::kMillisecond);
   }
   return true;
