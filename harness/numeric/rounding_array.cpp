@@ -805,6 +805,10 @@ bool cpu_has_f16c() {
   return has;
 }
 
+bool cpu_has_avx512() {
+  return cpu_isa() == Isa::avx512;
+}
+
 const char* rounding_path(const RoundingOptions& options) {
   if (uses_f16c(options)) return "f16c";
   if (fast_format(options) == FastFormat::none) return "scalar";

@@ -35,5 +35,8 @@ const char* rounding_path(const RoundingOptions& options);
 
 // Whether this CPU has the F16C conversion instructions (and AMPBENCH_ISA allows them).
 bool cpu_has_f16c();
+// Whether this CPU has AVX-512 F, BW, DQ and VL (and AMPBENCH_ISA allows them): the instruction
+// set of the hand-written AVX-512 kernels here and in the recipe GEMM.
+bool cpu_has_avx512();
 
 }  // namespace ampbench::numeric

@@ -6,6 +6,7 @@
 #include <bit>
 #include <stdexcept>
 
+#include "harness/numeric/clones.hpp"
 #include "harness/numeric/rounding.hpp"
 
 namespace ampbench::quant {
@@ -26,23 +27,41 @@ void check_shape(std::size_t size, std::size_t rows, std::size_t cols) {
   }
 }
 
-// out_j = fl32((1/4) sum_i coefficient(i, j) in_i) over each run of 16; `signs_first`: the sign
-// multiplies the input (forward, u D H) or the output (inverse, H D).
+// out_j = fl32((1/4) sum_i coefficient(i, j) in_i) over each run of 16, each sum in binary64 in
+// the order of i; `signs_first`: the sign multiplies the input (forward, u D H) or the output
+// (inverse, H D). The coefficients are +-1, so every term is the input itself or its negation, as
+// in_i * H_ij * d_i computes it; the sixteen sums of a run go through the vector lanes together.
+// Compiled for each x86-64 level (numeric/clones.hpp).
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void apply_runs(const float* in, float* out, std::size_t runs, std::uint16_t signs,
+                bool signs_first) {
+  double coefficient[kHadamardSize][kHadamardSize];
+  double output_sign[kHadamardSize];
+  for (std::size_t i = 0; i < kHadamardSize; ++i) {
+    output_sign[i] = signs_first ? 1.0 : sign_of(signs, i);
+    for (std::size_t j = 0; j < kHadamardSize; ++j) {
+      coefficient[i][j] = hadamard_entry(i, j) * (signs_first ? sign_of(signs, i) : 1.0);
+    }
+  }
+  for (std::size_t r = 0; r < runs; ++r) {
+    const float* x = in + r * kHadamardSize;
+    double sum[kHadamardSize] = {};
+    for (std::size_t i = 0; i < kHadamardSize; ++i) {
+      const double v = x[i];
+      for (std::size_t j = 0; j < kHadamardSize; ++j) sum[j] += v * coefficient[i][j];
+    }
+    for (std::size_t j = 0; j < kHadamardSize; ++j) {
+      // the scaling is exact; one rounding
+      out[r * kHadamardSize + j] = static_cast<float>(sum[j] * output_sign[j] * 0.25);
+    }
+  }
+}
+
 std::vector<float> apply(std::span<const float> in, std::size_t rows, std::size_t cols,
                          std::uint16_t signs, bool signs_first) {
   check_shape(in.size(), rows, cols);
   std::vector<float> out(in.size());
-  for (std::size_t base = 0; base < in.size(); base += kHadamardSize) {
-    for (std::size_t j = 0; j < kHadamardSize; ++j) {
-      double sum = 0;
-      for (std::size_t i = 0; i < kHadamardSize; ++i) {
-        const double term = static_cast<double>(in[base + i]) * hadamard_entry(i, j);
-        sum += signs_first ? term * sign_of(signs, i) : term;
-      }
-      if (!signs_first) sum *= sign_of(signs, j);
-      out[base + j] = static_cast<float>(sum * 0.25);  // the scaling is exact; one rounding
-    }
-  }
+  apply_runs(in.data(), out.data(), in.size() / kHadamardSize, signs, signs_first);
   return out;
 }
 

@@ -3,16 +3,20 @@
 #include "harness/quant/recipe_gemm.hpp"
 
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
 
 #include "harness/numeric/clones.hpp"
 #include "harness/numeric/mma_block_scale.hpp"
+#include "harness/numeric/rounding_array.hpp"
 #include "harness/quant/hadamard.hpp"
 
 namespace ampbench::quant {
@@ -197,6 +201,174 @@ void mxf4_group_sums(const float* a, const float* bt, std::size_t n, std::size_t
   }
 }
 
+// One kind::mxf4* instruction (k = 64: four groups of 16) for a row of A against the outputs
+// [0, n), in lanes over the outputs:
+// mma_mxf4_step_of_sums (numeric/mma_block_scale.hpp) with its integer alignment written as the
+// truncation of exact binary64 products. acc[j] (a binary32 value) becomes the instruction's
+// result; group g of the instruction has the sums sums[g * stride + j], A's scale (a_sig[g],
+// a_exp[g]) and output j's (b_sig[g * stride + j], b_exp[g * stride + j]). Where the result
+// would not be a binary32 normal or infinity (the subnormal range, where the model may flush),
+// special[j] is set and acc[j] is left to the caller's scalar path; an infinite acc[j] stays.
+// With F = 35 every term is below 2^48: an exact binary64 integer before the truncation.
+AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void mxf4_instruction_lanes(const float* sums, std::size_t stride, const double* a_sig,
+                            const std::int32_t* a_exp, const double* b_sig,
+                            const std::int32_t* b_exp, int fraction_bits, double* acc,
+                            std::uint8_t* special, std::size_t n) {
+  // Integer selects and sign bits rather than floating-point comparisons, so that the loop has
+  // no control flow and vectorises.
+  const auto pow2 = [](std::int64_t e) {  // 2^e for -1022 <= e <= 1023
+    return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
+  };
+  constexpr std::uint64_t kMagnitude = ~(std::uint64_t{1} << 63);
+  constexpr std::uint64_t kInfinity = 0x7FF0000000000000ull;
+  constexpr int kGroups = 4;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::uint64_t c_bits = std::bit_cast<std::uint64_t>(acc[j]);
+    const bool infinite_c = (c_bits & kMagnitude) == kInfinity;
+    // c's exponent as an fp32 term: floor(log2 |c|), -126 for zeros and subnormals.
+    std::int64_t emax = static_cast<std::int64_t>((c_bits >> 52) & 0x7FF) - 1023;
+    emax = emax < -126 ? -126 : emax;
+    double value[kGroups];
+    std::int64_t exponent[kGroups];
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroups; ++g) {
+      const std::size_t at = static_cast<std::size_t>(g) * stride + j;
+      value[g] = static_cast<double>(sums[at]) * a_sig[g] * b_sig[at];
+      exponent[g] = a_exp[g] + b_exp[at];
+      emax = exponent[g] > emax ? exponent[g] : emax;
+    }
+    // c's term: trunc(|c| 2^(F - emax)) (mma_align); an infinite c counts as 0 and is kept below.
+    const std::int64_t c_shift = fraction_bits - emax;
+    const double c_magnitude = std::bit_cast<double>(infinite_c ? 0 : c_bits & kMagnitude);
+    const auto c_int =
+        static_cast<std::int64_t>(c_magnitude * pow2(c_shift < -1000 ? -1000 : c_shift));
+    std::int64_t total = (c_bits >> 63) != 0 ? -c_int : c_int;
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroups; ++g) {
+      // ldexp_exact's rule: below 2^-88 a term is 0, as its truncation is.
+      const std::uint64_t v_bits = std::bit_cast<std::uint64_t>(value[g]);
+      const std::int64_t shift = fraction_bits + exponent[g] - emax;
+      const double term =
+          std::bit_cast<double>(v_bits & kMagnitude) * pow2(shift < -100 ? -1000 : shift);
+      std::int64_t t = static_cast<std::int64_t>(term);
+      t = shift < -100 ? 0 : t;
+      total += (v_bits >> 63) != 0 ? -t : t;
+    }
+    // The output: |total| 2^(emax - F) truncated to 24 bits, exact in binary64 (|total| < 2^48).
+    const double d = static_cast<double>(total) * pow2(emax - fraction_bits);
+    const std::uint64_t d_bits = std::bit_cast<std::uint64_t>(d);
+    const std::int64_t e = static_cast<std::int64_t>((d_bits >> 52) & 0x7FF) - 1023;
+    std::uint64_t r = d_bits & ~((std::uint64_t{1} << 29) - 1);
+    r = e > 127 ? (d_bits & ~kMagnitude) | kInfinity : r;
+    r = total == 0 ? 0 : r;
+    r = infinite_c ? c_bits : r;
+    const bool subnormal = (total != 0) & (e < -126) & !infinite_c;
+    special[j] = static_cast<std::uint8_t>(special[j] | static_cast<std::uint8_t>(subnormal));
+    acc[j] = std::bit_cast<double>(r);
+  }
+}
+
+// GCC 12 before 12.3 warns about the undefined pass-through operand inside many AVX-512
+// intrinsics (GCC bug 105593), as in rounding_array.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define AMPBENCH_RECIPE_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+
+// 2^e in binary64 lanes, e clamped to >= -1000 (terms that small truncate to 0 anyway).
+[[gnu::always_inline]] AMPBENCH_RECIPE_AVX512 inline __m512d avx512_pow2(__m512i e) {
+  e = _mm512_max_epi64(e, _mm512_set1_epi64(-1000));
+  return _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52));
+}
+// The unbiased exponent field of binary64 bits.
+[[gnu::always_inline]] AMPBENCH_RECIPE_AVX512 inline __m512i avx512_exponent(__m512i bits) {
+  return _mm512_sub_epi64(_mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7FF)),
+                          _mm512_set1_epi64(1023));
+}
+
+// mxf4_instruction_lanes in AVX-512, eight outputs per vector: the same binary64 operations (the
+// truncations as roundings toward zero, the integer sums in binary64, exact below 2^53), the
+// bits selected by masks; the last n % 8 outputs through mxf4_instruction_lanes.
+AMPBENCH_RECIPE_AVX512 void mxf4_instruction_avx512(const float* sums, std::size_t stride,
+                                                    const double* a_sig, const std::int32_t* a_exp,
+                                                    const double* b_sig, const std::int32_t* b_exp,
+                                                    int fraction_bits, double* acc,
+                                                    std::uint8_t* special, std::size_t n) {
+  constexpr int kGroups = 4;
+  const __m512i magnitude_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+  const __m512i sign_mask = _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull));
+  const __m512i infinity = _mm512_set1_epi64(0x7FF0000000000000ll);
+  const __m512i f = _mm512_set1_epi64(fraction_bits);
+  const __m512i kept = _mm512_set1_epi64(static_cast<long long>(~((1ull << 29) - 1)));
+  constexpr int kToZero = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+  std::size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m512i c_bits = _mm512_castpd_si512(_mm512_loadu_pd(acc + j));
+    const __m512i c_magnitude_bits = _mm512_and_si512(c_bits, magnitude_mask);
+    const __mmask8 infinite_c = _mm512_cmpeq_epi64_mask(c_magnitude_bits, infinity);
+    __m512i emax = _mm512_max_epi64(avx512_exponent(c_bits), _mm512_set1_epi64(-126));
+    __m512d value[kGroups];
+    __m512i exponent[kGroups];
+    for (int g = 0; g < kGroups; ++g) {
+      const std::size_t at = static_cast<std::size_t>(g) * stride + j;
+      const __m512d sum = _mm512_cvtps_pd(_mm256_loadu_ps(sums + at));
+      value[g] =
+          _mm512_mul_pd(_mm512_mul_pd(sum, _mm512_set1_pd(a_sig[g])), _mm512_loadu_pd(b_sig + at));
+      exponent[g] = _mm512_add_epi64(
+          _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_exp + at))),
+          _mm512_set1_epi64(a_exp[g]));
+      emax = _mm512_max_epi64(emax, exponent[g]);
+    }
+    // c's term (an infinite c counts as 0), then each group's, with their signs.
+    const __m512d c_magnitude = _mm512_castsi512_pd(
+        _mm512_mask_blend_epi64(infinite_c, c_magnitude_bits, _mm512_setzero_si512()));
+    const __m512d c_int = _mm512_roundscale_pd(
+        _mm512_mul_pd(c_magnitude, avx512_pow2(_mm512_sub_epi64(f, emax))), kToZero);
+    __m512d total = _mm512_castsi512_pd(
+        _mm512_xor_si512(_mm512_castpd_si512(c_int), _mm512_and_si512(c_bits, sign_mask)));
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512i v_bits = _mm512_castpd_si512(value[g]);
+      const __m512i shift = _mm512_sub_epi64(_mm512_add_epi64(f, exponent[g]), emax);
+      const __mmask8 kept_term = _mm512_cmpge_epi64_mask(shift, _mm512_set1_epi64(-100));
+      const __m512d t = _mm512_maskz_roundscale_pd(
+          kept_term,
+          _mm512_mul_pd(_mm512_castsi512_pd(_mm512_and_si512(v_bits, magnitude_mask)),
+                        avx512_pow2(shift)),
+          kToZero);
+      total =
+          _mm512_add_pd(total, _mm512_castsi512_pd(_mm512_xor_si512(
+                                   _mm512_castpd_si512(t), _mm512_and_si512(v_bits, sign_mask))));
+    }
+    // The output: total 2^(emax - F) truncated to 24 bits; past 2^128 an infinity.
+    const __m512d d = _mm512_mul_pd(total, avx512_pow2(_mm512_sub_epi64(emax, f)));
+    const __m512i d_bits = _mm512_castpd_si512(d);
+    const __m512i e = avx512_exponent(d_bits);
+    __m512i r = _mm512_and_si512(d_bits, kept);
+    r = _mm512_mask_blend_epi64(_mm512_cmpgt_epi64_mask(e, _mm512_set1_epi64(127)), r,
+                                _mm512_or_si512(_mm512_and_si512(d_bits, sign_mask), infinity));
+    const __mmask8 zero = _mm512_cmp_pd_mask(total, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    r = _mm512_mask_blend_epi64(zero, r, _mm512_setzero_si512());
+    r = _mm512_mask_blend_epi64(infinite_c, r, c_bits);
+    const __mmask8 subnormal = static_cast<__mmask8>(
+        _mm512_cmplt_epi64_mask(e, _mm512_set1_epi64(-126)) & ~zero & ~infinite_c);
+    for (int l = 0; l < 8; ++l) {
+      if ((subnormal >> l) & 1) special[j + static_cast<std::size_t>(l)] = 1;
+    }
+    _mm512_storeu_pd(acc + j, _mm512_castsi512_pd(r));
+  }
+  if (j < n) {
+    mxf4_instruction_lanes(sums + j, stride, a_sig, a_exp, b_sig + j, b_exp + j, fraction_bits,
+                           acc + j, special + j, n - j);
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 // The block-scaled product of recipe_product (see recipe_gemm.hpp).
 std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
                                          const RecipeMma& mma, std::size_t promote_interval) {
@@ -240,48 +412,107 @@ std::vector<double> block_scaled_product(const Quantized& a, const Quantized& b,
   }
   const std::size_t groups = k / numeric::kMxf4Group;
   const std::size_t per_instruction = instruction / numeric::kMxf4Group;
+  // kind::mxf4* in lanes over the outputs where the model's output stage is the one the lanes
+  // write (fp32 truncation, F = 35); B's scales per group of 16, group by group (k / 16 x n).
+  const bool lanes = fp4 && instruction == 64 &&
+                     numeric::mxf4_model(mma.model).output == numeric::MmaOutput::fp32_truncate &&
+                     numeric::mxf4_model(mma.model).fraction_bits == 35;
+  const bool avx512 = numeric::cpu_has_avx512();
+  std::vector<double> b_sig(lanes ? groups * n : 0);
+  std::vector<std::int32_t> b_exp(lanes ? groups * n : 0);
+  std::vector<std::uint8_t> b_nan(lanes ? n : 0);
+  if (lanes) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t g = 0; g < groups; ++g) {
+        const numeric::BlockScale& x = b_scales[j * blocks + g * numeric::kMxf4Group / block];
+        b_sig[g * n + j] = x.significand;
+        b_exp[g * n + j] = x.exponent;
+        b_nan[j] = static_cast<std::uint8_t>(b_nan[j] | (x.nan ? 1 : 0));
+      }
+    }
+  }
   std::vector<double> c(m * n);
   const auto rows = [&](std::size_t first, std::size_t end) {
     std::vector<float> a_row(fp4 ? k : 0);
     std::vector<float> sums(fp4 ? groups * n : 0);
-    std::array<double, 4> group_sum{};
-    for (std::size_t i = first; i < end; ++i) {
+    std::vector<double> acc(lanes ? n : 0);
+    std::vector<float> totals(lanes ? n : 0);
+    std::vector<std::uint8_t> special(lanes ? n : 0);
+    std::array<double, 4> group_sum{}, a_sig{};
+    std::array<std::int32_t, 4> a_exp{};
+    // Output (i, j) instruction by instruction, as the model defines it.
+    const auto output = [&](std::size_t i, std::size_t j) {
       const double* ar = a.values.data() + i * k;
-      if (fp4) {
-        std::copy_n(ar, k, a_row.begin());
-        mxf4_group_sums(a_row.data(), bt.data(), n, k, sums.data());
-      }
+      const double* br = b.values.data() + j * k;
       const numeric::BlockScale* sa = a_scales.data() + i * blocks;
-      for (std::size_t j = 0; j < n; ++j) {
-        const double* br = b.values.data() + j * k;
-        const numeric::BlockScale* sb = b_scales.data() + j * blocks;
-        float total = 0.0f;
-        double acc = 0.0;
-        for (std::size_t k0 = 0; k0 < k; k0 += instruction) {
-          if (!std::isinf(acc)) {
-            const std::size_t s0 = k0 / block;
-            if (fp4) {
-              const std::size_t g0 = k0 / numeric::kMxf4Group;
-              for (std::size_t g = 0; g < per_instruction; ++g) {
-                group_sum[g] = sums[(g0 + g) * n + j];
-              }
-              acc = numeric::mma_mxf4_step_of_sums(mma.model, acc, group_sum.data(),
-                                                   static_cast<int>(instruction), sa + s0, sb + s0,
-                                                   static_cast<int>(block));
-            } else {
-              acc = numeric::mma_mxf8f6f4_step(mma.model, mma.a_format, mma.b_format, acc, ar + k0,
-                                               br + k0, static_cast<int>(instruction), sa[s0],
-                                               sb[s0]);
+      const numeric::BlockScale* sb = b_scales.data() + j * blocks;
+      float total = 0.0f;
+      double r = 0.0;
+      for (std::size_t k0 = 0; k0 < k; k0 += instruction) {
+        if (!std::isinf(r)) {
+          const std::size_t s0 = k0 / block;
+          if (fp4) {
+            const std::size_t g0 = k0 / numeric::kMxf4Group;
+            for (std::size_t g = 0; g < per_instruction; ++g) {
+              group_sum[g] = sums[(g0 + g) * n + j];
             }
-          }
-          const std::size_t done = k0 + instruction;
-          if (promote_interval != 0 && done % promote_interval == 0 && done < k) {
-            total += static_cast<float>(acc);  // binary32 addition, rounded once
-            acc = 0.0;
+            r = numeric::mma_mxf4_step_of_sums(mma.model, r, group_sum.data(),
+                                               static_cast<int>(instruction), sa + s0, sb + s0,
+                                               static_cast<int>(block));
+          } else {
+            r = numeric::mma_mxf8f6f4_step(mma.model, mma.a_format, mma.b_format, r, ar + k0,
+                                           br + k0, static_cast<int>(instruction), sa[s0], sb[s0]);
           }
         }
-        total += static_cast<float>(acc);
+        const std::size_t done = k0 + instruction;
+        if (promote_interval != 0 && done % promote_interval == 0 && done < k) {
+          total += static_cast<float>(r);  // binary32 addition, rounded once
+          r = 0.0;
+        }
+      }
+      total += static_cast<float>(r);
+      c[i * n + j] = alpha == 1.0f ? total : alpha * total;
+    };
+    for (std::size_t i = first; i < end; ++i) {
+      if (fp4) {
+        std::copy_n(a.values.data() + i * k, k, a_row.begin());
+        mxf4_group_sums(a_row.data(), bt.data(), n, k, sums.data());
+      }
+      if (!lanes) {
+        for (std::size_t j = 0; j < n; ++j) output(i, j);
+        continue;
+      }
+      const numeric::BlockScale* sa = a_scales.data() + i * blocks;
+      bool a_nan = false;
+      for (std::size_t s = 0; s < blocks; ++s) a_nan = a_nan || sa[s].nan;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(totals.begin(), totals.end(), 0.0f);
+      for (std::size_t j = 0; j < n; ++j) special[j] = a_nan || b_nan[j] ? 1 : 0;
+      for (std::size_t k0 = 0; k0 < k; k0 += instruction) {
+        const std::size_t g0 = k0 / numeric::kMxf4Group;
+        for (std::size_t g = 0; g < per_instruction; ++g) {
+          const numeric::BlockScale& x = sa[(g0 + g) * numeric::kMxf4Group / block];
+          a_sig[g] = x.significand;
+          a_exp[g] = x.exponent;
+        }
+        (avx512 ? mxf4_instruction_avx512 : mxf4_instruction_lanes)(
+            sums.data() + g0 * n, n, a_sig.data(), a_exp.data(), b_sig.data() + g0 * n,
+            b_exp.data() + g0 * n, 35, acc.data(), special.data(), n);
+        const std::size_t done = k0 + instruction;
+        if (promote_interval != 0 && done % promote_interval == 0 && done < k) {
+          for (std::size_t j = 0; j < n; ++j) {
+            totals[j] += static_cast<float>(acc[j]);  // binary32 addition, rounded once
+            acc[j] = 0.0;
+          }
+        }
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        const float total = totals[j] + static_cast<float>(acc[j]);
         c[i * n + j] = alpha == 1.0f ? total : alpha * total;
+      }
+      // NaN scales and results in the subnormal range: the whole output as the model defines it.
+      for (std::size_t j = 0; j < n; ++j) {
+        if (special[j] != 0) output(i, j);
       }
     }
   };

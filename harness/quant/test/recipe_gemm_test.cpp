@@ -10,11 +10,19 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "harness/numeric/mma_block_scale.hpp"
 #include "reference/exact/dot.hpp"
 
 namespace ampbench::quant {
@@ -142,6 +150,111 @@ TEST(RecipeGemm, BlackwellBlockScaledOnOnes) {
   const float sum = static_cast<float>(32768.0 * 36 * 448 * 448);  // 2^15 * 36 * 448^2, exact
   EXPECT_EQ(d.at(0), static_cast<double>(alpha * sum));
   EXPECT_EQ(d.at(15), d.at(0));
+}
+
+// Blackwell's FP4 products computed in lanes over the outputs (recipe_gemm.cpp) against the
+// model's definition output by output: kind::mxf4 / kind::mxf4nvf4 instruction after instruction
+// (numeric::mma_mxf4_step, the MMA-Sim model numeric/test/mma_block_scale_test checks), the
+// partials promoted into binary32 every promote_interval, times the tensor scales' product. The
+// inputs' blocks lie anywhere from 2^-140 to 2^125 and carry zeros, NaNs and infinities, so that
+// results reach binary32's top binade, infinity and NaN; then all of them near 2^-70, so that
+// results lie in binary32's subnormal range.
+TEST(RecipeGemm, BlackwellFp4ProductIsTheModelsInstructionsOutputByOutput) {
+  const std::size_t m = 32, k = 256;
+  std::uint64_t state = 12345;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  // Blocks in binades lo to lo + span - 1.
+  const auto operand = [&](std::size_t rows, int lo, int span) {
+    std::vector<float> x(rows * k);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c0 = 0; c0 < k; c0 += 16) {
+        const int e = static_cast<int>(next() % static_cast<std::uint64_t>(span)) + lo;
+        for (std::size_t c = c0; c < c0 + 16; ++c) {
+          const double u = static_cast<double>(next() % 1024) / 512.0 - 1.0;
+          x[r * k + c] = static_cast<float>(std::ldexp(u, e));
+        }
+      }
+    }
+    x[3 * k + 17] = 0.0f;
+    x[5 * k + 40] = std::numeric_limits<float>::infinity();
+    x[7 * k + 100] = std::numeric_limits<float>::quiet_NaN();
+    return x;
+  };
+  // Everywhere, and all tiny: products near 2^-140, results in binary32's subnormal range.
+  for (const auto& [lo, span] : {std::pair{-140, 266}, std::pair{-80, 20}}) {
+    const std::vector<float> xa = operand(m, lo, span), xb = operand(48, lo, span);
+    std::size_t subnormal = 0;
+    for (const char* name : {"mxfp4", "nvfp4"}) {
+      // mxfp4's B has 44 rows, so that the lanes' last outputs are not a whole vector; NVFP4's
+      // weight blocks of 16 x 16 take 48.
+      const std::size_t n = std::string_view(name) == "mxfp4" ? 44 : 48;
+      for (const Gemm gemm : {Gemm::fprop, Gemm::wgrad}) {
+        const Recipe recipe = builtin(name);
+        const auto [ra, rb] = gemm_roles(gemm);
+        const QuantizedOperand qa = quantize_operand(recipe, ra, gemm, xa, m, k, 1);
+        const QuantizedOperand qb =
+            quantize_operand(recipe, rb, gemm, std::span<const float>(xb).first(n * k), n, k, 2);
+        const RecipeMma mma = *recipe_mma("blackwell", recipe, gemm).mma;
+        const bool nv = mma.product == ScaledProduct::mxf4nvf4;
+        const auto encoding = nv ? numeric::ScaleEncoding::ue4m3 : numeric::ScaleEncoding::ue8m0;
+        const std::size_t block = qa.q.block_cols;
+        const auto scale = [&](const Quantized& q, std::size_t row, std::size_t col) {
+          const std::size_t tiles_per_row = k / q.block_cols;
+          const Tile& t = q.tiles[(row / q.block_rows) * tiles_per_row + col / q.block_cols];
+          return numeric::decode_block_scale(encoding, static_cast<std::uint8_t>(t.scale_bits));
+        };
+        const float alpha =
+            nv ? static_cast<float>(qa.q.global_decode) * static_cast<float>(qb.q.global_decode)
+               : 1.0f;
+        for (const std::size_t promote : {std::size_t{0}, std::size_t{128}}) {
+          const std::vector<double> d = recipe_product(qa.q, qb.q, mma, promote);
+          std::size_t specials = 0;
+          for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+              float total = 0.0f;
+              double acc = 0.0;
+              for (std::size_t k0 = 0; k0 < k; k0 += 64) {
+                std::array<numeric::BlockScale, 4> sa{}, sb{};
+                for (std::size_t s = 0; s < 64 / block; ++s) {
+                  sa[s] = scale(qa.q, i, k0 + s * block);
+                  sb[s] = scale(qb.q, j, k0 + s * block);
+                }
+                if (!std::isinf(acc)) {
+                  acc = numeric::mma_mxf4_step(mma.model, acc, qa.q.values.data() + i * k + k0,
+                                               qb.q.values.data() + j * k + k0, 64, sa.data(),
+                                               sb.data(), static_cast<int>(block));
+                }
+                if (promote != 0 && (k0 + 64) % promote == 0 && k0 + 64 < k) {
+                  total += static_cast<float>(acc);
+                  acc = 0.0;
+                }
+              }
+              total += static_cast<float>(acc);
+              const double want = alpha == 1.0f ? total : alpha * total;
+              const double got = d[i * n + j];
+              specials += std::isfinite(want) && std::fabs(want) >= 0x1p-126 ? 0 : 1;
+              subnormal += want != 0 && std::fabs(want) < 0x1p-126 ? 1 : 0;
+              if (std::isnan(want)) {
+                EXPECT_TRUE(std::isnan(got)) << name << " " << i << "," << j;
+              } else {
+                EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want))
+                    << name << " gemm " << static_cast<int>(gemm) << " promote " << promote
+                    << " output " << i << "," << j << ": " << got << " vs " << want;
+              }
+            }
+          }
+          EXPECT_GT(specials, 0u)
+              << "no zero, subnormal, infinite or NaN output: the edges untested";
+        }
+      }
+    }
+    if (lo == -80) {
+      EXPECT_GT(subnormal, 0u) << "no output in binary32's subnormal range";
+    }
+  }
 }
 
 TEST(RecipeGemm, ChunksEndAtTileEdgesAndPromotions) {
