@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -176,7 +177,8 @@ std::pair<std::vector<float>, std::vector<float>> operands(const RecipeCase& c, 
 }
 
 RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>& x,
-                          const std::vector<float>& w, const std::vector<float>& dy) {
+                          const std::vector<float>& w, const std::vector<float>& dy,
+                          const RecipeDevice& device) {
   const GemmShape s = shape_of(c, g);
   // Named, not structured bindings: clang 14 cannot capture those in the lambdas below.
   const std::pair<std::vector<float>, std::vector<float>> ab = operands(c, g, x, w, dy);
@@ -219,26 +221,51 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
   r.a = describe(qa, s.a_layout);
   r.b = describe(qb, s.b_layout);
 
-  std::vector<double> product;
+  // Each matrix's product, in order, by `multiply`.
+  const auto each_matrix = [&](const auto& multiply) {
+    std::vector<double> all;
+    for (std::size_t i = 0; i < batch; ++i) {
+      const std::vector<double> p = batch == 1
+                                        ? multiply(qa.q, qb.q)
+                                        : multiply(quant::row_slice(qa.q, i * s.rows, s.rows),
+                                                   quant::row_slice(qb.q, i * s.cols, s.cols));
+      all.insert(all.end(), p.begin(), p.end());
+    }
+    return all;
+  };
+  std::vector<double> product, model;
+  std::optional<quant::RecipeMma> mma;
   if (c.arch == "exact") {
     r.multiplied_on = "exact";
     r.chunks = 1;
   } else {
     const quant::MmaChoice choice = quant::recipe_mma(c.arch, c.recipe, g);
     if (!choice.mma) throw std::invalid_argument(choice.reason);
-    r.multiplied_on = choice.mma->name;
-    r.chunks = choice.mma->product == quant::ScaledProduct::promoted
+    mma = choice.mma;
+  }
+  if (mma) {
+    r.multiplied_on = mma->name;
+    r.chunks = mma->product == quant::ScaledProduct::promoted
                    ? quant::chunk_ends(qa.q, qb.q, r.promote_interval).size()
                : r.promote_interval == 0 ? 1
                                          : (s.k + r.promote_interval - 1) / r.promote_interval;
-    for (std::size_t i = 0; i < batch; ++i) {  // each matrix's product, in order
-      const std::vector<double> p =
-          batch == 1 ? quant::recipe_product(qa.q, qb.q, *choice.mma, r.promote_interval)
-                     : quant::recipe_product(quant::row_slice(qa.q, i * s.rows, s.rows),
-                                             quant::row_slice(qb.q, i * s.cols, s.cols),
-                                             *choice.mma, r.promote_interval);
-      product.insert(product.end(), p.begin(), p.end());
-    }
+    model = each_matrix([&](const quant::Quantized& qa_i, const quant::Quantized& qb_i) {
+      return quant::recipe_product(qa_i, qb_i, *mma, r.promote_interval);
+    });
+  }
+  if (device) {
+    r.device = nlohmann::json::array();
+    product = each_matrix([&](const quant::Quantized& qa_i, const quant::Quantized& qb_i) {
+      nlohmann::json ran;
+      std::vector<double> p = device(qa_i, qb_i, r.promote_interval == 0, &ran);
+      r.device.push_back(std::move(ran));
+      return p;
+    });
+    r.multiplied_on = r.device[0].value("library", std::string("device"));
+    if (r.device.size() == 1) r.device = r.device[0];
+    r.chunks = 0;  // the library's own
+  } else {
+    product = std::move(model);
   }
 
   // Each output's exact product, the exact product of its dequantized operands, the result and
@@ -280,6 +307,21 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
       pool.emplace_back(rows, all_rows * t / blocks, all_rows * (t + 1) / blocks);
     }
     rows(0, all_rows / blocks);
+  }
+  if (device && mma) {
+    RecipeGemmResult::ModelAgreement agreement;
+    agreement.model = mma->name;
+    agreement.outputs = out.size();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const double d = out[i].result, m = model[i];
+      if (std::bit_cast<std::uint64_t>(d) == std::bit_cast<std::uint64_t>(m)) continue;
+      if (std::isnan(d) && std::isnan(m)) continue;
+      ++agreement.differing;
+      agreement.max_normwise = std::max(agreement.max_normwise,
+                                        out[i].scale > 0 ? std::abs(d - m) / out[i].scale
+                                                         : std::numeric_limits<double>::infinity());
+    }
+    r.vs_model = agreement;
   }
   ErrorSums total, quantization, accumulation;
   double exact_squares = 0;
@@ -400,7 +442,12 @@ std::optional<std::string> why_not_runnable(const RecipeCase& c) {
   return std::nullopt;
 }
 
-RecipeCaseResult run_recipe_case(const RecipeCase& c) {
+RecipeGemmDims gemm_dims(const RecipeCase& c, Gemm g) {
+  const GemmShape s = shape_of(c, g);
+  return {s.rows, s.cols, s.k};
+}
+
+RecipeCaseResult run_recipe_case(const RecipeCase& c, const RecipeDevice& device) {
   if (auto why = why_not_runnable(c)) throw std::invalid_argument(*why);
   RecipeCaseResult r;
   std::vector<float> x, w, dy;
@@ -425,7 +472,7 @@ RecipeCaseResult run_recipe_case(const RecipeCase& c) {
   r.distribution = c.distribution;
   r.seed = c.seed;
   for (const Gemm g : c.gemms) {
-    r.gemms.push_back(run_gemm(c, g, x, w, dy));
+    r.gemms.push_back(run_gemm(c, g, x, w, dy, device));
     const RecipeGemmResult& last = r.gemms.back();
     if (last.nonfinite != 0) {
       r.breaches.push_back(
@@ -450,6 +497,13 @@ nlohmann::json to_json(const RecipeCaseResult& r) {
                      {"quantization", to_json(g.quantization)},
                      {"accumulation", to_json(g.accumulation)},
                      {"nonfinite", g.nonfinite}});
+    if (!g.device.is_null()) gemms.back()["device"] = g.device;
+    if (g.vs_model) {
+      gemms.back()["vs_model"] = {{"model", g.vs_model->model},
+                                  {"differing", g.vs_model->differing},
+                                  {"outputs", g.vs_model->outputs},
+                                  {"max_normwise", g.vs_model->max_normwise}};
+    }
   }
   return {{"recipe", r.recipe},
           {"arch", r.arch},

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -76,6 +77,17 @@ struct RecipeGemmResult {
   ErrorStats quantization;    // the exact product of the dequantized operands against it
   ErrorStats accumulation;    // the result against the exact product of the dequantized operands
   std::size_t nonfinite = 0;  // outputs that are NaN or infinite where the exact product is finite
+  // On a device (a RecipeDevice multiplied): what ran there, and how the device's product
+  // compares with the Tensor Core model's (the case's arch) output by output; null and empty on
+  // the CPU, and `vs_model` empty where the arch is "exact" or has no model of the GEMM.
+  nlohmann::json device;
+  struct ModelAgreement {
+    std::string model;          // the model's name
+    std::size_t differing = 0;  // outputs whose binary32 values differ
+    std::size_t outputs = 0;
+    double max_normwise = 0;  // the largest |device - model| / sum |a b|
+  };
+  std::optional<ModelAgreement> vs_model;
 };
 
 struct RecipeCaseResult {
@@ -112,13 +124,29 @@ inline constexpr std::string_view kRecipeConvShape = "2x128x8x8:128x3x3,pad=1";
 // convolution.
 std::optional<std::string> why_not_runnable(const RecipeCase& c);
 
+// A GEMM's operands and the output's size (rows x cols, K along the rows of both operands) as the
+// case multiplies them: each matrix's, for a batch.
+struct RecipeGemmDims {
+  std::size_t rows = 0, cols = 0, k = 0;
+};
+RecipeGemmDims gemm_dims(const RecipeCase& c, quant::Gemm g);
+
+// A device that multiplies a recipe's quantized operands (runtime::cuda_runners: cuBLASLt's
+// scaled GEMMs): C = A B^T, rows x cols binary32 values, row-major, from A (rows x k) and B
+// (cols x k) as quant::recipe_product takes them; `fast_accum` when the case promotes never
+// (promote_interval 0). Writes what ran into `ran`. Throws std::invalid_argument for operands the
+// device cannot take.
+using RecipeDevice = std::function<std::vector<double>(
+    const quant::Quantized& a, const quant::Quantized& b, bool fast_accum, nlohmann::json* ran)>;
+
 // Runs the case; throws std::invalid_argument for what why_not_runnable reports, and what the
-// inputs throw (io::InputError, inputs::SpecError) for a bad distribution.
+// inputs throw (io::InputError, inputs::SpecError) for a bad distribution. With a `device`, each
+// GEMM's product is the device's (RecipeGemmResult::device, vs_model), judged the same way.
 //
 // A delayed-scaling operand is quantized with the scale its DelayedScaling state has after one
 // update on the same tensor (TE's scale once the history holds this tensor's amax: stationary
 // inputs); stochastic rounding draws from the case's seed.
-RecipeCaseResult run_recipe_case(const RecipeCase& c);
+RecipeCaseResult run_recipe_case(const RecipeCase& c, const RecipeDevice& device = {});
 
 // The record ("ampbench.audit-recipe/1" case) the audit's --json writes.
 nlohmann::json to_json(const RecipeCaseResult& r);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness/audit/recipe_audit.hpp"
+#include "harness/cli/backend_options.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/cli/file_plan.hpp"
 #include "harness/cli/text.hpp"
@@ -24,6 +25,8 @@
 #include "harness/ops/convolution.hpp"
 #include "harness/quant/recipe.hpp"
 #include "harness/quant/recipe_gemm.hpp"
+#include "harness/results/suite.hpp"
+#include "harness/runtime/cuda.hpp"
 
 namespace ampbench::cli {
 namespace {
@@ -31,9 +34,9 @@ namespace {
 constexpr const char* kCommand = "ampbench audit";
 
 // The audit's options that mean nothing for a recipe's GEMMs.
-constexpr const char* kNotWithRecipe[] = {"--all",       "--policy",       "--samples",
-                                          "--backend",   "--gemm-compute", "--conv-math",
-                                          "--summation", "--mma",          "--budgets"};
+constexpr const char* kNotWithRecipe[] = {"--all",          "--policy",    "--samples",
+                                          "--gemm-compute", "--conv-math", "--summation",
+                                          "--mma",          "--budgets"};
 
 std::string sci(double v) {
   return fmt::format("{:.2e}", v);
@@ -70,12 +73,21 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
   for (const char* option : kNotWithRecipe) {
     if (std::find(args.given.begin(), args.given.end(), option) != args.given.end()) {
       err << fmt::format(
-          "{}: {} does not go with --recipe (the recipe audit runs linear's or conv2d's GEMMs "
-          "on the CPU models; docs/scaling.md)\n",
+          "{}: {} does not go with --recipe (the recipe audit runs linear's, bmm's or conv2d's "
+          "GEMMs on the Tensor Core models or cuBLASLt's scaled GEMMs; docs/scaling.md)\n",
           kCommand, option);
       return kExitUsage;
     }
   }
+  // cpu multiplies on the Tensor Core models; cuda on the device's cuBLASLt, each product also
+  // compared with the model's.
+  constexpr runtime::Request kRecipeBackends[] = {runtime::Request::cpu, runtime::Request::cuda};
+  const std::optional<runtime::Request> request =
+      read_backend(kCommand, args.backend, err, kRecipeBackends);
+  if (!request) return kExitUsage;
+  const runtime::Opening opened = runtime::open_backends(*request);
+  if (refused(kCommand, opened, err)) return kExitNoDevice;
+  const bool on_cuda = opened.runs.cuda;
   const std::string op_name = args.op.empty() ? "linear" : args.op;
   if (std::find(std::begin(audit::kRecipeOps), std::end(audit::kRecipeOps), op_name) ==
       std::end(audit::kRecipeOps)) {
@@ -142,6 +154,14 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
                          args.arch.empty() ? "--recipe" : "--arch " + args.arch, *why);
       return kExitUsage;
     }
+    if (on_cuda) {
+      results::SuiteCase on_device;
+      on_device.work = c;
+      if (const auto why = runtime::why_not_on(on_device, "cuda")) {
+        err << fmt::format("{}: --backend cuda: {}\n", kCommand, *why);
+        return kExitUsage;
+      }
+    }
     cases.push_back(std::move(c));
   }
   if (cases.empty()) {
@@ -201,11 +221,14 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
     return kExitUsage;
   }
   std::vector<std::string> failures;
+  const results::BackendRunners device =
+      on_cuda ? runtime::cuda_runners(opened.cuda) : results::BackendRunners{};
+  if (on_cuda) out << "cuda: " << opened.cuda.gpu << '\n';
   const auto start = std::chrono::steady_clock::now();
   for (const audit::RecipeCase& c : cases) {
     audit::RecipeCaseResult r;
     try {
-      r = audit::run_recipe_case(c);
+      r = audit::run_recipe_case(c, device.recipe);
     } catch (const io::InputError& e) {  // a file: distribution's values or shape
       out.flush();
       err << fmt::format("{}: {}: --dist {}: {}\n", kCommand, c.recipe.name, args.dist, e.what());
@@ -225,6 +248,11 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
           sci(g.accumulation.max_normwise), events(&quant::QuantEvents::saturated),
           events(&quant::QuantEvents::flushed), events(&quant::QuantEvents::blocks_lost),
           g.nonfinite == 0 ? "PASS" : "FAIL");
+      if (g.vs_model) {
+        out << fmt::format("  {} outputs of {} differ from {}'s, by at most {} of sum |a b|\n",
+                           g.vs_model->differing, g.vs_model->outputs, g.vs_model->model,
+                           sci(g.vs_model->max_normwise));
+      }
     }
     failures.insert(failures.end(), r.breaches.begin(), r.breaches.end());
     records.push_back(audit::to_json(r));
@@ -239,6 +267,11 @@ int run_recipe_audit(const AuditArgs& args, std::ostream& out, std::ostream& err
                      std::count_if(records.begin(), records.end(),
                                    [](const auto& r) { return r["status"] == "FAIL"; }));
   for (const auto& f : failures) out << "FAIL " << f << '\n';
+  if (on_cuda) {
+    out << "multiplied on cuBLASLt: the device's scaled GEMM, fast accumulation where the "
+           "promotion interval\nis 0 (its chunks are the library's own); each product beside "
+           "the Tensor Core model's.\n";
+  }
   out << "total, quant, accum: the largest |error| / sum |a b| over the outputs, of the result "
          "against the exact\nproduct of the inputs (mean: its mean), of the exact product of the "
          "dequantized operands against\nthe exact product, and of the result against the exact "

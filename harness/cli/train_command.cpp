@@ -224,8 +224,9 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   bool on_cuda = runtime::selection_of(*request).cuda;
   if (on_cuda && !config.recipes.empty()) {
     err << fmt::format(
-        "{}: --backend {}: recipes train on the CPU emulation only (their GPU GEMMs are not built "
-        "yet); use --backend cpu\n",
+        "{}: --backend {}: recipes train on the CPU emulation only (the device's trainer has no "
+        "quantized GEMMs; `audit --recipe R --backend cuda` runs a recipe's GEMMs on the device); "
+        "use --backend cpu\n",
         kCommand, args.backend);
     return kExitUsage;
   }

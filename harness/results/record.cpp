@@ -102,8 +102,8 @@ Record run_fingerprint(const FingerprintCase& c, const BackendRunners& runners) 
   return record;
 }
 
-Record run_recipe(const audit::RecipeCase& c) {
-  const audit::RecipeCaseResult result = audit::run_recipe_case(c);
+Record run_recipe(const audit::RecipeCase& c, const audit::RecipeDevice& device) {
+  const audit::RecipeCaseResult result = audit::run_recipe_case(c, device);
   Record record;
   record.kind = "recipe";
   record.pass = result.pass();
@@ -177,7 +177,7 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
     const bool runnable = c.kind() == "audit"     ? static_cast<bool>(runners.kernel)
                           : c.kind() == "train"   ? static_cast<bool>(runners.train)
                           : c.kind() == "profile" ? static_cast<bool>(runners.profile)
-                          : c.kind() == "recipe"  ? false  // the CPU's models only
+                          : c.kind() == "recipe"  ? static_cast<bool>(runners.recipe)
                                                   : static_cast<bool>(runners.fingerprint);
     if (elsewhere && !runnable) {
       throw std::invalid_argument(fmt::format("no {} backend for this case", c.backend));
@@ -191,7 +191,7 @@ Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
     } else if (const auto* profile = std::get_if<ProfileConfig>(&c.work)) {
       record = run_profile(*profile, on, c.backend);
     } else if (const auto* recipe = std::get_if<audit::RecipeCase>(&c.work)) {
-      record = run_recipe(*recipe);
+      record = run_recipe(*recipe, on.recipe);
     } else {
       record = run_fingerprint(std::get<FingerprintCase>(c.work), on);
     }
@@ -260,6 +260,7 @@ std::map<std::string, double> recipe_metrics(const audit::RecipeCaseResult& resu
     metrics[p + ".saturated"] = static_cast<double>(g.a.events.saturated + g.b.events.saturated);
     metrics[p + ".flushed"] = static_cast<double>(g.a.events.flushed + g.b.events.flushed);
     metrics[p + ".nonfinite"] = static_cast<double>(g.nonfinite);
+    if (g.vs_model) metrics[p + ".model_differing"] = static_cast<double>(g.vs_model->differing);
   }
   return metrics;
 }

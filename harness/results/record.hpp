@@ -86,6 +86,7 @@ struct BackendRunners {
       profile;
   std::function<std::unique_ptr<fingerprint::Executor>(const FingerprintCase&, nlohmann::json* ran)>
       fingerprint;
+  audit::RecipeDevice recipe;  // a recipe GEMM's product on the device
 };
 Record run_case(const SuiteCase& c, const std::vector<audit::Budget>& budgets,
                 const BackendRunners& runners = {});

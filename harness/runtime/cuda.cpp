@@ -11,11 +11,13 @@
 #include <variant>
 #include <vector>
 
+#include "harness/backends/cuda/scaled_gemm_plan.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/model_ops.hpp"
 
 #if AMPBENCH_HAVE_CUDA
 #include "harness/backends/cuda/kernel.hpp"
+#include "harness/backends/cuda/scaled_gemm.hpp"
 #include "harness/train/cuda/train_on_device.hpp"
 #include "kernels/device.hpp"
 #include "kernels/mma_executor.hpp"
@@ -43,10 +45,19 @@ std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_v
   if (backend == "cpu" || std::holds_alternative<results::FingerprintCase>(c.work)) {
     return std::nullopt;
   }
-  if (std::holds_alternative<audit::RecipeCase>(c.work)) {
-    return std::string(
-        "the audit under a recipe multiplies on the CPU's Tensor Core models; the CUDA "
-        "backend has no FP8 GEMM yet");
+  if (const auto* recipe = std::get_if<audit::RecipeCase>(&c.work)) {
+    if (auto why = audit::why_not_runnable(*recipe)) return why;
+    const std::optional<int> cc = device_compute_capability();
+    if (!cc) return std::string("no CUDA device to multiply on");
+    const std::size_t promote = recipe->promote_interval.value_or(recipe->recipe.promote_interval);
+    for (const quant::Gemm g : recipe->gemms) {
+      const audit::RecipeGemmDims d = audit::gemm_dims(*recipe, g);
+      if (auto why = backends::cuda::why_no_recipe_gemm(recipe->recipe, g, d.rows, d.cols, d.k, *cc,
+                                                        promote == 0)) {
+        return why;
+      }
+    }
+    return std::nullopt;
   }
   const auto* audit_case = std::get_if<audit::Case>(&c.work);
   if (audit_case == nullptr) {
@@ -89,6 +100,12 @@ results::BackendRunners cuda_runners(const CudaStatus& cuda) {
     MmaExecutor executor = cuda_mma_executor(c.preset.input, c.preset.accumulator(), c.instruction);
     if (!executor.arch.empty()) (*ran)["architecture"] = executor.arch;
     return std::move(executor.executor);
+  };
+  runners.recipe = [device = cuda.device](const quant::Quantized& a, const quant::Quantized& b,
+                                          bool fast_accum, nlohmann::json* ran) {
+    std::vector<double> product = cuda_recipe_product(a, b, fast_accum, ran);
+    (*ran)["device"] = device;
+    return product;
   };
   return runners;
 }
@@ -173,10 +190,36 @@ MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumula
   return {kernels::make_mma_executor(input, accumulator, kind), arch == nullptr ? "" : arch};
 }
 
+std::optional<int> device_compute_capability() {
+  static const kernels::DeviceStatus status = kernels::probe_device();
+  if (!status.available) return std::nullopt;
+  return status.compute_major * 10 + status.compute_minor;
+}
+
+std::vector<double> cuda_recipe_product(const quant::Quantized& a, const quant::Quantized& b,
+                                        bool fast_accum, nlohmann::json* ran) {
+  const backends::cuda::OperandPacking pa = backends::cuda::pack_operand(a);
+  if (!pa.operand) throw std::invalid_argument("A: " + pa.reason);
+  const backends::cuda::OperandPacking pb = backends::cuda::pack_operand(b);
+  if (!pb.operand) throw std::invalid_argument("B: " + pb.reason);
+  const std::vector<float> d =
+      backends::cuda::scaled_product(*pa.operand, *pb.operand, fast_accum, ran);
+  return {d.begin(), d.end()};
+}
+
 #else
 
 bool built_with_cuda() {
   return false;
+}
+
+std::optional<int> device_compute_capability() {
+  return std::nullopt;
+}
+
+std::vector<double> cuda_recipe_product(const quant::Quantized&, const quant::Quantized&, bool,
+                                        nlohmann::json*) {
+  throw std::logic_error("cuda_recipe_product: this build has no CUDA backend");
 }
 
 std::string cuda_library_versions() {

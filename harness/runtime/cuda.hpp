@@ -13,11 +13,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/audit/audit.hpp"
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/fingerprint/fingerprint.hpp"
 #include "harness/numeric/mma.hpp"
+#include "harness/quant/scaling.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
 #include "harness/runtime/backend.hpp"
@@ -67,6 +69,17 @@ struct MmaExecutor {
 MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumulator accumulator,
                               std::string_view instruction);
 
+// The current device's compute capability (major * 10 + minor), probed once per process; nothing
+// without a usable device or without CUDA in the build.
+std::optional<int> device_compute_capability();
+
+// A recipe GEMM's product on the device (audit::RecipeDevice): both operands packed
+// (backends::cuda::pack_operand; std::invalid_argument with its reason where one cannot be) and
+// multiplied by cuBLASLt's scaled GEMM (backends::cuda::scaled_product); likewise only after
+// probe_cuda() found a device.
+std::vector<double> cuda_recipe_product(const quant::Quantized& a, const quant::Quantized& b,
+                                        bool fast_accum, nlohmann::json* ran);
+
 // Why the CUDA backend cannot train `model` under policy `p`: backends::cuda::why_not_trainable of
 // the model's ops (train::model_ops); a model the trainer does not have is named with the ones it
 // has. Nothing when it can. Plain C++: the same answer in a build without CUDA.
@@ -76,7 +89,9 @@ std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::s
 
 // A suite's cases on the backends (results::on_backends): why case `c` cannot run on `backend`
 // ("cpu" runs every case; on "cuda" a training or profile run whose policies the device cannot
-// train, an audit case of a Tensor Core model or of an op without a CUDA plan), or nothing.
+// train, an audit case of a Tensor Core model or of an op without a CUDA plan, a recipe case
+// whose GEMMs this device's cuBLASLt cannot multiply: backends::cuda::why_no_recipe_gemm), or
+// nothing.
 std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_view backend);
 // The runners of a suite's cases on the device `cuda` (available): each writes the device's
 // record into what ran.

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "harness/inputs/distributions.hpp"
 #include "harness/ops/catalog.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 
 namespace ampbench::audit {
 namespace {
@@ -216,6 +218,53 @@ TEST(RecipeAudit, ABatchsOperandsAreQuantizedAsOneTensor) {
   EXPECT_TRUE(r.pass());
   // Products of the wrong matrices' rows would be errors of order one, not of e4m3's 2^-4.
   for (const RecipeGemmResult& g : r.gemms) EXPECT_LT(g.total.max_normwise, 0.1);
+}
+
+// A device (audit::RecipeDevice) stands in here for cuBLASLt: it returns the model's product with
+// one output of each matrix moved by a binary32 ulp. The audit judges the device's product, counts
+// the outputs where it differs from the model, says what ran, and calls it once per matrix of a
+// batch with fast accumulation exactly when the case never promotes.
+TEST(RecipeAudit, ADevicesProductIsJudgedAndComparedWithTheModel) {
+  for (const std::size_t promote : {std::size_t{0}, std::size_t{128}}) {
+    RecipeCase c = bmm_of("fp8-block", "2x128x128x128", "hopper");
+    c.promote_interval = promote;
+    const auto mma = quant::recipe_mma("hopper", c.recipe, quant::Gemm::fprop);
+    ASSERT_TRUE(mma.mma.has_value());
+    std::size_t calls = 0;
+    const RecipeDevice device = [&](const quant::Quantized& a, const quant::Quantized& b,
+                                    bool fast_accum, nlohmann::json* ran) {
+      EXPECT_EQ(a.rows, 128u);  // one matrix of the batch
+      EXPECT_EQ(fast_accum, promote == 0);
+      ++calls;
+      (*ran)["library"] = "stand-in";
+      (*ran)["call"] = calls;
+      const quant::RecipeMma m = *quant::recipe_mma("hopper", c.recipe, quant::Gemm::fprop).mma;
+      std::vector<double> p = quant::recipe_product(a, b, m, promote);
+      p[5] = std::nextafter(static_cast<float>(p[5]), std::numeric_limits<float>::infinity());
+      return p;
+    };
+    c.gemms = {quant::Gemm::fprop};
+    const RecipeCaseResult on_device = run_recipe_case(c, device);
+    const RecipeCaseResult on_model = run_recipe_case(c);
+    EXPECT_EQ(calls, 2u);
+    const RecipeGemmResult& g = on_device.gemms.at(0);
+    EXPECT_EQ(g.multiplied_on, "stand-in");
+    ASSERT_TRUE(g.vs_model.has_value());
+    EXPECT_EQ(g.vs_model->model, mma.mma->name);
+    EXPECT_EQ(g.vs_model->differing, 2u);
+    EXPECT_EQ(g.vs_model->outputs, 2u * 128 * 128);
+    EXPECT_GT(g.vs_model->max_normwise, 0);
+    EXPECT_LT(g.vs_model->max_normwise, 1e-6);
+    EXPECT_EQ(g.device.size(), 2u);
+    EXPECT_EQ(g.device[1]["call"], 2);
+    EXPECT_NE(g.total.max_normwise, 0);
+    EXPECT_EQ(g.quantization.max_normwise, on_model.gemms[0].quantization.max_normwise);
+    EXPECT_FALSE(on_model.gemms[0].vs_model.has_value());
+    const nlohmann::json record = to_json(on_device);
+    EXPECT_EQ(record["gemms"][0]["vs_model"]["differing"], 2);
+    EXPECT_EQ(record["gemms"][0]["multiplied_on"], "stand-in");
+    EXPECT_FALSE(to_json(on_model)["gemms"][0].contains("vs_model"));
+  }
 }
 
 TEST(RecipeAudit, RefusalsNameWhatIsWrong) {

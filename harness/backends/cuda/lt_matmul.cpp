@@ -101,7 +101,7 @@ void make_layout(Layout& layout, DeviceType type, std::uint64_t rows, std::uint6
 template <typename WhatNone>
 cublasLtMatmulHeuristicResult_t first_algorithm(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                 cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                                cublasLtMatrixLayout_t d,
+                                                cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
                                                 std::uint64_t workspace_bytes, WhatNone what_none) {
   Preference preference;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(preference.out()));
@@ -111,7 +111,7 @@ cublasLtMatmulHeuristicResult_t first_algorithm(cublasLtHandle_t handle, cublasL
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
-      handle, desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
+      handle, desc, a, b, c, d, preference.get(), 1, &heuristic, &found);
   if (asked != CUBLAS_STATUS_NOT_SUPPORTED) AMPBENCH_CUBLAS_CHECK(asked);
   if (asked == CUBLAS_STATUS_NOT_SUPPORTED || found == 0 ||
       heuristic.state != CUBLAS_STATUS_SUCCESS) {
@@ -131,8 +131,33 @@ nlohmann::json algorithm_json(const cublasLtMatmulHeuristicResult_t& heuristic) 
           {"workspace_bytes", heuristic.workspaceSize}};
 }
 
-cudaDataType_t fp8_data_type(Fp8Type t) {
-  return t == Fp8Type::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+cudaDataType_t scaled_data_type(ScaledElement e) {
+  switch (e) {
+    case ScaledElement::e4m3: return CUDA_R_8F_E4M3;
+    case ScaledElement::e5m2: return CUDA_R_8F_E5M2;
+    case ScaledElement::e2m1: return CUDA_R_4F_E2M1;
+  }
+  throw std::logic_error("unknown scaled element");
+}
+
+std::int32_t scale_mode(ScaleMode m) {
+  switch (m) {
+    case ScaleMode::scalar_32f: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    case ScaleMode::vec128_32f: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    case ScaleMode::blk128x128_32f: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    case ScaleMode::vec32_ue8m0: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+    case ScaleMode::vec16_ue4m3: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+  }
+  throw std::logic_error("unknown scale mode");
+}
+
+// The current device's compute capability, major * 10 + minor.
+int current_compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  AMPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  AMPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  AMPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major * 10 + minor;
 }
 
 }  // namespace
@@ -174,7 +199,8 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
   // No reduction-scheme mask: PyTorch sets one only when the user disallows reduced-precision
   // split-K reductions (allow_fp16_reduced_precision_reduction, default allowed).
   const cublasLtMatmulHeuristicResult_t heuristic = first_algorithm(
-      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size(), [&] {
+      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), d_layout.get(),
+      workspace_.size(), [&] {
         return fmt::format(
             "cuBLASLt has no algorithm for a {}x{}x{} GEMM (batch {}) with compute type {}, {} A "
             "and B, {} D{}",
@@ -199,51 +225,75 @@ nlohmann::json LtMatmul::run(const GemmPlan& plan, const GemmCall& call, const v
           {"algorithm", algorithm_json(heuristic)}};
 }
 
-nlohmann::json LtMatmul::run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m, std::uint64_t n,
-                                 std::uint64_t k, const void* a, const void* b,
-                                 const float* a_scale, const float* b_scale, float* d,
-                                 bool fast_accum, cudaStream_t stream) {
-  if (const auto why = why_no_fp8_gemm(m, n, k, a_type, b_type)) {
+nlohmann::json LtMatmul::run_scaled(const DeviceOperand& a, const DeviceOperand& b, float alpha,
+                                    const Output& out, bool fast_accum, cudaStream_t stream) {
+  if (const auto why =
+          why_no_scaled_gemm(a.shape, b.shape, current_compute_capability(), fast_accum)) {
     throw std::invalid_argument(*why);
   }
-  // cuBLASLt's FP8 GEMMs are "TN" and column-major: D_col (M x N) = A_lt^T B_lt with A_lt and B_lt
-  // k x M and k x N (leading dimension k). The row-major D (m x n) is the column-major n x m
-  // matrix D^T = B A^T, so that A_lt is B's codes (row-major n x k is column-major k x n) and
-  // B_lt is A's, each with its own type and scale.
+  if (out.fp8 && (*out.fp8 == ScaledElement::e2m1 || out.d_scale == nullptr)) {
+    throw std::invalid_argument("run_scaled: an FP8 D takes e4m3 or e5m2 and a D scale");
+  }
+  const std::uint64_t m = a.shape.rows, n = b.shape.rows, k = a.shape.k;
+  // cuBLASLt's FP8 and FP4 GEMMs are "TN" and column-major: D_col (M x N) = A_lt^T B_lt with A_lt
+  // and B_lt k x M and k x N (leading dimension k, in elements). The row-major D (m x n) is the
+  // column-major n x m matrix D^T = B A^T, so A_lt is B's codes (row-major n x k is column-major
+  // k x n) and B_lt is A's, each with its own type, scales and scale mode. A scale layout does
+  // not depend on the transposition (cuBLAS: "Scaling factors layouts").
   MatmulDesc desc;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(desc.out(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
   set(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
   set(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(CUBLAS_OP_N));
-  set(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(b_scale));
-  set(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(a_scale));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE, scale_mode(b.shape.mode));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE, scale_mode(a.shape.mode));
+  set(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b.scales);
+  set(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a.scales);
   set(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<std::int8_t>(fast_accum ? 1 : 0));
-  Layout a_layout, b_layout, d_layout;
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(a_layout.out(), fp8_data_type(b_type), k, n,
-                                                   static_cast<std::int64_t>(k)));
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(b_layout.out(), fp8_data_type(a_type), k, m,
-                                                   static_cast<std::int64_t>(k)));
+  if (out.fp8) {
+    set(desc.get(), CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, static_cast<const void*>(out.d_scale));
+    if (out.amax != nullptr) {
+      set(desc.get(), CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, static_cast<void*>(out.amax));
+    }
+  }
+  const cudaDataType_t d_type = out.fp8 ? scaled_data_type(*out.fp8) : CUDA_R_32F;
+  Layout a_layout, b_layout, c_layout, d_layout;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+      a_layout.out(), scaled_data_type(b.shape.element), k, n, static_cast<std::int64_t>(k)));
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+      b_layout.out(), scaled_data_type(a.shape.element), k, m, static_cast<std::int64_t>(k)));
+  // With an FP8 D, C is 16-bit (cuBLASLt's FP8 table); beta is 0, so it is never read.
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+      c_layout.out(), out.fp8 ? CUDA_R_16BF : CUDA_R_32F, n, m, static_cast<std::int64_t>(n)));
   AMPBENCH_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(d_layout.out(), CUDA_R_32F, n, m, static_cast<std::int64_t>(n)));
-  const cublasLtMatmulHeuristicResult_t heuristic = first_algorithm(
-      handle_, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(), workspace_.size(), [&] {
-        return fmt::format(
-            "cuBLASLt has no algorithm for a {}x{}x{} FP8 GEMM ({} x {}, 32F D{}): FP8 Tensor "
-            "Cores need sm_89 or later",
-            m, n, k, fp8_type_name(a_type), fp8_type_name(b_type),
-            fast_accum ? ", fast accum" : "");
-      });
-  const float one = 1.0F, zero = 0.0F;
-  AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(
-      handle_, desc.get(), &one, b, a_layout.get(), a, b_layout.get(), &zero, d, d_layout.get(), d,
-      d_layout.get(), &heuristic.algo, workspace_.data(), heuristic.workspaceSize, stream));
-  return {{"library", "cuBLASLt"},
-          {"compute_type", "CUBLAS_COMPUTE_32F"},
-          {"a_type", fmt::format("CUDA_R_{}", fp8_type_name(a_type))},
-          {"b_type", fmt::format("CUDA_R_{}", fp8_type_name(b_type))},
-          {"d_type", "CUDA_R_32F"},
-          {"scales", "per tensor (A and B scale pointers)"},
-          {"fast_accum", fast_accum},
-          {"algorithm", algorithm_json(heuristic)}};
+      cublasLtMatrixLayoutCreate(d_layout.out(), d_type, n, m, static_cast<std::int64_t>(n)));
+  const auto describe = [&] {
+    return fmt::format("a {}x{}x{} scaled GEMM ({} {} x {} {}, {} D{})", m, n, k,
+                       scaled_element_name(a.shape.element), scale_mode_name(a.shape.mode),
+                       scaled_element_name(b.shape.element), scale_mode_name(b.shape.mode),
+                       out.fp8 ? scaled_element_name(*out.fp8) : "32F",
+                       fast_accum ? ", fast accum" : "");
+  };
+  const cublasLtMatmulHeuristicResult_t heuristic =
+      first_algorithm(handle_, desc.get(), a_layout.get(), b_layout.get(), c_layout.get(),
+                      d_layout.get(), workspace_.size(),
+                      [&] { return fmt::format("cuBLASLt has no algorithm for {}", describe()); });
+  const float zero = 0.0F;
+  AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(handle_, desc.get(), &alpha, b.codes, a_layout.get(),
+                                       a.codes, b_layout.get(), &zero, out.d, c_layout.get(), out.d,
+                                       d_layout.get(), &heuristic.algo, workspace_.data(),
+                                       heuristic.workspaceSize, stream));
+  return {
+      {"library", "cuBLASLt"},
+      {"compute_type", "CUBLAS_COMPUTE_32F"},
+      {"a_type", fmt::format("CUDA_R_{}", scaled_element_name(a.shape.element))},
+      {"b_type", fmt::format("CUDA_R_{}", scaled_element_name(b.shape.element))},
+      {"a_scale_mode", scale_mode_name(a.shape.mode)},
+      {"b_scale_mode", scale_mode_name(b.shape.mode)},
+      {"d_type", out.fp8 ? fmt::format("CUDA_R_{}", scaled_element_name(*out.fp8)) : "CUDA_R_32F"},
+      {"alpha", alpha},
+      {"fast_accum", fast_accum},
+      {"amax_d", out.amax != nullptr},
+      {"algorithm", algorithm_json(heuristic)}};
 }
 
 }  // namespace ampbench::backends::cuda

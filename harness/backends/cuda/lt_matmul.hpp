@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "harness/backends/cuda/plan.hpp"
+#include "harness/backends/cuda/scaled_gemm_plan.hpp"
 #include "kernels/device_buffer.hpp"
 
 namespace ampbench::backends::cuda {
@@ -32,17 +34,29 @@ class LtMatmul {
   nlohmann::json run(const GemmPlan& plan, const GemmCall& call, const void* a, const void* b,
                      void* d, const void* bias, cudaStream_t stream);
 
-  // Enqueues an FP8 GEMM with per-tensor scales (fp8-delayed, fp8-current; issue 19) on `stream`:
-  // D = a_scale b_scale (A B^T), A (m x k) and B (n x k) row-major FP8 codes with K along the row
-  // (as quant::recipe_product takes them), a_scale and b_scale device floats holding the decode
-  // scales (cuBLASLt's A and B scale pointers), D m x n row-major binary32, accumulated in fp32
-  // (CUBLAS_COMPUTE_32F). fast_accum sets CUBLASLT_MATMUL_DESC_FAST_ACCUM: the Tensor Cores'
-  // partial sums are then not promoted to fp32 along K. Returns what ran, as run() does. Throws
-  // std::invalid_argument for what why_no_fp8_gemm refuses, std::runtime_error when cuBLASLt has
-  // no algorithm (no FP8 Tensor Cores before sm_89), kernels::CudaError when a call fails.
-  nlohmann::json run_fp8(Fp8Type a_type, Fp8Type b_type, std::uint64_t m, std::uint64_t n,
-                         std::uint64_t k, const void* a, const void* b, const float* a_scale,
-                         const float* b_scale, float* d, bool fast_accum, cudaStream_t stream);
+  // Enqueues a scaled GEMM (issue 19) on `stream`: D = alpha (A B^T) with each operand's element
+  // codes and scales on the device as pack_operand lays them out (scaled_gemm_plan.hpp),
+  // accumulated in fp32 (CUBLAS_COMPUTE_32F); alpha carries NVFP4's tensor decode scales. D is m x
+  // n, row-major: binary32 values, or (`out.fp8`) FP8 codes of fl(d_scale * result) with d_scale a
+  // device float, and then, when `out.amax` is not null, the device float there set to the largest
+  // |result| before d_scale (cuBLASLt computes D's amax for FP8 outputs only). fast_accum sets
+  // CUBLASLT_MATMUL_DESC_FAST_ACCUM: Hopper's partial sums are then not promoted to fp32 along K.
+  // Returns what ran (library, types, scale modes, the algorithm). Throws std::invalid_argument
+  // for what why_no_scaled_gemm refuses on this device, std::runtime_error when cuBLASLt has no
+  // algorithm, kernels::CudaError when a call fails.
+  struct DeviceOperand {
+    ScaledShape shape;
+    const void* codes = nullptr;
+    const void* scales = nullptr;
+  };
+  struct Output {
+    void* d = nullptr;
+    std::optional<ScaledElement> fp8;  // D's FP8 type; binary32 when absent
+    const float* d_scale = nullptr;    // with fp8
+    float* amax = nullptr;             // with fp8, optional
+  };
+  nlohmann::json run_scaled(const DeviceOperand& a, const DeviceOperand& b, float alpha,
+                            const Output& out, bool fast_accum, cudaStream_t stream);
 
  private:
   cublasLtHandle_t handle_ = nullptr;

@@ -372,23 +372,6 @@ std::string_view device_type_name(DeviceType t) {
   return "?";
 }
 
-std::string_view fp8_type_name(Fp8Type t) {
-  return t == Fp8Type::e4m3 ? "8F_E4M3" : "8F_E5M2";
-}
-
-std::optional<std::string> why_no_fp8_gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k,
-                                           Fp8Type a, Fp8Type b) {
-  if (a == Fp8Type::e5m2 && b == Fp8Type::e5m2) {
-    return "cuBLASLt has no FP8 GEMM with both operands e5m2";
-  }
-  for (const auto& [name, size] : {std::pair{"m", m}, std::pair{"n", n}, std::pair{"k", k}}) {
-    if (size == 0 || size % 16 != 0) {
-      return fmt::format("an FP8 GEMM's {} = {} is not a positive multiple of 16", name, size);
-    }
-  }
-  return std::nullopt;
-}
-
 std::size_t device_type_bytes(DeviceType t) {
   return t == DeviceType::f32 ? 4 : 2;
 }

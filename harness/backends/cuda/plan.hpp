@@ -51,16 +51,6 @@ numeric::Format device_type_format(DeviceType t);
 kernels::DType dtype_of(DeviceType t);
 DeviceType device_type_of(kernels::DType t);
 
-// The FP8 element types of cuBLASLt's scaled GEMMs (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2), for the
-// per-tensor FP8 recipes (fp8-delayed, fp8-current; docs/scaling.md "On the GPU").
-enum class Fp8Type { e4m3, e5m2 };
-std::string_view fp8_type_name(Fp8Type t);  // "8F_E4M3", "8F_E5M2"
-// Why cuBLASLt cannot run an FP8 GEMM (A m x k, B n x k, D m x n binary32) of these types, or
-// nothing, by its FP8 rules (cublasLtMatmul): A and B not both e5m2; and, stricter than its 16-byte
-// alignment of every leading dimension, m, n and k positive multiples of 16.
-std::optional<std::string> why_no_fp8_gemm(std::uint64_t m, std::uint64_t n, std::uint64_t k,
-                                           Fp8Type a, Fp8Type b);
-
 // A GEMM as cuBLASLt runs it: the compute type, the types of A and B and of D (no C: the audit
 // measures A B alone), and why this compute type (the rule and its source, for the records).
 struct GemmPlan {

@@ -107,7 +107,9 @@ TEST(AuditRecipeCli, BadInputIsNamed) {
   } cases[] = {
       {"--recipe fp8-block --policy fp16", "--policy does not go with --recipe"},
       {"--recipe fp8-block --mma hopper", "--mma does not go with --recipe"},
-      {"--recipe fp8-block --backend cuda", "--backend does not go with --recipe"},
+      {"--recipe fp8-block --backend all",
+       "--backend: unknown backend 'all' (available: cpu, cuda)"},
+      {"--recipe fp8-block --gemm-compute 32F", "--gemm-compute does not go with --recipe"},
       {"--recipe fp8-block --op gemm",
        "--op gemm: the audit under a recipe runs the three GEMMs (fprop, dgrad, wgrad) of linear, "
        "bmm or conv2d"},
@@ -131,6 +133,26 @@ TEST(AuditRecipeCli, BadInputIsNamed) {
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << ": " << run.err;
     EXPECT_EQ(run.out, "") << c.args;
   }
+}
+
+// --backend cuda multiplies on the device's cuBLASLt: without a usable device it is refused
+// with exit 3 and the reason; with one, each GEMM's line is followed by its comparison with the
+// model, or the recipe is refused (exit 2) where this device's cuBLASLt has no such GEMM.
+TEST(AuditRecipeCli, BackendCudaRunsOnTheDeviceOrSaysWhyNot) {
+  const Outcome run = ampbench("audit --recipe fp8-current --backend cuda --shape 64x64x128");
+  if (run.status == 3) {
+    EXPECT_NE(run.err.find("--backend cuda: no usable CUDA device"), std::string::npos) << run.err;
+    EXPECT_EQ(run.out, "");
+    return;
+  }
+  if (run.status == 2) {
+    EXPECT_NE(run.err.find("--backend cuda: fp8-current: the fprop GEMM"), std::string::npos)
+        << run.err;
+    return;
+  }
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("outputs of 4096 differ from hopper-e4m3's"), std::string::npos)
+      << run.out;
 }
 
 }  // namespace

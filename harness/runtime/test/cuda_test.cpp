@@ -87,7 +87,31 @@ TEST(CudaSuiteCases, TheCpuRunsEveryCaseAndTheGpuWhatItsPlannerAllows) {
   EXPECT_NE(mma->find("Tensor Core model"), std::string::npos) << *mma;
   // Every kind of case has its runner on the device (called only where there is one).
   const results::BackendRunners runners = cuda_runners(probe_cuda());
-  EXPECT_TRUE(runners.kernel && runners.train && runners.profile && runners.fingerprint);
+  EXPECT_TRUE(runners.kernel && runners.train && runners.profile && runners.fingerprint &&
+              runners.recipe);
+}
+
+// A recipe case runs on the device where its GEMMs are cuBLASLt scaled GEMMs of this device
+// (backends::cuda::why_no_recipe_gemm); the audit's own refusals come first.
+TEST(CudaSuiteCases, ARecipeCaseRunsWhereTheDevicesCublasLtCanMultiplyIt) {
+  const results::Suite suite = results::parse_suite(
+      "name = \"t\"\nseed = 3\n"
+      "[[recipe]]\nrecipes = [\"fp8-current\", \"mxfp6\"]\nshapes = [\"64x64x128\"]\n"
+      "arch = \"exact\"\n",
+      "t.toml", ".");
+  ASSERT_EQ(suite.cases.size(), 2u);
+  EXPECT_EQ(why_not_on(suite.cases[0], "cpu"), std::nullopt);
+  const std::optional<int> cc = device_compute_capability();
+  const auto current = why_not_on(suite.cases[0], "cuda");
+  const auto fp6 = why_not_on(suite.cases[1], "cuda");
+  ASSERT_TRUE(fp6.has_value());
+  if (!cc) {
+    EXPECT_EQ(current, "no CUDA device to multiply on");
+    EXPECT_EQ(fp6, "no CUDA device to multiply on");
+    return;
+  }
+  EXPECT_EQ(current.has_value(), *cc < 89) << current.value_or("");
+  EXPECT_NE(fp6->find("no e3m2 element type"), std::string::npos) << *fp6;
 }
 
 }  // namespace

@@ -51,19 +51,6 @@ TEST(GemmComputeNames, AreCublasEnumeratorsWithoutThePrefixAndReadCaseInsensitiv
   EXPECT_FALSE(compute_from_name("").has_value());
 }
 
-// The mapping documented in docs/audit.md ("The CUDA backend").
-TEST(Fp8Gemm, FollowsCublasLtsFp8Rules) {
-  EXPECT_EQ(why_no_fp8_gemm(16, 32, 64, Fp8Type::e4m3, Fp8Type::e5m2), std::nullopt);
-  EXPECT_EQ(why_no_fp8_gemm(16, 32, 64, Fp8Type::e5m2, Fp8Type::e4m3), std::nullopt);
-  EXPECT_EQ(why_no_fp8_gemm(16, 16, 16, Fp8Type::e5m2, Fp8Type::e5m2),
-            "cuBLASLt has no FP8 GEMM with both operands e5m2");
-  EXPECT_EQ(why_no_fp8_gemm(16, 16, 24, Fp8Type::e4m3, Fp8Type::e4m3),
-            "an FP8 GEMM's k = 24 is not a positive multiple of 16");
-  EXPECT_EQ(why_no_fp8_gemm(0, 16, 16, Fp8Type::e4m3, Fp8Type::e4m3),
-            "an FP8 GEMM's m = 0 is not a positive multiple of 16");
-  EXPECT_EQ(fp8_type_name(Fp8Type::e5m2), "8F_E5M2");
-}
-
 TEST(DefaultCompute, FollowsPytorchForEachBuiltInPolicy) {
   expect_gemm(plan_under("gemm", "fp32"), GemmCompute::f32, DeviceType::f32, DeviceType::f32);
   expect_gemm(plan_under("gemm", "tf32"), GemmCompute::f32_fast_tf32, DeviceType::f32,

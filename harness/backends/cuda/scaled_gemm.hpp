@@ -1,0 +1,31 @@
+// A recipe GEMM's product on the device (issue 19; docs/scaling.md "Scaled GEMMs on cuBLASLt"):
+// two operands packed by pack_operand (scaled_gemm_plan.hpp) copied to the current device and
+// multiplied by cuBLASLt's scaled GEMM (LtMatmul::run_scaled). Needs the CUDA toolkit; running
+// needs a device.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "harness/backends/cuda/scaled_gemm_plan.hpp"
+
+namespace ampbench::backends::cuda {
+
+// D = alpha A B^T, m x n binary32 values row-major (m = a's rows, n = b's), alpha = fl32(S_dec(A)
+// S_dec(B)) (NVFP4's tensor decode scales; 1 otherwise); synchronous. Writes what ran (LtMatmul's
+// record) into `ran` when it is not null. Throws as LtMatmul::run_scaled does.
+std::vector<float> scaled_product(const ScaledOperand& a, const ScaledOperand& b, bool fast_accum,
+                                  nlohmann::json* ran);
+
+// The same product as an FP8 D: the codes of fl(d_scale D) in `d_type` (e4m3 or e5m2), and the
+// largest |D| before d_scale, which cuBLASLt computes for FP8 outputs (CUBLASLT_MATMUL_DESC_AMAX_D_
+// POINTER; the amax a delayed-scaling recipe keeps of a GEMM's output).
+struct Fp8Product {
+  std::vector<std::uint8_t> codes;
+  float amax = 0;
+};
+Fp8Product scaled_product_fp8(const ScaledOperand& a, const ScaledOperand& b, ScaledElement d_type,
+                              float d_scale, bool fast_accum, nlohmann::json* ran);
+
+}  // namespace ampbench::backends::cuda
