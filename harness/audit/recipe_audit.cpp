@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -257,12 +256,11 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
     r.device = nlohmann::json::array();
     product = each_matrix([&](const quant::Quantized& qa_i, const quant::Quantized& qb_i) {
       nlohmann::json ran;
-      std::vector<double> p = device(qa_i, qb_i, r.promote_interval == 0, &ran);
+      std::vector<double> p = device(c.recipe, g, qa_i, qb_i, r.promote_interval == 0, &ran);
       r.device.push_back(std::move(ran));
       return p;
     });
     r.multiplied_on = r.device[0].value("library", std::string("device"));
-    if (r.device.size() == 1) r.device = r.device[0];
     r.chunks = 0;  // the library's own
   } else {
     product = std::move(model);
@@ -314,12 +312,11 @@ RecipeGemmResult run_gemm(const RecipeCase& c, Gemm g, const std::vector<float>&
     agreement.outputs = out.size();
     for (std::size_t i = 0; i < out.size(); ++i) {
       const double d = out[i].result, m = model[i];
-      if (std::bit_cast<std::uint64_t>(d) == std::bit_cast<std::uint64_t>(m)) continue;
-      if (std::isnan(d) && std::isnan(m)) continue;
+      if (d == m || (std::isnan(d) && std::isnan(m))) continue;
       ++agreement.differing;
-      agreement.max_normwise = std::max(agreement.max_normwise,
-                                        out[i].scale > 0 ? std::abs(d - m) / out[i].scale
-                                                         : std::numeric_limits<double>::infinity());
+      const double distance = std::abs(d - m) / out[i].scale;  // inf for a zero scale
+      agreement.max_normwise = std::isfinite(distance) ? std::max(agreement.max_normwise, distance)
+                                                       : std::numeric_limits<double>::infinity();
     }
     r.vs_model = agreement;
   }

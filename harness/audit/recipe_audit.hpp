@@ -77,15 +77,18 @@ struct RecipeGemmResult {
   ErrorStats quantization;    // the exact product of the dequantized operands against it
   ErrorStats accumulation;    // the result against the exact product of the dequantized operands
   std::size_t nonfinite = 0;  // outputs that are NaN or infinite where the exact product is finite
-  // On a device (a RecipeDevice multiplied): what ran there, and how the device's product
-  // compares with the Tensor Core model's (the case's arch) output by output; null and empty on
-  // the CPU, and `vs_model` empty where the arch is "exact" or has no model of the GEMM.
+  // On a device (a RecipeDevice multiplied): what ran there, one record per matrix (one but for
+  // a batch), and how the device's product compares with the Tensor Core model's (the case's
+  // arch) output by output; null and empty on the CPU, and `vs_model` empty where the arch is
+  // "exact".
   nlohmann::json device;
   struct ModelAgreement {
     std::string model;          // the model's name
-    std::size_t differing = 0;  // outputs whose binary32 values differ
+    std::size_t differing = 0;  // outputs whose values differ (+0 and -0 agree, as do two NaNs)
     std::size_t outputs = 0;
-    double max_normwise = 0;  // the largest |device - model| / sum |a b|
+    // The largest |device - model| / sum |a b| over the differing outputs; infinite where one
+    // of them is not finite, or where sum |a b| is 0.
+    double max_normwise = 0;
   };
   std::optional<ModelAgreement> vs_model;
 };
@@ -133,11 +136,13 @@ RecipeGemmDims gemm_dims(const RecipeCase& c, quant::Gemm g);
 
 // A device that multiplies a recipe's quantized operands (runtime::cuda_runners: cuBLASLt's
 // scaled GEMMs): C = A B^T, rows x cols binary32 values, row-major, from A (rows x k) and B
-// (cols x k) as quant::recipe_product takes them; `fast_accum` when the case promotes never
-// (promote_interval 0). Writes what ran into `ran`. Throws std::invalid_argument for operands the
-// device cannot take.
+// (cols x k) quantized as `recipe` quantizes the roles of `gemm` (quant::gemm_roles), as
+// quant::recipe_product takes them; `fast_accum` when the case promotes never (promote_interval
+// 0). Writes what ran into `ran`. Throws std::invalid_argument for operands the device cannot
+// take.
 using RecipeDevice = std::function<std::vector<double>(
-    const quant::Quantized& a, const quant::Quantized& b, bool fast_accum, nlohmann::json* ran)>;
+    const quant::Recipe& recipe, quant::Gemm gemm, const quant::Quantized& a,
+    const quant::Quantized& b, bool fast_accum, nlohmann::json* ran)>;
 
 // Runs the case; throws std::invalid_argument for what why_not_runnable reports, and what the
 // inputs throw (io::InputError, inputs::SpecError) for a bad distribution. With a `device`, each

@@ -101,9 +101,10 @@ results::BackendRunners cuda_runners(const CudaStatus& cuda) {
     if (!executor.arch.empty()) (*ran)["architecture"] = executor.arch;
     return std::move(executor.executor);
   };
-  runners.recipe = [device = cuda.device](const quant::Quantized& a, const quant::Quantized& b,
+  runners.recipe = [device = cuda.device](const quant::Recipe& recipe, quant::Gemm gemm,
+                                          const quant::Quantized& a, const quant::Quantized& b,
                                           bool fast_accum, nlohmann::json* ran) {
-    std::vector<double> product = cuda_recipe_product(a, b, fast_accum, ran);
+    std::vector<double> product = cuda_recipe_product(recipe, gemm, a, b, fast_accum, ran);
     (*ran)["device"] = device;
     return product;
   };
@@ -196,11 +197,15 @@ std::optional<int> device_compute_capability() {
   return status.compute_major * 10 + status.compute_minor;
 }
 
-std::vector<double> cuda_recipe_product(const quant::Quantized& a, const quant::Quantized& b,
+std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                        const quant::Quantized& a, const quant::Quantized& b,
                                         bool fast_accum, nlohmann::json* ran) {
-  const backends::cuda::OperandPacking pa = backends::cuda::pack_operand(a);
+  const auto [ra, rb] = quant::gemm_roles(gemm);
+  const backends::cuda::OperandPacking pa =
+      backends::cuda::pack_operand(a, recipe.operand(ra).granularity);
   if (!pa.operand) throw std::invalid_argument("A: " + pa.reason);
-  const backends::cuda::OperandPacking pb = backends::cuda::pack_operand(b);
+  const backends::cuda::OperandPacking pb =
+      backends::cuda::pack_operand(b, recipe.operand(rb).granularity);
   if (!pb.operand) throw std::invalid_argument("B: " + pb.reason);
   const std::vector<float> d =
       backends::cuda::scaled_product(*pa.operand, *pb.operand, fast_accum, ran);
@@ -217,8 +222,8 @@ std::optional<int> device_compute_capability() {
   return std::nullopt;
 }
 
-std::vector<double> cuda_recipe_product(const quant::Quantized&, const quant::Quantized&, bool,
-                                        nlohmann::json*) {
+std::vector<double> cuda_recipe_product(const quant::Recipe&, quant::Gemm, const quant::Quantized&,
+                                        const quant::Quantized&, bool, nlohmann::json*) {
   throw std::logic_error("cuda_recipe_product: this build has no CUDA backend");
 }
 

@@ -19,6 +19,8 @@
 #include "harness/backends/cuda/plan.hpp"
 #include "harness/fingerprint/fingerprint.hpp"
 #include "harness/numeric/mma.hpp"
+#include "harness/quant/recipe.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 #include "harness/quant/scaling.hpp"
 #include "harness/results/record.hpp"
 #include "harness/results/suite.hpp"
@@ -73,11 +75,12 @@ MmaExecutor cuda_mma_executor(const numeric::Format& input, numeric::MmaAccumula
 // without a usable device or without CUDA in the build.
 std::optional<int> device_compute_capability();
 
-// A recipe GEMM's product on the device (audit::RecipeDevice): both operands packed
-// (backends::cuda::pack_operand; std::invalid_argument with its reason where one cannot be) and
-// multiplied by cuBLASLt's scaled GEMM (backends::cuda::scaled_product); likewise only after
-// probe_cuda() found a device.
-std::vector<double> cuda_recipe_product(const quant::Quantized& a, const quant::Quantized& b,
+// A recipe GEMM's product on the device (audit::RecipeDevice): both operands packed with their
+// recipe operands' granularity (backends::cuda::pack_operand; std::invalid_argument with its
+// reason where one cannot be) and multiplied by cuBLASLt's scaled GEMM
+// (backends::cuda::scaled_product); likewise only after probe_cuda() found a device.
+std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                        const quant::Quantized& a, const quant::Quantized& b,
                                         bool fast_accum, nlohmann::json* ran);
 
 // Why the CUDA backend cannot train `model` under policy `p`: backends::cuda::why_not_trainable of

@@ -231,8 +231,11 @@ TEST(RecipeAudit, ADevicesProductIsJudgedAndComparedWithTheModel) {
     const auto mma = quant::recipe_mma("hopper", c.recipe, quant::Gemm::fprop);
     ASSERT_TRUE(mma.mma.has_value());
     std::size_t calls = 0;
-    const RecipeDevice device = [&](const quant::Quantized& a, const quant::Quantized& b,
+    const RecipeDevice device = [&](const quant::Recipe& recipe, quant::Gemm gemm,
+                                    const quant::Quantized& a, const quant::Quantized& b,
                                     bool fast_accum, nlohmann::json* ran) {
+      EXPECT_EQ(recipe.name, "fp8-block");
+      EXPECT_EQ(gemm, quant::Gemm::fprop);
       EXPECT_EQ(a.rows, 128u);  // one matrix of the batch
       EXPECT_EQ(fast_accum, promote == 0);
       ++calls;

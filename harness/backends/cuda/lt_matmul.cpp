@@ -234,6 +234,12 @@ nlohmann::json LtMatmul::run_scaled(const DeviceOperand& a, const DeviceOperand&
   if (out.fp8 && (*out.fp8 == ScaledElement::e2m1 || out.d_scale == nullptr)) {
     throw std::invalid_argument("run_scaled: an FP8 D takes e4m3 or e5m2 and a D scale");
   }
+  if (out.fp8 == ScaledElement::e5m2 && a.shape.element != ScaledElement::e5m2 &&
+      b.shape.element != ScaledElement::e5m2) {
+    throw std::invalid_argument(
+        "cuBLASLt has no e5m2 D from e4m3 operands alone (its FP8 table: an e5m2 D needs an e5m2 "
+        "operand)");
+  }
   const std::uint64_t m = a.shape.rows, n = b.shape.rows, k = a.shape.k;
   // cuBLASLt's FP8 and FP4 GEMMs are "TN" and column-major: D_col (M x N) = A_lt^T B_lt with A_lt
   // and B_lt k x M and k x N (leading dimension k, in elements). The row-major D (m x n) is the

@@ -36,29 +36,31 @@ std::optional<ScaledElement> element_of(const numeric::Format& f) {
   return std::nullopt;
 }
 
-// The mode of tiles of block_rows x block_cols over a rows x cols tensor scaled by `rule`, or why
-// none holds them.
-std::optional<ScaleMode> mode_of(quant::ScaleRule rule, std::size_t rows, std::size_t cols,
+// The mode of an operand scaled by `rule` with `granularity` in tiles of block_rows x
+// block_cols, or why none holds them. The granularity, not the tile's extent, says per tensor: a
+// 128 x 128 tensor's one scale is SCALAR_32F, one 128 x 128 tile of fp8-block's BLK128x128_32F.
+std::optional<ScaleMode> mode_of(quant::ScaleRule rule, quant::Granularity granularity,
                                  std::size_t block_rows, std::size_t block_cols,
                                  std::string& reason) {
-  const std::string tiles = fmt::format("{}x{}", block_rows, block_cols);
+  const bool tensor = granularity == quant::Granularity::tensor;
+  const std::string tiles = tensor ? std::string("one scale for the tensor")
+                                   : fmt::format("{}x{} tiles", block_rows, block_cols);
   switch (rule) {
     case quant::ScaleRule::fp32_given:
     case quant::ScaleRule::fp32_amax:
+      if (tensor) return ScaleMode::scalar_32f;
       if (block_rows == 1 && block_cols == 128) return ScaleMode::vec128_32f;
       if (block_rows == 128 && block_cols == 128) return ScaleMode::blk128x128_32f;
-      if (block_rows == rows && block_cols == cols) return ScaleMode::scalar_32f;
       reason = fmt::format(
-          "cuBLASLt's fp32 scales are per tensor or on 1x128 or 128x128 tiles, not {} tiles",
-          tiles);
+          "cuBLASLt's fp32 scales are per tensor or on 1x128 or 128x128 tiles, not {}", tiles);
       return std::nullopt;
     case quant::ScaleRule::mx_e8m0:
-      if (block_rows == 1 && block_cols == 32) return ScaleMode::vec32_ue8m0;
+      if (!tensor && block_rows == 1 && block_cols == 32) return ScaleMode::vec32_ue8m0;
       reason = fmt::format("cuBLASLt's E8M0 block scales are on 1x32 blocks, not {}", tiles);
       return std::nullopt;
     case quant::ScaleRule::nvfp4:
       // A 16x16 weight tile's scale is every one of its rows' 1x16 block scale.
-      if ((block_rows == 1 || block_rows == 16) && block_cols == 16) {
+      if (!tensor && (block_rows == 1 || block_rows == 16) && block_cols == 16) {
         return ScaleMode::vec16_ue4m3;
       }
       reason = fmt::format("cuBLASLt's UE4M3 block scales are on 1x16 blocks, not {}", tiles);
@@ -71,8 +73,9 @@ struct ShapeChoice {
   std::optional<ScaledShape> shape;
   std::string reason;
 };
-ShapeChoice shape_of(const numeric::Format& element, quant::ScaleRule rule, std::size_t rows,
-                     std::size_t cols, std::size_t block_rows, std::size_t block_cols) {
+ShapeChoice shape_of(const numeric::Format& element, quant::ScaleRule rule,
+                     quant::Granularity granularity, std::size_t rows, std::size_t cols,
+                     std::size_t block_rows, std::size_t block_cols) {
   ShapeChoice choice;
   const std::optional<ScaledElement> e = element_of(element);
   if (!e) {
@@ -82,8 +85,15 @@ ShapeChoice shape_of(const numeric::Format& element, quant::ScaleRule rule, std:
     return choice;
   }
   const std::optional<ScaleMode> mode =
-      mode_of(rule, rows, cols, block_rows, block_cols, choice.reason);
+      mode_of(rule, granularity, block_rows, block_cols, choice.reason);
   if (!mode) return choice;
+  // cuBLASLt's FP4 GEMMs are NVFP4's: UE4M3 scales per 16 (the cuBLAS documentation's FP4 table;
+  // nvmath-python and PyTorch's scaled_mm offer no cuBLASLt MXFP4).
+  if (*e == ScaledElement::e2m1 && *mode != ScaleMode::vec16_ue4m3) {
+    choice.reason = fmt::format("cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not {}",
+                                scale_mode_name(*mode));
+    return choice;
+  }
   if (*e == ScaledElement::e2m1 && cols % 2 != 0) {
     choice.reason = fmt::format("an FP4 operand's K = {} is odd: two elements make a byte", cols);
     return choice;
@@ -155,12 +165,13 @@ std::size_t scale_index(ScaleMode m, std::size_t rows, std::size_t k, std::size_
   throw std::logic_error("unknown scale mode");
 }
 
-OperandPacking pack_operand(const quant::Quantized& q) {
+OperandPacking pack_operand(const quant::Quantized& q, quant::Granularity granularity) {
   OperandPacking packing;
   if (q.rows == 0 || q.cols == 0 || q.tiles.empty() || q.bits.size() != q.rows * q.cols) {
     throw std::invalid_argument("pack_operand: an empty or inconsistent quantized tensor");
   }
-  ShapeChoice choice = shape_of(q.element, q.rule, q.rows, q.cols, q.block_rows, q.block_cols);
+  ShapeChoice choice =
+      shape_of(q.element, q.rule, granularity, q.rows, q.cols, q.block_rows, q.block_cols);
   if (!choice.shape) {
     packing.reason = std::move(choice.reason);
     return packing;
@@ -227,8 +238,9 @@ std::optional<std::string> why_no_scaled_gemm(const ScaledShape& a, const Scaled
     return fmt::format("cuBLASLt scales both operands alike, not A {} and B {}",
                        scale_mode_name(a.mode), scale_mode_name(b.mode));
   }
-  if (fp4 && !is_block_scaled(a.mode)) {
-    return fmt::format("cuBLASLt's FP4 GEMMs take block scales, not {}", scale_mode_name(a.mode));
+  if (fp4 && (a.mode != ScaleMode::vec16_ue4m3 || b.mode != ScaleMode::vec16_ue4m3)) {
+    return fmt::format("cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not {}",
+                       scale_mode_name(a.mode != ScaleMode::vec16_ue4m3 ? a.mode : b.mode));
   }
   if (cc < 89) return fmt::format("{} has no FP8 or FP4 Tensor Cores (sm_89 on)", sm);
   if (is_fp32_tiles(a.mode)) {
@@ -258,8 +270,8 @@ std::optional<std::string> why_no_recipe_gemm(const quant::Recipe& recipe, quant
   for (const auto& [i, role, n] : {std::tuple{0, ra, rows}, std::tuple{1, rb, cols}}) {
     const quant::OperandRecipe& o = recipe.operand(role);
     const quant::Layout layout = quant::operand_layout(o, n, k, 0);
-    ShapeChoice choice = shape_of(o.element, quant::scale_rule_of(o.scale), n, k, layout.block_rows,
-                                  layout.block_cols);
+    ShapeChoice choice = shape_of(o.element, quant::scale_rule_of(o.scale), o.granularity, n, k,
+                                  layout.block_rows, layout.block_cols);
     if (!choice.shape) {
       return fmt::format("{}: the {} GEMM's {}: {}", recipe.name, quant::gemm_name(gemm),
                          quant::role_name(role), choice.reason);

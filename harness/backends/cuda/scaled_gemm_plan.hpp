@@ -72,23 +72,27 @@ struct ScaledOperand {
   float tensor_decode = 1;
 };
 
-// `q` as a scaled GEMM's operand, or why it is none: an element format cuBLASLt has no type for
-// (the FP6 formats), or tiles no scale mode holds (fp32 scales on tiles other than the tensor,
-// 1x128 and 128x128; MX blocks other than 1x32; NVFP4 blocks other than 1x16 and 16x16).
+// `q`, quantized with its recipe operand's `granularity`, as a scaled GEMM's operand, or why it
+// is none: an element format cuBLASLt has no type for (the FP6 formats), tiles no scale mode holds
+// (fp32 scales on tiles other than the tensor, 1x128 and 128x128; MX blocks other than 1x32;
+// NVFP4 blocks other than 1x16 and 16x16), FP4 elements without NVFP4's UE4M3 scales (cuBLASLt
+// has no MXFP4 GEMM). The granularity decides per tensor: a 128 x 128 tensor with one fp32 scale
+// is SCALAR_32F, fp8-block's one 128 x 128 tile BLK128x128_32F.
 struct OperandPacking {
   std::optional<ScaledOperand> operand;
   std::string reason;
 };
-OperandPacking pack_operand(const quant::Quantized& q);
+OperandPacking pack_operand(const quant::Quantized& q, quant::Granularity granularity);
 
 // Why cuBLASLt cannot run D = A B^T (A m x k, B n x k, D m x n binary32) from these operands on a
 // device of compute capability `cc` (major * 10 + minor), or nothing. Its rules (cuBLAS
 // documentation, cublasLtMatmul and "Scaling Mode Support Overview"): FP8 from sm_89, per-tensor
 // scales only there; 1x128 and 128x128 fp32 tiles on sm_90 alone, not both operands 128x128, and
 // (Transformer Engine's and PyTorch's rule) without fast accumulation; MX and NVFP4 block scales
-// from sm_100; both operands scaled alike (per tensor, fp32 tiles, or the same block scale); A and
-// B not both e5m2; the same K; and, stricter than its 16-byte alignment, m, n and k positive
-// multiples of 16 (of 32 for FP4: two elements a byte).
+// from sm_100; both operands scaled alike (per tensor, fp32 tiles, or the same block scale); FP4
+// only by FP4 and with NVFP4's UE4M3 scales (cuBLASLt has no MXFP4 GEMM); A and B not both e5m2;
+// the same K; and, stricter than its 16-byte alignment, m, n and k positive multiples of 16 (of 32
+// for FP4: two elements a byte).
 std::optional<std::string> why_no_scaled_gemm(const ScaledShape& a, const ScaledShape& b, int cc,
                                               bool fast_accum);
 

@@ -129,7 +129,8 @@ TEST(PackOperand, EveryBuiltInRecipesOperandsReadBackToTheirDequantizedValues) {
   struct Expect {
     std::string recipe;
     quant::Role role;
-    std::optional<ScaleMode> mode;  // none: refused
+    std::optional<ScaleMode> mode;  // none: refused, saying `refusal`
+    std::string refusal = "";
   };
   const std::vector<Expect> cases = {
       {"fp8-delayed", quant::Role::x, ScaleMode::scalar_32f},
@@ -137,10 +138,11 @@ TEST(PackOperand, EveryBuiltInRecipesOperandsReadBackToTheirDequantizedValues) {
       {"fp8-block", quant::Role::x, ScaleMode::vec128_32f},
       {"fp8-block", quant::Role::w, ScaleMode::blk128x128_32f},
       {"mxfp8", quant::Role::x, ScaleMode::vec32_ue8m0},
-      {"mxfp4", quant::Role::w, ScaleMode::vec32_ue8m0},
+      {"mxfp4", quant::Role::w, std::nullopt,
+       "cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not VEC32_UE8M0"},
       {"nvfp4", quant::Role::x, ScaleMode::vec16_ue4m3},
       {"nvfp4", quant::Role::w, ScaleMode::vec16_ue4m3},  // 16x16 tiles as 1x16 blocks
-      {"mxfp6", quant::Role::x, std::nullopt},
+      {"mxfp6", quant::Role::x, std::nullopt, "cuBLASLt has no e3m2 element type"},
   };
   for (const Expect& e : cases) {
     SCOPED_TRACE(e.recipe + " " + std::string(quant::role_name(e.role)));
@@ -151,10 +153,10 @@ TEST(PackOperand, EveryBuiltInRecipesOperandsReadBackToTheirDequantizedValues) {
                                                                      : std::nullopt;
     const quant::QuantizedOperand q =
         quant::quantize_operand(*recipe, e.role, quant::Gemm::fprop, x, rows, k, 3, delayed);
-    const OperandPacking p = pack_operand(q.q);
+    const OperandPacking p = pack_operand(q.q, recipe->operand(e.role).granularity);
     if (!e.mode) {
       EXPECT_FALSE(p.operand.has_value());
-      EXPECT_NE(p.reason.find("no e3m2 element type"), std::string::npos) << p.reason;
+      EXPECT_NE(p.reason.find(e.refusal), std::string::npos) << p.reason;
       continue;
     }
     ASSERT_TRUE(p.operand.has_value()) << p.reason;
@@ -174,6 +176,22 @@ TEST(PackOperand, EveryBuiltInRecipesOperandsReadBackToTheirDequantizedValues) {
       }
     }
     EXPECT_EQ(mismatches, 0u);
+  }
+}
+
+// A 128 x 128 operand is one 128 x 128 tile whichever its recipe: the recipe's granularity, not
+// the tile's extent, decides the scale mode.
+TEST(PackOperand, ATensorOfOneTileKeepsItsRecipesMode) {
+  const std::vector<float> x = normal_values(128 * 128, 5);
+  for (const auto& [recipe, mode] : {std::pair{"fp8-current", ScaleMode::scalar_32f},
+                                     std::pair{"fp8-block", ScaleMode::blk128x128_32f}}) {
+    SCOPED_TRACE(recipe);
+    const quant::Recipe& r = *quant::find_recipe(recipe);
+    const quant::QuantizedOperand q =
+        quant::quantize_operand(r, quant::Role::w, quant::Gemm::fprop, x, 128, 128, 3);
+    const OperandPacking p = pack_operand(q.q, r.operand(quant::Role::w).granularity);
+    ASSERT_TRUE(p.operand.has_value()) << p.reason;
+    EXPECT_EQ(p.operand->shape.mode, mode);
   }
 }
 
@@ -227,7 +245,10 @@ TEST(WhyNoScaledGemm, FollowsCublasLtsRules) {
             "a scaled GEMM's k = 48 is not a positive multiple of 32");
   EXPECT_EQ(why_no_scaled_gemm(shape(E::e2m1, M::scalar_32f, 64, 64),
                                shape(E::e2m1, M::scalar_32f, 64, 64), 100, false),
-            "cuBLASLt's FP4 GEMMs take block scales, not SCALAR_32F");
+            "cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not SCALAR_32F");
+  EXPECT_EQ(why_no_scaled_gemm(shape(E::e2m1, M::vec32_ue8m0, 64, 64),
+                               shape(E::e2m1, M::vec32_ue8m0, 64, 64), 100, false),
+            "cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not VEC32_UE8M0");
 }
 
 TEST(WhyNoRecipeGemm, NamesTheRecipeTheGemmAndTheOperand) {
@@ -246,6 +267,13 @@ TEST(WhyNoRecipeGemm, NamesTheRecipeTheGemmAndTheOperand) {
             "mxfp8: the fprop GEMM: cuBLASLt's VEC32_UE8M0 block scales need sm_100 or later, "
             "not sm_90");
   EXPECT_EQ(why("nvfp4", quant::Gemm::wgrad, 100), std::nullopt);
+  EXPECT_EQ(why("mxfp4", quant::Gemm::fprop, 100),
+            "mxfp4: the fprop GEMM's x: cuBLASLt's FP4 GEMMs take UE4M3 scales per 16 (NVFP4), not "
+            "VEC32_UE8M0");
+  // Per-tensor operands of 128 x 128 (bmm's and conv2d's defaults) stay per tensor.
+  EXPECT_EQ(why_no_recipe_gemm(*quant::find_recipe("fp8-current"), quant::Gemm::fprop, 128, 128,
+                               128, 89, false),
+            std::nullopt);
   EXPECT_EQ(why("mxfp6", quant::Gemm::fprop, 100),
             "mxfp6: the fprop GEMM's x: cuBLASLt has no e3m2 element type (its scaled GEMMs take "
             "e4m3, e5m2 and e2m1)");
