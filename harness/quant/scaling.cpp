@@ -17,17 +17,7 @@ namespace ampbench::quant {
 
 namespace detail {
 
-double round_to_binary32(double x) {
-  constexpr double kMax = std::numeric_limits<float>::max();
-  const double magnitude = std::fabs(x);
-  if (magnitude >= 0x1p-126 && magnitude <= kMax) {
-    // The binary64 encoding rounded to 23 fraction bits in place; a carry moves up a binade.
-    const auto u = std::bit_cast<std::uint64_t>(x);
-    const std::uint64_t rounded =
-        (u + ((std::uint64_t{1} << 28) - 1) + ((u >> 29) & 1)) & ~((std::uint64_t{1} << 29) - 1);
-    const double r = std::bit_cast<double>(rounded);
-    if (std::fabs(r) <= kMax) return r;
-  }
+double round_to_binary32_by_round_to(double x) {
   return numeric::round_to(numeric::formats::fp32, Rounding::nearest_even, x).value;
 }
 
@@ -197,79 +187,88 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
   q.events.blocks = tiles.size();
   const double min_normal = std::ldexp(1.0, q.element.emin);
   const bool stochastic = numeric::is_stochastic(l.mode);
-  // The work comes in units of one row of one tile, unit u being row u % block_rows of tile
-  // u / block_rows; each notes whether its row has a nonzero finite input and whether it
-  // dequantizes to all zeros, from which a tile's `lost` follows.
+  // Each row of each tile (unit u: row u % block_rows of tile u / block_rows) notes whether it has
+  // a nonzero finite input and whether it dequantizes to all zeros, from which a tile's `lost`
+  // follows.
   const std::size_t units = tiles.size() * l.block_rows;
   std::vector<std::uint8_t> any_nonzero(units), all_zero(units);
-  // The units [first_unit, end_unit), their counts into `counts`.
-  const auto run = [&](std::size_t first_unit, std::size_t end_unit, QuantEvents& counts) {
+  const std::size_t tiles_per_row = l.cols / l.block_cols;
+  // The tensor's rows [first_row, end_row), a whole row rounded at once, their counts into
+  // `counts`.
+  const auto run = [&](std::size_t first_row, std::size_t end_row, QuantEvents& counts) {
     FastRows fast(q.element, l);
-    std::vector<double> scaled;
-    for (std::size_t unit = first_unit; unit < end_unit; ++unit) {
-      const Tile& t = tiles[unit / l.block_rows];
-      bool row_nonzero = false;
-      bool row_zero = true;
-      {
-        const std::size_t i = t.row + unit % l.block_rows;
-        const std::size_t first = i * l.cols + t.col;
-        // A NaN scale (an MX block holding a NaN or an infinity) rounds as the scale itself, the
-        // default quiet NaN, whatever the element: not left to which operand's NaN the product
-        // carries, which IEEE 754 leaves open.
-        scaled.resize(t.cols);
-        for (std::size_t j = 0; j < t.cols; ++j) {
+    std::vector<double> scaled(l.cols);
+    for (std::size_t i = first_row; i < end_row; ++i) {
+      const std::size_t first = i * l.cols;
+      const Tile* row_tiles = tiles.data() + (i / l.block_rows) * tiles_per_row;
+      // A NaN scale (an MX block holding a NaN or an infinity) rounds as the scale itself, the
+      // default quiet NaN, whatever the element: not left to which operand's NaN the product
+      // carries, which IEEE 754 leaves open.
+      for (std::size_t c = 0; c < tiles_per_row; ++c) {
+        const double scale = row_tiles[c].scale;
+        for (std::size_t j = c * l.block_cols; j < (c + 1) * l.block_cols; ++j) {
           const double v = x[first + j];
-          scaled[j] = std::isnan(t.scale) ? t.scale
-                      : product_in_f32    ? detail::round_to_binary32(v * t.scale)
-                                          : v * t.scale;
-        }
-        if (!fast.round(scaled, first, q.bits.data() + first, q.values.data() + first,
-                        q.element_events.data() + first)) {
-          for (std::size_t j = 0; j < t.cols; ++j) {
-            const std::uint32_t random =
-                stochastic ? numeric::stochastic_draw(l.seed, first + j) : 0u;
-            const Rounded r = numeric::round_to(q.element, l.mode, scaled[j], random);
-            q.bits[first + j] = r.bits;
-            q.values[first + j] = r.value;
-            q.element_events[first + j] = r.event;
-          }
-        }
-        for (std::size_t k = first; k < first + t.cols; ++k) {
-          const double v = x[k];
-          const Rounded r{q.bits[k], q.values[k], q.element_events[k]};
-          const bool nan_scale = std::isnan(t.decode_scale);
-          q.dequantized[k] =
-              nan_scale ? std::numeric_limits<double>::quiet_NaN() : r.value * t.decode_scale;
-          if (std::isnan(v) || nan_scale) {
-            ++counts.nan;
-          } else if (r.event == RoundingEvent::saturation) {
-            ++counts.saturated;
-          }
-          if (std::isfinite(v) && v != 0) {
-            row_nonzero = true;
-            if (q.dequantized[k] == 0) ++counts.flushed;
-          }
-          if (r.value != 0 && std::fabs(r.value) < min_normal) ++counts.subnormal;
-          if (q.dequantized[k] != 0) row_zero = false;
+          scaled[j] = std::isnan(scale) ? scale
+                      : product_in_f32  ? detail::round_to_binary32(v * scale)
+                                        : v * scale;
         }
       }
-      any_nonzero[unit] = row_nonzero;
-      all_zero[unit] = row_zero;
+      if (!fast.round(scaled, first, q.bits.data() + first, q.values.data() + first,
+                      q.element_events.data() + first)) {
+        for (std::size_t j = 0; j < l.cols; ++j) {
+          const std::uint32_t random =
+              stochastic ? numeric::stochastic_draw(l.seed, first + j) : 0u;
+          const Rounded r = numeric::round_to(q.element, l.mode, scaled[j], random);
+          q.bits[first + j] = r.bits;
+          q.values[first + j] = r.value;
+          q.element_events[first + j] = r.event;
+        }
+      }
+      // Each tile's part of the row: its dequantized values and counts, without branches on the
+      // elements.
+      for (std::size_t c = 0; c < tiles_per_row; ++c) {
+        const Tile& t = row_tiles[c];
+        const bool nan_scale = std::isnan(t.decode_scale);
+        const double decode = nan_scale ? std::numeric_limits<double>::quiet_NaN() : t.decode_scale;
+        std::uint64_t nan = 0, saturated = 0, flushed = 0, subnormal = 0, nonzero = 0, zero = 0;
+        const std::size_t begin = first + c * l.block_cols, end = begin + l.block_cols;
+        for (std::size_t k = begin; k < end; ++k) {
+          const float v = x[k];
+          const double value = q.values[k];
+          const double dequantized = nan_scale ? decode : value * decode;
+          q.dequantized[k] = dequantized;
+          const bool is_nan = std::isnan(v) || nan_scale;
+          nan += is_nan;
+          saturated += !is_nan && q.element_events[k] == RoundingEvent::saturation;
+          const bool input_nonzero = std::isfinite(v) && v != 0;
+          nonzero += input_nonzero;
+          flushed += input_nonzero && dequantized == 0;
+          subnormal += value != 0 && std::fabs(value) < min_normal;
+          zero += dequantized == 0;
+        }
+        counts.nan += nan;
+        counts.saturated += saturated;
+        counts.flushed += flushed;
+        counts.subnormal += subnormal;
+        const std::size_t unit =
+            ((i / l.block_rows) * tiles_per_row + c) * l.block_rows + i % l.block_rows;
+        any_nonzero[unit] = nonzero != 0;
+        all_zero[unit] = zero == l.block_cols;
+      }
     }
   };
-  // Large tensors on all cores, in contiguous runs of units (every element's result and the
+  // Large tensors on all cores, in contiguous runs of rows (every element's result and the
   // counts' sums are the same whichever core computes them).
   constexpr std::size_t kElementsPerCore = std::size_t{1} << 16;
   const std::size_t cores = std::clamp<std::size_t>(
-      std::min<std::size_t>(std::thread::hardware_concurrency(), n / kElementsPerCore), 1,
-      std::max<std::size_t>(units, 1));
+      std::min<std::size_t>(std::thread::hardware_concurrency(), n / kElementsPerCore), 1, l.rows);
   std::vector<QuantEvents> counts(cores);
   {
     std::vector<std::jthread> pool;
     for (std::size_t c = 1; c < cores; ++c) {
-      pool.emplace_back([&, c] { run(units * c / cores, units * (c + 1) / cores, counts[c]); });
+      pool.emplace_back([&, c] { run(l.rows * c / cores, l.rows * (c + 1) / cores, counts[c]); });
     }
-    run(0, units / cores, counts[0]);
+    run(0, l.rows / cores, counts[0]);
   }
   for (std::size_t tile = 0; tile < tiles.size(); ++tile) {
     const auto rows = static_cast<std::ptrdiff_t>(l.block_rows);

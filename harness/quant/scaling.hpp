@@ -12,8 +12,11 @@
 // MX).
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -208,8 +211,21 @@ namespace detail {
 // Throws std::invalid_argument unless x has rows x cols values and the blocks divide the shape.
 void check_layout(std::span<const float> x, const Layout& layout);
 // x rounded to binary32, nearest even, as a binary64 (round_to's result), whatever the
-// floating-point environment's rounding mode; quick where the result is a normal binary32 value.
-double round_to_binary32(double x);
+// floating-point environment's rounding mode; quick (inline) where the result is a normal binary32
+// value, round_to_binary32_by_round_to elsewhere.
+double round_to_binary32_by_round_to(double x);
+inline double round_to_binary32(double x) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (const double magnitude = std::fabs(x); magnitude >= 0x1p-126 && magnitude <= kMax) {
+    // The binary64 encoding rounded to 23 fraction bits in place; a carry moves up a binade.
+    const auto u = std::bit_cast<std::uint64_t>(x);
+    const std::uint64_t rounded =
+        (u + ((std::uint64_t{1} << 28) - 1) + ((u >> 29) & 1)) & ~((std::uint64_t{1} << 29) - 1);
+    const double r = std::bit_cast<double>(rounded);
+    if (std::fabs(r) <= kMax) return r;
+  }
+  return round_to_binary32_by_round_to(x);
+}
 // The saturating codes (round_to with Overflow::saturate) of the binary32 values x in an MX
 // element format (e4m3, e5m2, e3m2, e2m3, e2m1), nearest even or, with `stochastic`, with element i
 // drawing stochastic_draw(seed, first_index + i); the fast path's vectorised loops
