@@ -311,6 +311,68 @@ __attribute__((target("avx2"))) void encode_fp8_nearest_avx2(const float* in, st
   }
 }
 
+// ---- AVX2 with F16C: e5m2 to nearest
+// ------------------------------------------------------------------------------------- e5m2 is
+// binary16 with two fraction bits: the same exponent field, bias and subnormal range. F16C's
+// conversion to binary16 toward zero, with the lowest bit set where it was inexact (rounding to
+// odd: binary16's bits below e5m2's keep whether anything was dropped), then binary16's top byte
+// rounded to nearest even in the integer encoding, is e5m2's round to nearest even of the binary32
+// value: rounding to odd with at least two more bits than the target's cannot round a second
+// time (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+// using rounding to odd", IEEE TC 2008). A carry moves up a binade, or from the largest finite
+// value to infinity; past binary16's range the conversion gives its largest finite value,
+// inexact, which rounds to infinity as e5m2 does; infinities convert exactly. A NaN keeps
+// binary16's top byte: the quiet bit set and the top fraction bits, as encode_one makes it. Sixteen
+// values per vector of 16-bit lanes. The lane order of the 128-bit halves is restored with one
+// permutation per pack.
+template <bool Saturate>
+__attribute__((target("avx2,f16c"), always_inline)) inline __m256i encode_e5m2_lanes16(__m256 lo,
+                                                                                       __m256 hi) {
+  constexpr int kTowardZero = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+  constexpr int kUpward = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i half = _mm256_set_m128i(_mm256_cvtps_ph(hi, kTowardZero),
+                                        _mm256_cvtps_ph(lo, kTowardZero));
+  // Inexact lanes: |x| converted upward differs from |x| toward zero (a NaN's lane is replaced
+  // below).
+  const __m256i up = _mm256_set_m128i(_mm256_cvtps_ph(_mm256_and_ps(hi, abs_mask), kUpward),
+                                      _mm256_cvtps_ph(_mm256_and_ps(lo, abs_mask), kUpward));
+  const __m256i magnitude16 = _mm256_and_si256(half, _mm256_set1_epi16(0x7FFF));
+  const __m256i exact = _mm256_cmpeq_epi16(magnitude16, up);
+  const __m256i odd = _mm256_or_si256(half, _mm256_andnot_si256(exact, _mm256_set1_epi16(1)));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(odd, 8), _mm256_set1_epi16(1));
+  __m256i code =
+      _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(odd, _mm256_set1_epi16(0x7F)), lsb), 8);
+  if constexpr (Saturate) {
+    // Past the largest finite value (0x7B), infinities included: the largest finite.
+    const __m256i sign = _mm256_and_si256(code, _mm256_set1_epi16(0x80));
+    code = _mm256_or_si256(sign, _mm256_min_epu16(_mm256_and_si256(code, _mm256_set1_epi16(0x7F)),
+                                                  _mm256_set1_epi16(0x7B)));
+  }
+  const __m256i nan = _mm256_cmpgt_epi16(magnitude16, _mm256_set1_epi16(0x7C00));
+  return _mm256_blendv_epi8(code, _mm256_srli_epi16(half, 8), nan);
+}
+
+template <bool Saturate>
+__attribute__((target("avx2,f16c"))) void encode_e5m2_nearest_f16c(const float* in,
+                                                                   std::uint8_t* out,
+                                                                   std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i low =
+        encode_e5m2_lanes16<Saturate>(_mm256_loadu_ps(in + i), _mm256_loadu_ps(in + i + 8));
+    const __m256i high =
+        encode_e5m2_lanes16<Saturate>(_mm256_loadu_ps(in + i + 16), _mm256_loadu_ps(in + i + 24));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_permute4x64_epi64(_mm256_packus_epi16(low, high), 0xD8));
+  }
+  for (; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, in + i, sizeof u);
+    out[i] = static_cast<std::uint8_t>(encode_one<formats::e5m2, false, Saturate>(u, 0));
+  }
+}
+
 // The AVX2 kernel above applies: e4m3 or e5m2 to nearest on an AVX2 CPU (not AVX-512, which has
 // its own), with MXCSR rounding to nearest.
 bool fp8_nearest_avx2_applies(FastFormat id, bool stochastic) {
@@ -324,6 +386,8 @@ void encode_fp8_nearest_avx2(FastFormat id, bool saturate, const float* in, void
   if (id == FastFormat::e4m3) {
     saturate ? encode_fp8_nearest_avx2<formats::e4m3, true>(in, o, n)
              : encode_fp8_nearest_avx2<formats::e4m3, false>(in, o, n);
+  } else if (cpu_has_f16c()) {
+    saturate ? encode_e5m2_nearest_f16c<true>(in, o, n) : encode_e5m2_nearest_f16c<false>(in, o, n);
   } else {
     saturate ? encode_fp8_nearest_avx2<formats::e5m2, true>(in, o, n)
              : encode_fp8_nearest_avx2<formats::e5m2, false>(in, o, n);
