@@ -331,8 +331,8 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256i encode_e5m2_l
   constexpr int kTowardZero = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
   constexpr int kUpward = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i half = _mm256_set_m128i(_mm256_cvtps_ph(hi, kTowardZero),
-                                        _mm256_cvtps_ph(lo, kTowardZero));
+  const __m256i half =
+      _mm256_set_m128i(_mm256_cvtps_ph(hi, kTowardZero), _mm256_cvtps_ph(lo, kTowardZero));
   // Inexact lanes: |x| converted upward differs from |x| toward zero (a NaN's lane is replaced
   // below).
   const __m256i up = _mm256_set_m128i(_mm256_cvtps_ph(_mm256_and_ps(hi, abs_mask), kUpward),
