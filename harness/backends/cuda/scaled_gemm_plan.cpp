@@ -135,9 +135,18 @@ std::size_t scale_block(ScaleMode m, std::size_t k) {
   throw std::logic_error("unknown scale mode");
 }
 
+namespace {
+
+// The scale blocks of a row: L = ceil(k / block) (1 per tensor).
+std::size_t blocks_along_k(ScaleMode m, std::size_t k) {
+  const std::size_t block = std::max<std::size_t>(scale_block(m, k), 1);
+  return (k + block - 1) / block;
+}
+
+}  // namespace
+
 std::size_t scale_entries(ScaleMode m, std::size_t rows, std::size_t k) {
-  const std::size_t blocks =
-      (k + scale_block(m, k) - 1) / std::max<std::size_t>(scale_block(m, k), 1);
+  const std::size_t blocks = blocks_along_k(m, k);
   switch (m) {
     case ScaleMode::scalar_32f: return 1;
     case ScaleMode::vec128_32f: return blocks * rows;
@@ -150,8 +159,7 @@ std::size_t scale_entries(ScaleMode m, std::size_t rows, std::size_t k) {
 
 std::size_t scale_index(ScaleMode m, std::size_t rows, std::size_t k, std::size_t r,
                         std::size_t b) {
-  const std::size_t blocks =
-      (k + scale_block(m, k) - 1) / std::max<std::size_t>(scale_block(m, k), 1);
+  const std::size_t blocks = blocks_along_k(m, k);
   switch (m) {
     case ScaleMode::scalar_32f: return 0;
     case ScaleMode::vec128_32f: return b * rows + r;
