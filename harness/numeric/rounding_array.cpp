@@ -373,8 +373,10 @@ __attribute__((target("avx2,f16c"))) void encode_e5m2_nearest_f16c(const float* 
   }
 }
 
-// The AVX2 kernel above applies: e4m3 or e5m2 to nearest on an AVX2 CPU (not AVX-512, which has
-// its own), with MXCSR rounding to nearest.
+// The AVX2 kernels above apply: e4m3 or e5m2 to nearest on an AVX2 CPU (not AVX-512, which has
+// its own), with MXCSR rounding to nearest. The integer kernel's subnormal addition needs that;
+// the F16C one (e5m2) does not, but takes the same condition: under another rounding direction
+// both formats go to the compiler's kernel.
 bool fp8_nearest_avx2_applies(FastFormat id, bool stochastic) {
   return !stochastic && (id == FastFormat::e4m3 || id == FastFormat::e5m2) &&
          (_mm_getcsr() & 0x6000u) == 0;  // MXCSR.RC: 00 is round to nearest

@@ -193,18 +193,30 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
   const std::size_t units = tiles.size() * l.block_rows;
   std::vector<std::uint8_t> any_nonzero(units), all_zero(units);
   const std::size_t tiles_per_row = l.cols / l.block_cols;
-  // The tensor's rows [first_row, end_row), a whole row rounded at once, their counts into
-  // `counts`.
-  const auto run = [&](std::size_t first_row, std::size_t end_row, QuantEvents& counts) {
+  // The work comes in pieces: a row's tiles cut into `pieces_per_row` runs (one, the whole row,
+  // unless the tensor has fewer rows than cores), piece p being run p % pieces_per_row of row
+  // p / pieces_per_row, each run rounded at once.
+  constexpr std::size_t kElementsPerCore = std::size_t{1} << 16;
+  const std::size_t wanted = std::max<std::size_t>(
+      1, std::min<std::size_t>(std::thread::hardware_concurrency(), n / kElementsPerCore));
+  const std::size_t pieces_per_row =
+      std::clamp<std::size_t>((wanted + l.rows - 1) / l.rows, 1, tiles_per_row);
+  const std::size_t pieces = l.rows * pieces_per_row;
+  // The pieces [first_piece, end_piece), their counts into `counts`.
+  const auto run = [&](std::size_t first_piece, std::size_t end_piece, QuantEvents& counts) {
     FastRows fast(q.element, l);
     std::vector<double> scaled(l.cols);
-    for (std::size_t i = first_row; i < end_row; ++i) {
+    for (std::size_t piece = first_piece; piece < end_piece; ++piece) {
+      const std::size_t i = piece / pieces_per_row, part = piece % pieces_per_row;
+      const std::size_t c0 = part * tiles_per_row / pieces_per_row;
+      const std::size_t c1 = (part + 1) * tiles_per_row / pieces_per_row;
+      const std::size_t j0 = c0 * l.block_cols, j1 = c1 * l.block_cols;
       const std::size_t first = i * l.cols;
       const Tile* row_tiles = tiles.data() + (i / l.block_rows) * tiles_per_row;
       // A NaN scale (an MX block holding a NaN or an infinity) rounds as the scale itself, the
       // default quiet NaN, whatever the element: not left to which operand's NaN the product
       // carries, which IEEE 754 leaves open.
-      for (std::size_t c = 0; c < tiles_per_row; ++c) {
+      for (std::size_t c = c0; c < c1; ++c) {
         const double scale = row_tiles[c].scale;
         for (std::size_t j = c * l.block_cols; j < (c + 1) * l.block_cols; ++j) {
           const double v = x[first + j];
@@ -213,9 +225,10 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
                                         : v * scale;
         }
       }
-      if (!fast.round(scaled, first, q.bits.data() + first, q.values.data() + first,
-                      q.element_events.data() + first)) {
-        for (std::size_t j = 0; j < l.cols; ++j) {
+      const std::span<const double> run_scaled(scaled.data() + j0, j1 - j0);
+      if (!fast.round(run_scaled, first + j0, q.bits.data() + first + j0,
+                      q.values.data() + first + j0, q.element_events.data() + first + j0)) {
+        for (std::size_t j = j0; j < j1; ++j) {
           const std::uint32_t random =
               stochastic ? numeric::stochastic_draw(l.seed, first + j) : 0u;
           const Rounded r = numeric::round_to(q.element, l.mode, scaled[j], random);
@@ -226,7 +239,7 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
       }
       // Each tile's part of the row: its dequantized values and counts, without branches on the
       // elements.
-      for (std::size_t c = 0; c < tiles_per_row; ++c) {
+      for (std::size_t c = c0; c < c1; ++c) {
         const Tile& t = row_tiles[c];
         const bool nan_scale = std::isnan(t.decode_scale);
         const double decode = nan_scale ? std::numeric_limits<double>::quiet_NaN() : t.decode_scale;
@@ -257,18 +270,16 @@ Quantized finish(std::span<const float> x, const Layout& l, const Format& elemen
       }
     }
   };
-  // Large tensors on all cores, in contiguous runs of rows (every element's result and the
+  // Large tensors on all cores, in contiguous runs of pieces (every element's result and the
   // counts' sums are the same whichever core computes them).
-  constexpr std::size_t kElementsPerCore = std::size_t{1} << 16;
-  const std::size_t cores = std::clamp<std::size_t>(
-      std::min<std::size_t>(std::thread::hardware_concurrency(), n / kElementsPerCore), 1, l.rows);
+  const std::size_t cores = std::min(wanted, pieces);
   std::vector<QuantEvents> counts(cores);
   {
     std::vector<std::jthread> pool;
     for (std::size_t c = 1; c < cores; ++c) {
-      pool.emplace_back([&, c] { run(l.rows * c / cores, l.rows * (c + 1) / cores, counts[c]); });
+      pool.emplace_back([&, c] { run(pieces * c / cores, pieces * (c + 1) / cores, counts[c]); });
     }
-    run(0, l.rows / cores, counts[0]);
+    run(0, pieces / cores, counts[0]);
   }
   for (std::size_t tile = 0; tile < tiles.size(); ++tile) {
     const auto rows = static_cast<std::ptrdiff_t>(l.block_rows);

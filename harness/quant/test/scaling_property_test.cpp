@@ -316,13 +316,8 @@ RC_GTEST_PROP(Quantizers, EveryElementIsRoundToOfItsScaledInput, ()) {
   RC_ASSERT(q.events.saturated == want.saturated);
 }
 
-// A tensor large enough to be quantized on several cores (scaling.cpp: one per 2^16 elements),
-// as one tile with a given scale and as 2048 tiles of 1 x 128 with their own: every element as
-// round_to makes it, and the counts of the whole tensor, with saturations (given scale), flushes,
-// subnormals and NaNs present.
-TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
-  constexpr std::size_t kRows = 512, kCols = 512;
-  std::vector<float> x(kRows * kCols);
+void large_tensor_equals_round_to(std::size_t rows, std::size_t cols) {
+  std::vector<float> x(rows * cols);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const auto u = numeric::splitmix64(11, i);
     x[i] =
@@ -331,21 +326,21 @@ TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
     if (u % 4093 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
   }
   for (const Rounding mode : {Rounding::nearest_even, Rounding::stochastic_proportional}) {
-    for (const std::size_t block_cols : {kCols, std::size_t{128}}) {
+    for (const std::size_t block_cols : {cols, std::size_t{128}}) {
       Layout l;
-      l.rows = kRows;
-      l.cols = kCols;
-      l.block_rows = block_cols == kCols ? kRows : 1;
+      l.rows = rows;
+      l.cols = cols;
+      l.block_rows = block_cols == cols ? rows : 1;
       l.block_cols = block_cols;
       l.mode = mode;
       l.seed = 5;
-      const Quantized q = block_cols == kCols ? quantize_with_scale(x, l, formats::e4m3, 0x1p-4f)
-                                              : quantize_current(x, l, formats::e4m3, false);
-      ASSERT_EQ(q.tiles.size(), kRows * kCols / (l.block_rows * block_cols));
+      const Quantized q = block_cols == cols ? quantize_with_scale(x, l, formats::e4m3, 0x1p-4f)
+                                             : quantize_current(x, l, formats::e4m3, false);
+      ASSERT_EQ(q.tiles.size(), rows * cols / (l.block_rows * block_cols));
       QuantEvents want;
       for (std::size_t k = 0; k < x.size(); ++k) {
         const Tile& t =
-            q.tiles[k / kCols / l.block_rows * (kCols / block_cols) + k % kCols / block_cols];
+            q.tiles[k / cols / l.block_rows * (cols / block_cols) + k % cols / block_cols];
         const double scaled = f32(static_cast<double>(x[k]) * t.scale);
         const numeric::Rounded r = numeric::round_to(
             q.element, mode, scaled,
@@ -360,7 +355,7 @@ TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
         if (x[k] != 0 && r.value == 0) ++want.flushed;
         if (r.value != 0 && std::fabs(r.value) < 0x1p-6) ++want.subnormal;
       }
-      if (block_cols == kCols) {
+      if (block_cols == cols) {
         EXPECT_GT(want.saturated, 0u);
       }
       EXPECT_GT(want.flushed, 0u);
@@ -370,6 +365,18 @@ TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
       EXPECT_EQ(q.events.flushed, want.flushed);
       EXPECT_EQ(q.events.subnormal, want.subnormal);
     }
+  }
+}
+
+// A tensor large enough to be quantized on several cores (scaling.cpp: one per 2^16 elements),
+// as one tile with a given scale and as 2048 tiles of 1 x 128 with their own: every element as
+// round_to makes it, and the counts of the whole tensor, with saturations (given scale), flushes,
+// subnormals and NaNs present. Once as 512 x 512 (the cores take rows) and once as one row of
+// 2^18 (the cores take runs of that row's tiles).
+TEST(Quantizers, ALargeTensorOnSeveralCoresEqualsRoundTo) {
+  for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{512, 512}, {1, 1 << 18}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    large_tensor_equals_round_to(rows, cols);
   }
 }
 
