@@ -281,8 +281,9 @@ int run_command_line(int argc, char** argv) {
                     "FP8/microscaling recipes trained beside the policies: names or FILE.toml, "
                     "comma-separated (docs/training.md)");
   train->add_option("--arch", train_args.arch,
-                    "The recipes' Tensor Core model: hopper, blackwell, ... or exact (default: "
-                    "blackwell for MX/NVFP4, else hopper)");
+                    "The recipes' Tensor Core model on the CPU: hopper, blackwell, ... or exact "
+                    "(default: blackwell for MX/NVFP4, else hopper); on the device they run on "
+                    "cuBLASLt");
   train->add_option("--keep-bf16", train_args.keep_bf16,
                     "Linear and convolution layers (their weights' names, comma-separated) every "
                     "recipe keeps in bf16");

@@ -48,9 +48,11 @@ void write_steps(std::ostream& out, const train::RunResult& r, std::size_t every
   }
 }
 
-// Where a recipe's GEMMs are multiplied: "on the hopper model", "exactly".
+// Where a recipe's GEMMs are multiplied: "on the hopper model", "multiplied exactly", "on
+// cuBLASLt sm_90" (a device run's, train::cuda::cublaslt_recipe_gemms).
 std::string gemms_on(const std::string& arch) {
-  return arch == "exact" ? std::string("multiplied exactly") : "on the " + arch + " model";
+  if (arch == "exact") return "multiplied exactly";
+  return arch.starts_with("cuBLASLt") ? "on " + arch : "on the " + arch + " model";
 }
 
 // A recipe run's scaled tensors over all its steps: the largest amax, the last per-tensor scale,
@@ -223,12 +225,26 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   if (!request) return kExitUsage;
   bool on_cuda = runtime::selection_of(*request).cuda;
   if (on_cuda && !config.recipes.empty()) {
-    err << fmt::format(
-        "{}: --backend {}: recipes train on the CPU emulation only (the device's trainer has no "
-        "quantized GEMMs; `audit --recipe R --backend cuda` runs a recipe's GEMMs on the device); "
-        "use --backend cpu\n",
-        kCommand, args.backend);
-    return kExitUsage;
+    if (!args.arch.empty() && args.backend == "cuda") {
+      err << fmt::format(
+          "{}: --arch {}: names the Tensor Core model the CPU emulation multiplies a recipe's "
+          "GEMMs on; on --backend cuda they run on the device's cuBLASLt (--backend all runs "
+          "both)\n",
+          kCommand, args.arch);
+      return kExitUsage;
+    }
+    if (config.sensitivity && args.backend == "all") {
+      err << fmt::format(
+          "{}: --sensitivity: a recipe's layers are ranked on one backend at a time: "
+          "--backend cpu or --backend cuda, not all\n",
+          kCommand);
+      return kExitUsage;
+    }
+    if (auto why = runtime::why_not_trainable(train::RecipeOps::base_policy(), config.model)) {
+      err << fmt::format("{}: --backend {}: a recipe's other ops run as amp-bf16: {}\n", kCommand,
+                         args.backend, *why);
+      return kExitUsage;
+    }
   }
   if (on_cuda) {
     for (const auto& p : config.policies) {
@@ -335,6 +351,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
   const runtime::CudaStatus& cuda = opened.cuda;
   const std::string& cuda_unavailable = opened.cpu_alone;
   on_cuda = opened.runs.cuda;
+  if (on_cuda) {
+    // What this device's cuBLASLt cannot multiply, now that there is a device to ask.
+    for (const auto& r : config.recipes) {
+      if (auto why = runtime::why_not_trainable(r, config.model)) {
+        err << fmt::format("{}: --backend {}: {}\n", kCommand, args.backend, *why);
+        return kExitUsage;
+      }
+    }
+  }
 
   // ---- the run ----------------------------------------------------------------------------------
   out << fmt::format(
@@ -358,9 +383,15 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
         config.keep_bf16.empty()
             ? ""
             : fmt::format(" (but {}, kept in bf16)", fmt::join(config.keep_bf16, ", "));
+    const std::string on_device = "on the device's cuBLASLt scaled GEMMs";
+    const std::string on = !on_cuda ? gemms_on(train::recipe_arch(r, config))
+                           : args.backend == "all"
+                               ? fmt::format("{} and, emulated, {}", on_device,
+                                             gemms_on(train::recipe_arch(r, config)))
+                               : on_device;
     out << fmt::format(
         "recipe {}: the linear and convolution layers' GEMMs{} {}, the rest as amp-bf16\n", r.name,
-        kept, gemms_on(train::recipe_arch(r, config)));
+        kept, on);
   }
   if (config.sensitivity && config.sensitivity_seeds > 1) {
     out << fmt::format(

@@ -14,6 +14,7 @@
 #include "harness/backends/cuda/scaled_gemm_plan.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/model_ops.hpp"
+#include "harness/train/recipe_ops.hpp"
 
 #if AMPBENCH_HAVE_CUDA
 #include "harness/backends/cuda/kernel.hpp"
@@ -31,6 +32,15 @@ std::optional<std::string> why_not_trainable(const policy::Policy& p, std::strin
     return fmt::format("model {}: the CUDA backend trains {}", model, fmt::join(models, ", "));
   }
   return backends::cuda::why_not_trainable(p, train::model_ops(model));
+}
+
+std::optional<std::string> why_not_trainable(const quant::Recipe& r, std::string_view model) {
+  if (auto why = why_not_trainable(train::RecipeOps::base_policy(), model)) {
+    return fmt::format("recipe {}: its other ops under amp-bf16: {}", r.name, *why);
+  }
+  const std::optional<int> cc = device_compute_capability();
+  if (!cc) return std::string("no CUDA device to multiply a recipe's GEMMs on");
+  return backends::cuda::why_no_recipe_training(r, *cc);
 }
 
 std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model) {
@@ -66,6 +76,9 @@ std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_v
         training != nullptr ? *training : std::get<results::ProfileConfig>(c.work).config;
     for (const auto& p : config.policies) {
       if (auto why = why_not_trainable(p, config.model)) return why;
+    }
+    for (const auto& r : config.recipes) {
+      if (auto why = why_not_trainable(r, config.model)) return why;
     }
     return std::nullopt;
   }
@@ -200,16 +213,7 @@ std::optional<int> device_compute_capability() {
 std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
                                         const quant::Quantized& a, const quant::Quantized& b,
                                         bool fast_accum, nlohmann::json* ran) {
-  const auto [ra, rb] = quant::gemm_roles(gemm);
-  const backends::cuda::OperandPacking pa =
-      backends::cuda::pack_operand(a, recipe.operand(ra).granularity);
-  if (!pa.operand) throw std::invalid_argument("A: " + pa.reason);
-  const backends::cuda::OperandPacking pb =
-      backends::cuda::pack_operand(b, recipe.operand(rb).granularity);
-  if (!pb.operand) throw std::invalid_argument("B: " + pb.reason);
-  const std::vector<float> d =
-      backends::cuda::scaled_product(*pa.operand, *pb.operand, fast_accum, ran);
-  return {d.begin(), d.end()};
+  return backends::cuda::recipe_product(recipe, gemm, a, b, fast_accum, ran);
 }
 
 #else

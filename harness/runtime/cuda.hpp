@@ -87,6 +87,10 @@ std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm
 // the model's ops (train::model_ops); a model the trainer does not have is named with the ones it
 // has. Nothing when it can. Plain C++: the same answer in a build without CUDA.
 std::optional<std::string> why_not_trainable(const policy::Policy& p, std::string_view model);
+// Why the CUDA backend cannot train `model` under recipe `r`: why_not_trainable of amp-bf16 (the
+// policy of the recipe's other ops), then backends::cuda::why_no_recipe_training on the current
+// device (device_compute_capability; "no CUDA device" without one). Nothing when it can.
+std::optional<std::string> why_not_trainable(const quant::Recipe& r, std::string_view model);
 // backends::cuda::non_gemm_compute_note of the model's ops.
 std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::string_view model);
 

@@ -140,11 +140,17 @@ std::size_t training_steps(const TrainConfig& config) {
 
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t)>& progress) {
-  const auto run = [&](const TrainConfig& c, const std::function<void(std::size_t)>& tick) {
-    return steps::with_model(c, train_set, [&](const auto& model) {
-      return steps::run_training<EmulatedOps>(model, c, train_set, eval_set, tick);
-    });
-  };
+  return train_over_seeds(
+      config, progress, [&](const TrainConfig& c, const std::function<void(std::size_t)>& tick) {
+        return steps::with_model(c, train_set, [&](const auto& model) {
+          return steps::run_training<EmulatedOps>(model, c, train_set, eval_set, tick);
+        });
+      });
+}
+
+TrainResult train_over_seeds(const TrainConfig& config,
+                             const std::function<void(std::size_t)>& progress,
+                             const TrainOnce& run) {
   TrainResult result = run(config, progress);
   if (!config.sensitivity || config.sensitivity_seeds <= 1) return result;
   // The repeats: the recipes and their sensitivity runs alone, at the next seeds.

@@ -39,10 +39,10 @@ enum class ScalerMode {
 struct TrainConfig {
   std::string model = "mlp";
   std::vector<policy::Policy> policies;
-  // FP8 and microscaling recipes trained beside the policies, on the CPU emulation
-  // (docs/training.md "Recipes"): the linear and convolution layers' three GEMMs quantized as the
-  // recipe says and multiplied on the Tensor Core model of `recipe_arch`; everything else as
-  // amp-bf16.
+  // FP8 and microscaling recipes trained beside the policies (docs/training.md "Recipes"): the
+  // linear and convolution layers' three GEMMs quantized as the recipe says and multiplied on the
+  // CPU emulation's Tensor Core model of `recipe_arch` (or, trained on the device, by cuBLASLt);
+  // everything else as amp-bf16.
   std::vector<quant::Recipe> recipes;
   // "hopper", "blackwell", ... or "exact" (the exact product rounded once to binary32); empty:
   // each recipe's quant::default_arch.
@@ -192,6 +192,16 @@ std::string recipe_arch(const quant::Recipe& recipe, const TrainConfig& config);
 // std::invalid_argument for a model it does not know or data that does not fit the model.
 TrainResult train(const TrainConfig& config, const Dataset& train_set, const Dataset& eval_set,
                   const std::function<void(std::size_t step)>& progress = {});
+
+// A backend's training of one configuration at one seed, as train() runs the CPU's.
+using TrainOnce = std::function<TrainResult(const TrainConfig& config,
+                                            const std::function<void(std::size_t step)>& progress)>;
+// `once` on the configuration, then, with a sensitivity ranking over several seeds, on its
+// recipes alone at each further seed, the rankings averaged: train() with another backend's
+// training (train::cuda::train_on_device).
+TrainResult train_over_seeds(const TrainConfig& config,
+                             const std::function<void(std::size_t step)>& progress,
+                             const TrainOnce& once);
 
 // Profiling on the CPU backend: each policy alone (no reference), `warmup` untimed steps, then
 // config.steps steps timed phase by phase with host timers: "step", and inside it "forward",

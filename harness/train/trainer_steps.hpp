@@ -328,12 +328,32 @@ Run<PolicyOps> policy_run(const policy::Policy& p, const TrainConfig& config,
   return make_run(PolicyOps(p), p.name, config, initial, steps);
 }
 
-// A recipe's run on the CPU emulation (RecipeOps), the layers whose weights are named in
+// The ops a backend's recipe runs are (RecipeOpsOn its ops) and how one is made: on the CPU
+// emulation, RecipeOps with the GEMMs on the Tensor Core model recipe_arch names. A backend whose
+// trainer runs recipes specializes this (harness/train/cuda/recipe_on_device.hpp), visible
+// wherever the steps are instantiated for its ops.
+template <class PolicyOps>
+struct RecipeOpsOf;
+template <>
+struct RecipeOpsOf<EmulatedOps> {
+  using type = RecipeOps;
+  static RecipeOps make(const quant::Recipe& recipe, const TrainConfig& config,
+                        std::vector<std::size_t> keep_bf16) {
+    return RecipeOps(recipe, recipe_arch(recipe, config), config.seed, std::move(keep_bf16));
+  }
+};
+template <class PolicyOps>
+using RecipeOpsFor = typename RecipeOpsOf<PolicyOps>::type;
+
+// A recipe's run on the backend of PolicyOps (RecipeOpsOf), the layers whose weights are named in
 // `keep` in amp-bf16: named "RECIPE", or "RECIPE+bf16[w1,w2]" with layers kept.
-inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const std::vector<std::string>& keep,
-                                 const std::vector<ParameterSpec>& specs, const TrainConfig& config,
-                                 const std::vector<std::vector<double>>& initial,
-                                 std::size_t steps) {
+template <class PolicyOps>
+Run<RecipeOpsFor<PolicyOps>> recipe_run(const quant::Recipe& recipe,
+                                        const std::vector<std::string>& keep,
+                                        const std::vector<ParameterSpec>& specs,
+                                        const TrainConfig& config,
+                                        const std::vector<std::vector<double>>& initial,
+                                        std::size_t steps) {
   std::vector<std::size_t> positions;
   for (const std::string& name : keep) {
     const auto it = std::find_if(specs.begin(), specs.end(),
@@ -347,13 +367,13 @@ inline Run<RecipeOps> recipe_run(const quant::Recipe& recipe, const std::vector<
     }
     positions.push_back(static_cast<std::size_t>(it - specs.begin()));
   }
-  const std::string arch = recipe_arch(recipe, config);
   const std::string name =
       keep.empty() ? recipe.name : fmt::format("{}+bf16[{}]", recipe.name, fmt::join(keep, ","));
-  Run<RecipeOps> run = make_run(RecipeOps(recipe, arch, config.seed, std::move(positions)), name,
-                                config, initial, steps);
+  Run<RecipeOpsFor<PolicyOps>> run =
+      make_run(RecipeOpsOf<PolicyOps>::make(recipe, config, std::move(positions)), name, config,
+               initial, steps);
   run.result.recipe = recipe.name;
-  run.result.recipe_arch = arch;
+  run.result.recipe_arch = run.ops.arch();
   run.result.kept_bf16 = keep;
   return run;
 }
@@ -523,7 +543,7 @@ ProfileResult run_profile(const Model& model, const TrainConfig& config, const D
 
 // Trains every policy of the configuration on each backend of PolicyOps (e.g. EmulatedOps, or
 // EmulatedOps and CudaOps side by side: each policy's runs in that order), then every recipe on
-// the CPU emulation, beside one reference.
+// each backend (RecipeOpsOf), beside one reference.
 template <class... PolicyOps, class Model>
 TrainResult run_training(const Model& model, const TrainConfig& config, const Dataset& train_set,
                          const Dataset& eval_set,
@@ -549,15 +569,19 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
       {}};
   reference.result.policy = "reference";
   reference.result.gradient_format = fmt::format("Real ({} bits)", config.reference_bits);
-  std::vector<std::variant<Run<PolicyOps>..., Run<RecipeOps>>> runs;
+  std::vector<std::variant<Run<PolicyOps>..., Run<RecipeOpsFor<PolicyOps>>...>> runs;
   for (const auto& p : config.policies) {
     (runs.emplace_back(std::in_place_type<Run<PolicyOps>>,
                        policy_run<PolicyOps>(p, config, initial, config.steps)),
      ...);
   }
+  const auto add_recipe_runs = [&](const quant::Recipe& r, const std::vector<std::string>& keep) {
+    (runs.emplace_back(std::in_place_type<Run<RecipeOpsFor<PolicyOps>>>,
+                       recipe_run<PolicyOps>(r, keep, specs, config, initial, config.steps)),
+     ...);
+  };
   for (const auto& r : config.recipes) {
-    runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
-                      recipe_run(r, config.keep_bf16, specs, config, initial, config.steps));
+    add_recipe_runs(r, config.keep_bf16);
     if (!config.sensitivity) continue;
     for (const std::string& layer : gemm_layers(config.model)) {
       if (std::find(config.keep_bf16.begin(), config.keep_bf16.end(), layer) !=
@@ -566,8 +590,7 @@ TrainResult run_training(const Model& model, const TrainConfig& config, const Da
       }
       std::vector<std::string> keep = config.keep_bf16;
       keep.push_back(layer);
-      runs.emplace_back(std::in_place_type<Run<RecipeOps>>,
-                        recipe_run(r, keep, specs, config, initial, config.steps));
+      add_recipe_runs(r, keep);
     }
   }
 

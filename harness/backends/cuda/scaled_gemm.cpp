@@ -1,8 +1,10 @@
 #include "harness/backends/cuda/scaled_gemm.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 #include "harness/backends/cuda/lt_matmul.hpp"
+#include "harness/quant/recipe_gemm.hpp"
 #include "kernels/device_buffer.hpp"
 
 namespace ampbench::backends::cuda {
@@ -40,6 +42,18 @@ std::vector<float> scaled_product(const ScaledOperand& a, const ScaledOperand& b
   std::vector<float> values(d.size());
   d.copy_to(values, nullptr);  // waits for the product
   return values;
+}
+
+std::vector<double> recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                   const quant::Quantized& a, const quant::Quantized& b,
+                                   bool fast_accum, nlohmann::json* ran) {
+  const auto [ra, rb] = quant::gemm_roles(gemm);
+  const OperandPacking pa = pack_operand(a, recipe.operand(ra).granularity);
+  if (!pa.operand) throw std::invalid_argument("A: " + pa.reason);
+  const OperandPacking pb = pack_operand(b, recipe.operand(rb).granularity);
+  if (!pb.operand) throw std::invalid_argument("B: " + pb.reason);
+  const std::vector<float> d = scaled_product(*pa.operand, *pb.operand, fast_accum, ran);
+  return {d.begin(), d.end()};
 }
 
 Fp8Product scaled_product_fp8(const ScaledOperand& a, const ScaledOperand& b, ScaledElement d_type,

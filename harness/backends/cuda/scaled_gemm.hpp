@@ -25,6 +25,15 @@ struct Fp8Product {
   std::vector<std::uint8_t> codes;
   float amax = 0;
 };
+// A recipe GEMM's product on the device (the recipe audit's audit::RecipeDevice, the device
+// trainer's train::RecipeGemmDevice): C = A B^T, A's rows x B's rows binary32 values, of operands
+// quantized as `recipe` quantizes the roles of `gemm`, each packed with its recipe operand's
+// granularity (pack_operand; std::invalid_argument with its reason, naming A or B, where one
+// cannot be) and multiplied by scaled_product.
+std::vector<double> recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                   const quant::Quantized& a, const quant::Quantized& b,
+                                   bool fast_accum, nlohmann::json* ran);
+
 Fp8Product scaled_product_fp8(const ScaledOperand& a, const ScaledOperand& b, ScaledElement d_type,
                               float d_scale, bool fast_accum, nlohmann::json* ran);
 

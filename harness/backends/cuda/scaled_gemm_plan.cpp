@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <tuple>
 
@@ -288,6 +289,19 @@ std::optional<std::string> why_no_recipe_gemm(const quant::Recipe& recipe, quant
   }
   if (auto why = why_no_scaled_gemm(shapes[0], shapes[1], cc, fast_accum)) {
     return fmt::format("{}: the {} GEMM: {}", recipe.name, quant::gemm_name(gemm), *why);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> why_no_recipe_training(const quant::Recipe& recipe, int cc) {
+  std::size_t n = 256;
+  for (const quant::Role role : {quant::Role::x, quant::Role::w, quant::Role::dy}) {
+    if (recipe.operand(role).block > 0) n = std::lcm(n, recipe.operand(role).block);
+  }
+  for (const quant::Gemm g : {quant::Gemm::fprop, quant::Gemm::dgrad, quant::Gemm::wgrad}) {
+    if (auto why = why_no_recipe_gemm(recipe, g, n, n, n, cc, recipe.promote_interval == 0)) {
+      return why;
+    }
   }
   return std::nullopt;
 }

@@ -103,4 +103,11 @@ std::optional<std::string> why_no_recipe_gemm(const quant::Recipe& recipe, quant
                                               std::size_t rows, std::size_t cols, std::size_t k,
                                               int cc, bool fast_accum);
 
+// Why the device trainer cannot multiply a recipe's GEMMs on such a device: the first of fprop,
+// dgrad and wgrad that why_no_recipe_gemm refuses, with fast accumulation where the recipe never
+// promotes (promote_interval 0). The trainer pads every dimension to the recipe's tiles and to
+// cuBLASLt's multiples, so no layer's shape is refused: the GEMMs are asked at a shape that is a
+// multiple of every tile (256 and the operands' blocks). Nothing when it can.
+std::optional<std::string> why_no_recipe_training(const quant::Recipe& recipe, int cc);
+
 }  // namespace ampbench::backends::cuda

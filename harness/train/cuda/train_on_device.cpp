@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "harness/backends/cuda/scaled_gemm_plan.hpp"
 #include "harness/backends/cuda/training_ops.hpp"
 #include "harness/backends/cuda/training_plan.hpp"
 #include "harness/train/cuda/device_masters.hpp"
+#include "harness/train/cuda/recipe_on_device.hpp"
 #include "harness/train/model_ops.hpp"
 #include "harness/train/trainer_steps.hpp"
 #include "kernels/cuda_check.hpp"
@@ -28,11 +30,25 @@ using backends::cuda::reset_peak_pool_bytes;
 using backends::cuda::why_not_trainable;
 
 // Throws what why_not_trainable says of the model's ops for the first policy that cannot train on
-// the device (and model_ops's std::invalid_argument for a model there is not).
+// the device (and model_ops's std::invalid_argument for a model there is not), and for recipes,
+// what it says of amp-bf16 (the policy of their other ops) and why_no_recipe_training of each
+// recipe on this device.
 void require_trainable(const TrainConfig& config) {
   const std::vector<ops::ModelOp> model = model_ops(config.model);
   for (const auto& p : config.policies) {
     if (auto why = why_not_trainable(p, model)) throw std::invalid_argument(*why);
+  }
+  if (config.recipes.empty()) return;
+  if (auto why = why_not_trainable(CudaRecipeOps::base_policy(), model)) {
+    throw std::invalid_argument(*why);
+  }
+  const kernels::DeviceStatus status = kernels::probe_device();
+  if (!status.available) throw std::invalid_argument("no usable CUDA device: " + status.error);
+  for (const auto& r : config.recipes) {
+    if (auto why = backends::cuda::why_no_recipe_training(
+            r, status.compute_major * 10 + status.compute_minor)) {
+      throw std::invalid_argument(*why);
+    }
   }
 }
 
@@ -90,9 +106,12 @@ TrainResult train_on_device(const TrainConfig& config, const Dataset& train_set,
                             const Dataset& eval_set,
                             const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  TrainResult result = steps::with_model(config, train_set, [&](const auto& model) {
-    return steps::run_training<CudaOps>(model, config, train_set, eval_set, progress);
-  });
+  TrainResult result = train_over_seeds(
+      config, progress, [&](const TrainConfig& c, const std::function<void(std::size_t)>& tick) {
+        return steps::with_model(c, train_set, [&](const auto& model) {
+          return steps::run_training<CudaOps>(model, c, train_set, eval_set, tick);
+        });
+      });
   result.backend = "cuda";
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   return result;
@@ -102,6 +121,11 @@ TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& tr
                                     const Dataset& eval_set,
                                     const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
+  if (config.sensitivity && !config.recipes.empty()) {
+    throw std::invalid_argument(
+        "a recipe's sensitivity is ranked on one backend at a time: train it on the CPU or on the "
+        "device, not both");
+  }
   TrainResult result = steps::with_model(config, train_set, [&](const auto& model) {
     return steps::run_training<EmulatedOps, CudaOps>(model, config, train_set, eval_set, progress);
   });

@@ -12,14 +12,19 @@
 namespace ampbench::train::cuda {
 
 // The result's backend is "cuda" and its device the GPU's record (backends::cuda::device_record).
-// Throws std::invalid_argument when the model or a policy cannot train on the device
-// (backends::cuda::why_not_trainable), kernels::CudaError when a CUDA call fails.
+// The recipes run on the device too (recipe_on_device.hpp), their sensitivity over
+// sensitivity_seeds as train() ranks it. Throws std::invalid_argument when the model or a policy
+// cannot train on the device (backends::cuda::why_not_trainable), or a recipe
+// (backends::cuda::why_no_recipe_training, or amp-bf16, the policy of its other ops),
+// kernels::CudaError when a CUDA call fails.
 TrainResult train_on_device(const TrainConfig& config, const Dataset& train_set,
                             const Dataset& eval_set,
                             const std::function<void(std::size_t step)>& progress = {});
 
 // Both side by side beside one reference: each policy emulated on the CPU (RunResult::backend
-// "cpu") and run on the device ("cuda"), in that order; the result's backend is "all".
+// "cpu") and run on the device ("cuda"), in that order, then each recipe so; the result's backend
+// is "all". A recipe's sensitivity is ranked on one backend at a time: with recipes,
+// config.sensitivity throws std::invalid_argument.
 TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& train_set,
                                     const Dataset& eval_set,
                                     const std::function<void(std::size_t step)>& progress = {});

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -319,6 +321,85 @@ TEST(RecipeOps, RefusesAnArchitectureWithoutTheRecipesMma) {
   }
   EXPECT_THROW(RecipeOps(*quant::find_recipe("fp8-delayed"), "pascal", 1), std::invalid_argument);
   EXPECT_NO_THROW(RecipeOps(*quant::find_recipe("mxfp6"), "exact", 1));
+}
+
+// A device (RecipeGemmDevice, cuBLASLt on the GPU) stands in here: it multiplies on the same
+// Blackwell model, so that only the path differs. Padding K to the model's instruction K leaves
+// every element's stochastic draw where it was, and padding the rows to 16 adds rows of zeros:
+// the device's run equals the model's bit for bit, results and records, and the device sees
+// each GEMM once, padded as it asked.
+TEST(RecipeOps, ADeviceGetsTheModelsOperandsPaddedAsItAsks) {
+  const quant::Recipe recipe = *quant::find_recipe("nvfp4");
+  std::vector<quant::RecipeMma> mma;
+  std::size_t k_multiple = 1;
+  for (const quant::Gemm g : {quant::Gemm::fprop, quant::Gemm::dgrad, quant::Gemm::wgrad}) {
+    mma.push_back(*quant::recipe_mma("blackwell", recipe, g).mma);
+    k_multiple = std::lcm(k_multiple, quant::instruction_k(mma.back()));
+  }
+  std::vector<std::tuple<quant::Gemm, std::size_t, std::size_t, std::size_t>> seen;
+  RecipeGemmDevice device;
+  device.name = "stand-in";
+  device.rows_multiple = 16;
+  device.k_multiple = k_multiple;
+  device.multiply = [&](quant::Gemm g, const quant::Quantized& a, const quant::Quantized& b) {
+    seen.emplace_back(g, a.rows, b.rows, a.cols);
+    return quant::recipe_product(a, b, mma[static_cast<std::size_t>(g)], recipe.promote_interval);
+  };
+  const auto run = [&](auto&& ops) {
+    const Layer l;
+    const Conv c;
+    const auto w = ops.parameter(l.wf);
+    const auto b = ops.parameter(l.bf);
+    const auto cw = ops.parameter(c.wf);
+    const auto x = ops.constant(l.x);
+    const auto y = ops.linear(x, w, b, l.rows, l.in, l.out);
+    const auto g = ops.linear_backward(x, w, b, y, l.rows, l.in, l.out, true);
+    const auto cx = ops.constant(c.x);
+    const auto cy = ops.conv2d(cx, cw, c.g);
+    const auto cg = ops.conv2d_backward(cx, cw, cy, c.g, true);
+    std::vector<std::tuple<std::size_t, quant::Gemm, quant::Role, double, std::optional<double>,
+                           std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>>
+        records;
+    for (const auto& r : ops.finish_step()) {
+      records.emplace_back(r.parameter, r.gemm, r.role, r.amax, r.scale, r.elements, r.saturated,
+                           r.flushed, r.subnormal);
+    }
+    return std::make_tuple(y.values, g.dx.values, g.dw.values, g.db.values, cy.values, cg.dx.values,
+                           cg.dw.values, records);
+  };
+  const auto on_model = run(RecipeOps(recipe, "blackwell", 7));
+  const auto on_device = run(RecipeOps(recipe, device, 7));
+  EXPECT_EQ(on_device, on_model);
+  EXPECT_FALSE(std::get<7>(on_device).empty());
+  // fprop, dgrad and wgrad of the linear layer, then of each convolution pass's GEMMs.
+  ASSERT_GE(seen.size(), 6u);
+  EXPECT_EQ(std::get<0>(seen[0]), quant::Gemm::fprop);
+  EXPECT_EQ(std::get<0>(seen[1]), quant::Gemm::dgrad);
+  EXPECT_EQ(std::get<0>(seen[2]), quant::Gemm::wgrad);
+  for (const auto& [g, m, n, k] : seen) {
+    EXPECT_EQ(m % 16, 0u) << quant::gemm_name(g);
+    EXPECT_EQ(n % 16, 0u) << quant::gemm_name(g);
+    EXPECT_EQ(k % k_multiple, 0u) << quant::gemm_name(g);
+  }
+  // The linear layer's fprop: 3 x 40 by 40 x 5 asked as 16 x 64 by 16 x 64 (K 40 to 64).
+  EXPECT_EQ(seen[0], std::make_tuple(quant::Gemm::fprop, std::size_t{16}, std::size_t{16},
+                                     std::lcm(std::size_t{64}, k_multiple)));
+}
+
+// A device whose product is not the padded shape's is a defect, not a result.
+TEST(RecipeOps, ADevicesProductOfTheWrongSizeIsAnError) {
+  const Layer l;
+  RecipeGemmDevice device;
+  device.name = "short";
+  device.multiply = [](quant::Gemm, const quant::Quantized& a, const quant::Quantized&) {
+    return std::vector<double>(a.rows);
+  };
+  RecipeOps ops(*quant::find_recipe("fp8-current"), device, 1);
+  const auto w = ops.parameter(l.wf);
+  const auto b = ops.parameter(l.bf);
+  EXPECT_THROW(ops.linear(ops.constant(l.x), w, b, l.rows, l.in, l.out), std::logic_error);
+  EXPECT_THROW(RecipeOps(*quant::find_recipe("fp8-current"), RecipeGemmDevice{}, 1),
+               std::logic_error);
 }
 
 TrainConfig short_run(std::vector<std::string> recipes, std::size_t steps) {

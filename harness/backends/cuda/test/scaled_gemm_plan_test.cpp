@@ -279,5 +279,39 @@ TEST(WhyNoRecipeGemm, NamesTheRecipeTheGemmAndTheOperand) {
             "e4m3, e5m2 and e2m1)");
 }
 
+// The device trainer's question, per recipe and device: every built-in recipe on sm_80, sm_89,
+// sm_90 and sm_100, as the rules above say, and a recipe's promotion deciding fast accumulation.
+TEST(WhyNoRecipeTraining, AsksEachGemmAtAPaddedShape) {
+  const auto trains = [](const char* recipe, int cc) {
+    return !why_no_recipe_training(*quant::find_recipe(recipe), cc).has_value();
+  };
+  for (const char* r : {"fp8-delayed", "fp8-current"}) {
+    EXPECT_FALSE(trains(r, 80)) << r;
+    EXPECT_TRUE(trains(r, 89)) << r;
+    EXPECT_TRUE(trains(r, 90)) << r;
+    EXPECT_TRUE(trains(r, 100)) << r;
+  }
+  EXPECT_TRUE(trains("fp8-block", 90));
+  EXPECT_FALSE(trains("fp8-block", 89));
+  EXPECT_FALSE(trains("fp8-block", 100));
+  for (const char* r : {"mxfp8", "nvfp4"}) {
+    EXPECT_FALSE(trains(r, 90)) << r;
+    EXPECT_TRUE(trains(r, 100)) << r;
+  }
+  for (const char* r : {"mxfp4", "mxfp6"}) EXPECT_FALSE(trains(r, 100)) << r;
+  EXPECT_EQ(why_no_recipe_training(*quant::find_recipe("mxfp8"), 90),
+            "mxfp8: the fprop GEMM: cuBLASLt's VEC32_UE8M0 block scales need sm_100 or later, not "
+            "sm_90");
+  // fp8-block never promoting asks for fast accumulation, which its tiles refuse.
+  quant::Recipe fast = *quant::find_recipe("fp8-block");
+  fast.promote_interval = 0;
+  const std::optional<std::string> why = why_no_recipe_training(fast, 90);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("fast accumulation"), std::string::npos) << *why;
+  fast = *quant::find_recipe("fp8-current");
+  fast.promote_interval = 0;
+  EXPECT_EQ(why_no_recipe_training(fast, 90), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ampbench::backends::cuda
