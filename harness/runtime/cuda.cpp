@@ -213,7 +213,7 @@ std::optional<int> device_compute_capability() {
 std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
                                         const quant::Quantized& a, const quant::Quantized& b,
                                         bool fast_accum, nlohmann::json* ran) {
-  return backends::cuda::recipe_product(recipe, gemm, a, b, fast_accum, ran);
+  return backends::cuda::ScaledGemms().recipe_product(recipe, gemm, a, b, fast_accum, ran);
 }
 
 #else

@@ -78,7 +78,7 @@ std::optional<int> device_compute_capability();
 // A recipe GEMM's product on the device (audit::RecipeDevice): both operands packed with their
 // recipe operands' granularity (backends::cuda::pack_operand; std::invalid_argument with its
 // reason where one cannot be) and multiplied by cuBLASLt's scaled GEMM
-// (backends::cuda::scaled_product); likewise only after probe_cuda() found a device.
+// (backends::cuda::ScaledGemms::recipe_product); likewise only after probe_cuda() found a device.
 std::vector<double> cuda_recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
                                         const quant::Quantized& a, const quant::Quantized& b,
                                         bool fast_accum, nlohmann::json* ran);

@@ -1,5 +1,6 @@
 #include "harness/backends/cuda/scaled_gemm.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -31,28 +32,37 @@ void keep(nlohmann::json&& record, nlohmann::json* ran) {
 
 std::vector<float> scaled_product(const ScaledOperand& a, const ScaledOperand& b, bool fast_accum,
                                   nlohmann::json* ran) {
+  return ScaledGemms().product(a, b, fast_accum, ran);
+}
+
+ScaledGemms::ScaledGemms() = default;
+ScaledGemms::~ScaledGemms() = default;
+
+std::vector<float> ScaledGemms::product(const ScaledOperand& a, const ScaledOperand& b,
+                                        bool fast_accum, nlohmann::json* ran) {
   const OnDevice da(a), db(b);
   kernels::DeviceBuffer<float> d(a.shape.rows * b.shape.rows);
   LtMatmul::Output out;
   out.d = d.data();
-  LtMatmul lt;
-  keep(lt.run_scaled(da.operand(), db.operand(), a.tensor_decode * b.tensor_decode, out, fast_accum,
-                     nullptr),
+  if (!lt_) lt_ = std::make_unique<LtMatmul>();
+  keep(lt_->run_scaled(da.operand(), db.operand(), a.tensor_decode * b.tensor_decode, out,
+                       fast_accum, nullptr),
        ran);
   std::vector<float> values(d.size());
   d.copy_to(values, nullptr);  // waits for the product
   return values;
 }
 
-std::vector<double> recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
-                                   const quant::Quantized& a, const quant::Quantized& b,
-                                   bool fast_accum, nlohmann::json* ran) {
+std::vector<double> ScaledGemms::recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                                const quant::Quantized& a,
+                                                const quant::Quantized& b, bool fast_accum,
+                                                nlohmann::json* ran) {
   const auto [ra, rb] = quant::gemm_roles(gemm);
   const OperandPacking pa = pack_operand(a, recipe.operand(ra).granularity);
   if (!pa.operand) throw std::invalid_argument("A: " + pa.reason);
   const OperandPacking pb = pack_operand(b, recipe.operand(rb).granularity);
   if (!pb.operand) throw std::invalid_argument("B: " + pb.reason);
-  const std::vector<float> d = scaled_product(*pa.operand, *pb.operand, fast_accum, ran);
+  const std::vector<float> d = product(*pa.operand, *pb.operand, fast_accum, ran);
   return {d.begin(), d.end()};
 }
 

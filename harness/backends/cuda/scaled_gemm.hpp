@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -25,16 +26,35 @@ struct Fp8Product {
   std::vector<std::uint8_t> codes;
   float amax = 0;
 };
-// A recipe GEMM's product on the device (the recipe audit's audit::RecipeDevice, the device
-// trainer's train::RecipeGemmDevice): C = A B^T, A's rows x B's rows binary32 values, of operands
-// quantized as `recipe` quantizes the roles of `gemm`, each packed with its recipe operand's
-// granularity (pack_operand; std::invalid_argument with its reason, naming A or B, where one
-// cannot be) and multiplied by scaled_product.
-std::vector<double> recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
-                                   const quant::Quantized& a, const quant::Quantized& b,
-                                   bool fast_accum, nlohmann::json* ran);
-
 Fp8Product scaled_product_fp8(const ScaledOperand& a, const ScaledOperand& b, ScaledElement d_type,
                               float d_scale, bool fast_accum, nlohmann::json* ran);
+
+class LtMatmul;
+
+// Scaled GEMMs one after another on one cuBLASLt handle and workspace (LtMatmul, made at the first
+// product), as a training run multiplies its recipe's GEMMs step after step; scaled_product makes
+// both for each product.
+class ScaledGemms {
+ public:
+  ScaledGemms();
+  ~ScaledGemms();
+  ScaledGemms(const ScaledGemms&) = delete;
+  ScaledGemms& operator=(const ScaledGemms&) = delete;
+
+  // scaled_product's product, on this handle.
+  std::vector<float> product(const ScaledOperand& a, const ScaledOperand& b, bool fast_accum,
+                             nlohmann::json* ran);
+  // A recipe GEMM's product on the device (the recipe audit's audit::RecipeDevice, the device
+  // trainer's train::RecipeGemmDevice): C = A B^T, A's rows x B's rows binary32 values, of
+  // operands quantized as `recipe` quantizes the roles of `gemm`, each packed with its recipe
+  // operand's granularity (pack_operand; std::invalid_argument with its reason, naming A or B,
+  // where one cannot be) and multiplied as product() multiplies.
+  std::vector<double> recipe_product(const quant::Recipe& recipe, quant::Gemm gemm,
+                                     const quant::Quantized& a, const quant::Quantized& b,
+                                     bool fast_accum, nlohmann::json* ran);
+
+ private:
+  std::unique_ptr<LtMatmul> lt_;
+};
 
 }  // namespace ampbench::backends::cuda

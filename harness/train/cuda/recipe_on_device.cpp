@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -24,10 +25,11 @@ RecipeGemmDevice cublaslt_recipe_gemms(const quant::Recipe& recipe, int cc) {
   for (const quant::Role role : {quant::Role::x, quant::Role::w, quant::Role::dy}) {
     if (std::string_view(recipe.operand(role).element.name) == "e2m1") device.k_multiple = 32;
   }
-  device.multiply = [recipe](quant::Gemm gemm, const quant::Quantized& a,
-                             const quant::Quantized& b) {
-    return backends::cuda::recipe_product(recipe, gemm, a, b, recipe.promote_interval == 0,
-                                          nullptr);
+  // One cuBLASLt handle and workspace for the run's GEMMs.
+  auto gemms = std::make_shared<backends::cuda::ScaledGemms>();
+  device.multiply = [recipe, gemms](quant::Gemm gemm, const quant::Quantized& a,
+                                    const quant::Quantized& b) {
+    return gemms->recipe_product(recipe, gemm, a, b, recipe.promote_interval == 0, nullptr);
   };
   return device;
 }

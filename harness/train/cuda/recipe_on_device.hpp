@@ -22,10 +22,10 @@ namespace ampbench::train::cuda {
 using CudaRecipeOps = RecipeOpsOn<backends::cuda::CudaOps>;
 
 // The recipe's GEMMs as cuBLASLt's scaled GEMMs on the current device
-// (backends::cuda::recipe_product), named "cuBLASLt sm_XY" after its compute capability `cc`,
-// with fast accumulation where the recipe never promotes (promote_interval 0), else cuBLASLt's own
-// promotion; M and N padded to multiples of 16, K to 16 (32 where an operand is FP4), as its
-// scaled GEMMs take them (backends::cuda::why_no_scaled_gemm).
+// (backends::cuda::ScaledGemms::recipe_product), named "cuBLASLt sm_XY" after its compute
+// capability `cc`, with fast accumulation where the recipe never promotes (promote_interval 0),
+// else cuBLASLt's own promotion; M and N padded to multiples of 16, K to 16 (32 where an operand is
+// FP4), as its scaled GEMMs take them (backends::cuda::why_no_scaled_gemm).
 RecipeGemmDevice cublaslt_recipe_gemms(const quant::Recipe& recipe, int cc);
 
 // The master weights of a recipe's run on the device: DeviceMasters whose parameters tell the ops
