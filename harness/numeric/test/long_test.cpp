@@ -106,7 +106,7 @@ void sweep_all(const Format& f, bool use_f16c) {
 }
 
 TEST(AllBinary32Inputs, Fp16NearestEven) {
-  const bool f16c = __builtin_cpu_supports("f16c");
+  const bool f16c = has_f16c();
   if (!f16c) std::printf("no F16C on this CPU: checking the software paths only\n");
   std::printf("paths: %s (overflow to infinity), %s (saturating)\n",
               rounding_path({formats::fp16, Rounding::nearest_even, 0, Container::binary32}),

@@ -69,7 +69,7 @@ TEST(MpfrOracle, Fp32MatchesHardwareConversionInAllIeeeDirections) {
 }
 
 TEST(MpfrOracle, Fp16MatchesF16cInAllIeeeDirections) {
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C instructions";
+  if (!has_f16c()) GTEST_SKIP() << "this CPU has no F16C instructions";
   const oracle::Spec fp16 = spec_of(formats::fp16);
   std::mt19937 rng(2);
   int failures = 0;

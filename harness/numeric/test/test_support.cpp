@@ -1,5 +1,6 @@
 #include "harness/numeric/test/test_support.hpp"
 
+#include <cpuid.h>
 #include <fmt/format.h>
 #include <immintrin.h>
 
@@ -187,7 +188,9 @@ std::optional<std::string> check_round_to(const Format& f, Rounding mode, double
 }
 
 bool has_f16c() {
-  return __builtin_cpu_supports("f16c");
+  // CPUID leaf 1, ECX bit 29, read directly: clang 14's __builtin_cpu_supports knows no "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 }
 
 [[gnu::target("f16c")]] std::uint16_t f16c_encode(float x, Rounding mode) {
