@@ -108,7 +108,7 @@ int run_suite(const RunArgs& args, std::ostream& out, std::ostream& err) {
   const std::vector<std::string> backends = runtime::names_of(opened.runs);
   // What the CUDA backend cannot run is listed, never silently left out.
   const results::BackendCases on_backends =
-      results::on_backends(suite.cases, backends, runtime::why_not_on);
+      results::on_backends(suite.cases, backends, runtime::why_not_on, runtime::narrow_to);
   const results::BackendRunners on_cuda = runtime::cuda_runners(cuda);
 
   const std::filesystem::path directory = args.out.empty()

@@ -678,14 +678,20 @@ std::string to_string(const Shard& shard) {
 BackendCases on_backends(
     const std::vector<SuiteCase>& cases, const std::vector<std::string>& backends,
     const std::function<std::optional<std::string>(const SuiteCase&, const std::string& backend)>&
-        why_not) {
+        why_not,
+    const Narrowing& narrow) {
   BackendCases result;
   for (const auto& c : cases) {
     for (const auto& backend : backends) {
       SuiteCase on = c;
       on.backend = backend;
       if (backend != "cpu") on.key += "/backend=" + backend;
-      if (auto reason = why_not(c, backend)) {
+      if (narrow) {
+        for (auto& [suffix, reason] : narrow(on, backend)) {
+          result.not_run.emplace_back(on.key + "/" + suffix, std::move(reason));
+        }
+      }
+      if (auto reason = why_not(on, backend)) {
         result.not_run.emplace_back(on.key, std::move(*reason));
       } else {
         result.cases.push_back(std::move(on));

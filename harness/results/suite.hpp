@@ -96,15 +96,21 @@ Suite load_suite(const std::string& path);
 // The cases on each backend of `backends` (in that order, case by case, so that the order stays
 // deterministic for shards): the CPU's cases as they are, another backend's with "/backend=NAME"
 // added to the key, for the cases `why_not` has no objection to; the others are listed with the
-// reason (an op that backend cannot run yet, a training run).
+// reason (an op that backend cannot run yet, a training run). `narrow`, when given, first takes
+// out of a case on a backend the parts it cannot run while the rest runs (a training run's
+// recipes this device cannot multiply), giving each part's key suffix and why: each is listed as
+// "KEY/SUFFIX" (KEY the case's key on that backend).
 struct BackendCases {
   std::vector<SuiteCase> cases;
   std::vector<std::pair<std::string, std::string>> not_run;  // key on that backend, why
 };
+using Narrowing = std::function<std::vector<std::pair<std::string, std::string>>(
+    SuiteCase& c, const std::string& backend)>;
 BackendCases on_backends(
     const std::vector<SuiteCase>& cases, const std::vector<std::string>& backends,
     const std::function<std::optional<std::string>(const SuiteCase&, const std::string& backend)>&
-        why_not);
+        why_not,
+    const Narrowing& narrow = {});
 
 // The key of an audit case in a record: "audit/OP/SHAPE/POLICY/DIST/seed=N", then "/mma=NAME" and
 // "/samples=K" where they apply.

@@ -93,6 +93,23 @@ std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_v
   return std::nullopt;
 }
 
+std::vector<std::pair<std::string, std::string>> narrow_to(results::SuiteCase& c,
+                                                           const std::string& backend) {
+  auto* config = std::get_if<train::TrainConfig>(&c.work);
+  if (backend == "cpu" || config == nullptr || config->recipes.empty()) return {};
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<quant::Recipe> kept;
+  for (const quant::Recipe& r : config->recipes) {
+    if (auto why = why_not_trainable(r, config->model)) {
+      out.emplace_back("recipe=" + r.name, std::move(*why));
+    } else {
+      kept.push_back(r);
+    }
+  }
+  config->recipes = std::move(kept);
+  return out;
+}
+
 results::BackendRunners cuda_runners(const CudaStatus& cuda) {
   results::BackendRunners runners;
   runners.kernel = [device = cuda.device](const audit::Case& c, nlohmann::json* ran) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/audit/audit.hpp"
@@ -100,6 +101,12 @@ std::optional<std::string> non_gemm_compute_note(const policy::Policy& p, std::s
 // whose GEMMs this device's cuBLASLt cannot multiply: backends::cuda::why_no_recipe_gemm), or
 // nothing.
 std::optional<std::string> why_not_on(const results::SuiteCase& c, std::string_view backend);
+// A suite's case narrowed to what `backend` can run (results::Narrowing): on "cuda", a training
+// run's recipes this device cannot train (why_not_trainable) are taken out, each given as
+// "recipe=NAME" with the reason, while its policies (a suite's [[train]] has at least one) and
+// other recipes run.
+std::vector<std::pair<std::string, std::string>> narrow_to(results::SuiteCase& c,
+                                                           const std::string& backend);
 // The runners of a suite's cases on the device `cuda` (available): each writes the device's
 // record into what ran.
 results::BackendRunners cuda_runners(const CudaStatus& cuda);

@@ -277,6 +277,33 @@ TEST(Suite, CasesOnSeveralBackendsKeepTheirOrderAndListWhatCannotRun) {
   EXPECT_EQ(keys(on_backends(suite.cases, {"cpu"}, why_not).cases), keys(suite.cases));
 }
 
+// A narrowing takes parts out of a case on a backend: each is listed under the case's key there
+// with its suffix, and the rest of the case runs; the CPU's case is left as it is.
+TEST(Suite, ANarrowedCaseRunsWithoutWhatItLostAndListsIt) {
+  const Suite suite = parse(kValid);
+  const auto why_not = [](const SuiteCase&, const std::string&) -> std::optional<std::string> {
+    return std::nullopt;
+  };
+  const Narrowing narrow = [](SuiteCase& c, const std::string& backend) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (backend == "cuda" && c.kind() == "train") {
+      c.key += "/narrowed";
+      out.emplace_back("part=x", "not on this device");
+    }
+    return out;
+  };
+  const BackendCases on = on_backends(suite.cases, {"cpu", "cuda"}, why_not, narrow);
+  ASSERT_EQ(on.cases.size(), 2 * suite.cases.size());
+  ASSERT_EQ(on.not_run.size(), 1u);
+  EXPECT_EQ(on.not_run[0].first, "train/mlp/steps=5/seed=7/batch=8/backend=cuda/narrowed/part=x");
+  EXPECT_EQ(on.not_run[0].second, "not on this device");
+  const auto narrowed = std::count_if(on.cases.begin(), on.cases.end(), [](const SuiteCase& c) {
+    return c.key.ends_with("/narrowed");
+  });
+  EXPECT_EQ(narrowed, 1);
+  EXPECT_EQ(keys(on_backends(suite.cases, {"cpu"}, why_not, narrow).cases), keys(suite.cases));
+}
+
 TEST(Suite, ThePoliciesFilesAndTheBudgetsOfASuiteAreFoundNextToIt) {
   const Suite suite = parse_suite(R"(name = "p"
 [[audit]]

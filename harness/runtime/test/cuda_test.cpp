@@ -114,5 +114,39 @@ TEST(CudaSuiteCases, ARecipeCaseRunsWhereTheDevicesCublasLtCanMultiplyIt) {
   EXPECT_NE(fp6->find("no e3m2 element type"), std::string::npos) << *fp6;
 }
 
+// A training case's recipes this device cannot train are taken out of its run on the device, each
+// listed with the reason, while its policies (and the recipes it can train) still run there.
+TEST(CudaSuiteCases, ATrainingRunOnTheDeviceLosesOnlyTheRecipesTheDeviceRefuses) {
+  const results::Suite suite = results::parse_suite(
+      "name = \"t\"\nseed = 3\n"
+      "[[train]]\nmodel = \"mlp\"\npolicies = [\"amp-bf16\"]\n"
+      "recipes = [\"fp8-current\", \"mxfp6\"]\nsteps = 2\n",
+      "t.toml", ".");
+  ASSERT_EQ(suite.cases.size(), 1u);
+  const auto recipes = [](const results::SuiteCase& c) {
+    std::vector<std::string> names;
+    for (const auto& r : std::get<train::TrainConfig>(c.work).recipes) names.push_back(r.name);
+    return names;
+  };
+  results::SuiteCase on_cpu = suite.cases[0];
+  EXPECT_TRUE(narrow_to(on_cpu, "cpu").empty());
+  EXPECT_EQ(recipes(on_cpu), (std::vector<std::string>{"fp8-current", "mxfp6"}));
+
+  results::SuiteCase both = suite.cases[0];
+  const auto out = narrow_to(both, "cuda");
+  const std::optional<int> cc = device_compute_capability();
+  // mxfp6 never trains on cuBLASLt (no FP6 type); fp8-current from sm_89.
+  const bool fp8 = cc && *cc >= 89;
+  EXPECT_EQ(recipes(both),
+            fp8 ? std::vector<std::string>{"fp8-current"} : std::vector<std::string>{});
+  ASSERT_EQ(out.size(), fp8 ? 1u : 2u);
+  EXPECT_EQ(out.back().first, "recipe=mxfp6");
+  // The policies' run is left for why_not_on, which now has no recipe to refuse.
+  if (!cc) {
+    EXPECT_EQ(out.back().second, "no CUDA device to multiply a recipe's GEMMs on");
+    EXPECT_EQ(why_not_on(both, "cuda"), std::nullopt);
+  }
+}
+
 }  // namespace
 }  // namespace ampbench::runtime

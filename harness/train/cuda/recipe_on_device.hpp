@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "harness/backends/cuda/training_ops.hpp"
@@ -24,9 +25,14 @@ using CudaRecipeOps = RecipeOpsOn<backends::cuda::CudaOps>;
 // The recipe's GEMMs as cuBLASLt's scaled GEMMs on the current device
 // (backends::cuda::ScaledGemms::recipe_product), named "cuBLASLt sm_XY" after its compute
 // capability `cc`, with fast accumulation where the recipe never promotes (promote_interval 0),
-// else cuBLASLt's own promotion; M and N padded to multiples of 16, K to 16 (32 where an operand is
-// FP4), as its scaled GEMMs take them (backends::cuda::why_no_scaled_gemm).
-RecipeGemmDevice cublaslt_recipe_gemms(const quant::Recipe& recipe, int cc);
+// else cuBLASLt's own promotion; M and N padded to multiples of 16, K to 16 (32 where an operand
+// is FP4), as its scaled GEMMs take them (backends::cuda::why_no_scaled_gemm), and K also to the
+// instruction K of the CPU emulation's model `cpu_arch` for each GEMM (RecipeGemms pads K so on
+// the CPU), so that every element keeps its stochastic draw: the runs of one recipe on the two
+// backends quantize alike. A GEMM the device refuses after all is a std::logic_error (the
+// refusals are why_no_recipe_training's, asked before any work).
+RecipeGemmDevice cublaslt_recipe_gemms(const quant::Recipe& recipe, int cc,
+                                       const std::string& cpu_arch);
 
 // The master weights of a recipe's run on the device: DeviceMasters whose parameters tell the ops
 // which weight is which layer's (RecipeOpsOn::parameters_are).

@@ -15,6 +15,7 @@
 
 #include "harness/backends/cuda/scaled_gemm_plan.hpp"
 #include "harness/quant/recipe.hpp"
+#include "harness/train/cuda/recipe_on_device.hpp"
 #include "harness/train/cuda/train_on_device.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/trainer.hpp"
@@ -39,6 +40,22 @@ const RunResult& run_on(const TrainResult& r, const char* backend) {
     if (run.backend == backend) return run;
   }
   throw std::logic_error(std::string("no run on ") + backend);
+}
+
+// How the device's GEMMs are padded, which needs no device: cuBLASLt's multiples of 16 (K of 32
+// for FP4), and K to the CPU model's instruction K too (Blackwell's block-scaled FP4 MMA: 64), so
+// that a stochastic recipe's draws fall on the same elements on both backends.
+TEST(CublasLtRecipeGemms, PadAsCublasLtAndTheCpuModelBothNeed) {
+  const auto padding = [](const char* recipe, const char* arch) {
+    const RecipeGemmDevice d = cublaslt_recipe_gemms(*quant::find_recipe(recipe), 90, arch);
+    EXPECT_EQ(d.name, "cuBLASLt sm_90");
+    EXPECT_EQ(d.rows_multiple, 16u);
+    return d.k_multiple;
+  };
+  EXPECT_EQ(padding("fp8-current", "hopper"), 16u);
+  EXPECT_EQ(padding("fp8-current", "exact"), 16u);
+  EXPECT_EQ(padding("nvfp4", "exact"), 32u);
+  EXPECT_EQ(padding("nvfp4", "blackwell"), 64u);
 }
 
 TEST_F(RecipesOnGpu, EachBuiltinRecipeTrainsOnCublasLtOrIsRefusedWithTheReason) {
