@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 # Exported as ampbench::<name>: ampbench::audit, ampbench::results, ... Each is built as
 # ampbench_<name> with an ALIAS ampbench::<name>, which the tree links, as find_package users do.
 set(ampbench_exported
-  numeric files io metrics policy inputs quant backend_cpu fingerprint ops audit train profile
+  numeric files io memory metrics policy inputs quant backend_cpu fingerprint ops audit train profile
   results runtime reference_exact reference_mp)
 set(ampbench_export_targets ampbench_warnings)
 foreach(name IN LISTS ampbench_exported)

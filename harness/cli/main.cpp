@@ -12,6 +12,7 @@
 #include "harness/cli/options.hpp"
 #include "harness/cli/standard_output.hpp"
 #include "harness/cli/version.hpp"
+#include "harness/io/memory.hpp"
 #include "harness/train/limits.hpp"
 
 namespace {
@@ -345,8 +346,10 @@ int run_command_line(int argc, char** argv) {
                         "Table row every N steps (at most --steps; default: a tenth of them)");
   train->add_option("--json", train_args.json, "Write the record ampbench.train/1 to this file");
   train
-      ->add_option("--backend", train_args.backend,
-                   "cpu (the emulator) or cuda (the policies on the GPU, the reference on the CPU)")
+      ->add_option(
+          "--backend", train_args.backend,
+          "cpu (the emulator), cuda (the policies and recipes on the GPU, the reference on "
+          "the CPU) or all (both, side by side)")
       ->capture_default_str();
 
   ampbench::cli::ProfileArgs profile_args;
@@ -591,6 +594,7 @@ int run_guarded(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Before anything is opened or written: SIGPIPE ignored, closed standard streams reopened.
   ampbench::cli::StandardOutput standard_output;
+  ampbench::io::keep_freed_memory();
   const int status = run_guarded(argc, argv);
   return ampbench::cli::exit_status(status, standard_output);
 }
