@@ -95,7 +95,7 @@ void print_ratios(std::ostream& out, const Results& results, const RatioTable& t
 
 int run_with_ratios(int argc, char** argv, const std::vector<RatioTable>& tables) {
   // As the CLI runs: what a benchmark measures is the product's allocator too.
-  io::keep_freed_memory();
+  (void)io::keep_freed_memory();
   const std::string format = format_flag(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

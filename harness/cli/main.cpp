@@ -594,7 +594,7 @@ int run_guarded(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Before anything is opened or written: SIGPIPE ignored, closed standard streams reopened.
   ampbench::cli::StandardOutput standard_output;
-  ampbench::io::keep_freed_memory();
+  (void)ampbench::io::keep_freed_memory();
   const int status = run_guarded(argc, argv);
   return ampbench::cli::exit_status(status, standard_output);
 }

@@ -8,12 +8,15 @@
 
 namespace ampbench::io {
 
-void keep_freed_memory() {
+bool keep_freed_memory() {
 #if defined(__GLIBC__)
-  // mallopt fixes both thresholds (glibc then stops adjusting them itself); its limit for
-  // M_MMAP_THRESHOLD is HEAP_MAX_SIZE / 2, 32 MiB on 64-bit. -1 turns trimming off.
-  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  (void)mallopt(M_TRIM_THRESHOLD, -1);
+  // mallopt fixes both thresholds (glibc then stops adjusting them itself), each returning 1 when
+  // taken. The trim threshold is set only after the mmap threshold was: alone, it would leave
+  // glibc's 128 KiB threshold fixed, below what glibc's own adjustment reaches. -1 turns trimming
+  // off.
+  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1;
+#else
+  return false;
 #endif
 }
 

@@ -225,7 +225,13 @@ Comparison compare(const ResultFile& base, const ResultFile& current,
     for (const auto& [metric, base_value] : b.metrics) {
       const auto it = n->metrics.find(metric);
       const Direction direction = direction_of(metric);
-      if (it == n->metrics.end() || direction == Direction::unjudged) continue;
+      if (direction == Direction::unjudged) continue;
+      if (it == n->metrics.end()) {
+        // A judged metric the case no longer gives (a training run on the device without a recipe
+        // the device now refuses): as missing as a case would be.
+        result.changes.push_back({ChangeKind::missing, b.key, metric, base_value, std::nullopt});
+        continue;
+      }
       const double worse_by = direction == Direction::lower_is_better ? it->second - base_value
                                                                       : base_value - it->second;
       const double threshold = std::max(options.tolerance * std::abs(base_value), options.floor);

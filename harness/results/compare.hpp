@@ -85,7 +85,9 @@ std::string_view to_string(ChangeKind kind);
 struct Change {
   ChangeKind kind;
   std::string key;
-  std::string metric;  // empty for status changes and added or missing records
+  // Empty for status changes and added or missing records; for a missing metric (a judged metric
+  // of the base's record that the new record lacks) its name, `current` empty.
+  std::string metric;
   std::optional<double> base;
   std::optional<double> current;
 };
@@ -108,7 +110,8 @@ struct Comparison {
   std::vector<FeatureChange> features;
   std::size_t count(ChangeKind kind) const;
   std::size_t feature_regressions() const;
-  // A regression, a new failure, a missing record or a feature regression: what fails the gate.
+  // A regression, a new failure, a missing record or metric or a feature regression: what fails
+  // the gate.
   bool gate_fails() const;
 };
 

@@ -686,16 +686,16 @@ BackendCases on_backends(
       SuiteCase on = c;
       on.backend = backend;
       if (backend != "cpu") on.key += "/backend=" + backend;
-      if (narrow) {
-        for (auto& [suffix, reason] : narrow(on, backend)) {
-          result.not_run.emplace_back(on.key + "/" + suffix, std::move(reason));
-        }
-      }
+      std::vector<std::pair<std::string, std::string>> parts;
+      if (narrow) parts = narrow(on, backend);
       if (auto reason = why_not(on, backend)) {
-        result.not_run.emplace_back(on.key, std::move(*reason));
-      } else {
-        result.cases.push_back(std::move(on));
+        result.not_run.emplace_back(on.key, std::move(*reason));  // the whole case, not its parts
+        continue;
       }
+      for (auto& [suffix, reason] : parts) {
+        result.not_run.emplace_back(on.key + "/" + suffix, std::move(reason));
+      }
+      result.cases.push_back(std::move(on));
     }
   }
   return result;

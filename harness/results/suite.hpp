@@ -99,7 +99,8 @@ Suite load_suite(const std::string& path);
 // reason (an op that backend cannot run yet, a training run). `narrow`, when given, first takes
 // out of a case on a backend the parts it cannot run while the rest runs (a training run's
 // recipes this device cannot multiply), giving each part's key suffix and why: each is listed as
-// "KEY/SUFFIX" (KEY the case's key on that backend).
+// "KEY/SUFFIX" (KEY the case's key on that backend) when the rest runs; a case `why_not` then
+// refuses is listed whole, once.
 struct BackendCases {
   std::vector<SuiteCase> cases;
   std::vector<std::pair<std::string, std::string>> not_run;  // key on that backend, why

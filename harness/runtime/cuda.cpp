@@ -107,6 +107,8 @@ std::vector<std::pair<std::string, std::string>> narrow_to(results::SuiteCase& c
     }
   }
   config->recipes = std::move(kept);
+  // Without recipes there is nothing to rank (the further seeds would train the reference alone).
+  if (config->recipes.empty()) config->sensitivity = false;
   return out;
 }
 

@@ -188,9 +188,17 @@ std::optional<std::string> check_round_to(const Format& f, Rounding mode, double
 }
 
 bool has_f16c() {
-  // CPUID leaf 1, ECX bit 29, read directly: clang 14's __builtin_cpu_supports knows no "f16c".
+  // CPUID leaf 1 read directly (clang 14's __builtin_cpu_supports knows no "f16c"): F16C (ECX bit
+  // 29), and the OS saving the AVX state (OSXSAVE, then XCR0's SSE and AVX bits), without which
+  // the VEX-encoded conversions fault, as GCC's builtin checks too.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & bit_F16C) == 0 ||
+      (ecx & bit_OSXSAVE) == 0) {
+    return false;
+  }
+  unsigned xcr0 = 0, high = 0;
+  __asm__("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0));
+  return (xcr0 & 6u) == 6u;
 }
 
 [[gnu::target("f16c")]] std::uint16_t f16c_encode(float x, Rounding mode) {

@@ -108,6 +108,25 @@ TEST(Compare, TheAbsoluteFloorKeepsTinyChangesFromZeroFromCounting) {
   EXPECT_FALSE(compare(zero, real, {0.1, 1e-8}).gate_fails());
 }
 
+// A judged metric the new record lacks is missing, as a case would be (a device's training run
+// without a recipe it used to train, or a metric that became NaN or infinite, which a record
+// leaves out); an unjudged one is not.
+TEST(Compare, AJudgedMetricTheNewRecordLacksIsMissing) {
+  const auto base = result(R"([{"key": "t", "status": "pass",
+                               "metrics": {"eval_loss_error": 0.01, "nvfp4.eval_loss_error": 0.02,
+                                           "seconds": 3}}])");
+  const auto current =
+      result(R"([{"key": "t", "status": "pass", "metrics": {"eval_loss_error": 0.01}}])");
+  const Comparison c = compare(base, current);
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::missing);
+  EXPECT_EQ(c.changes[0].metric, "nvfp4.eval_loss_error");
+  EXPECT_EQ(c.changes[0].base, 0.02);
+  EXPECT_FALSE(c.changes[0].current.has_value());
+  EXPECT_TRUE(c.gate_fails());
+  EXPECT_TRUE(compare(current, base).changes.empty());  // a metric gained is no change
+}
+
 TEST(Compare, StatusChangesAddedAndMissingCases) {
   const auto base = result(R"([{"key": "a", "status": "pass", "metrics": {}},
                               {"key": "b", "status": "fail", "metrics": {}},
@@ -130,11 +149,11 @@ TEST(Compare, StatusChangesAddedAndMissingCases) {
   EXPECT_FALSE(mild.gate_fails());
 }
 
-TEST(Compare, UnjudgedAndOneSidedMetricsAreNotRegressions) {
-  const auto base = result(R"([{"key": "t", "status": "pass",
-      "metrics": {"fp32.eval_loss": 0.3, "bound_ratio": 0.5}}])");
-  const auto current =
-      result(R"([{"key": "t", "status": "pass", "metrics": {"fp32.eval_loss": 0.9}}])");
+TEST(Compare, UnjudgedMetricsAndMetricsOnlyTheNewRecordHasAreNotRegressions) {
+  const auto base =
+      result(R"([{"key": "t", "status": "pass", "metrics": {"fp32.eval_loss": 0.3}}])");
+  const auto current = result(R"([{"key": "t", "status": "pass",
+      "metrics": {"fp32.eval_loss": 0.9, "bound_ratio": 0.5}}])");
   EXPECT_TRUE(compare(base, current).changes.empty());
 }
 

@@ -44,7 +44,8 @@ RecipeGemmDevice cublaslt_recipe_gemms(const quant::Recipe& recipe, int cc,
       return gemms->recipe_product(recipe, gemm, a, b, recipe.promote_interval == 0, nullptr);
     } catch (const std::invalid_argument& e) {
       throw std::logic_error(
-          fmt::format("{}: cuBLASLt refused the {} GEMM why_no_recipe_training let through: {}",
+          fmt::format("{}: the {} GEMM, which why_no_recipe_training let through, was refused "
+                      "on its way to cuBLASLt: {}",
                       recipe.name, quant::gemm_name(gemm), e.what()));
     }
   };
