@@ -72,13 +72,16 @@ TEST(CudaTraining, ModelsAreJudgedByTheirOpsAndUnknownOnesNamedWithTheTrainableO
             "model rnn: the CUDA backend trains mlp, cnn, transformer");
 }
 
+// A suite "t" of seed 3 whose entries are `entries` (TOML).
+results::Suite suite_of(const std::string& entries) {
+  return results::parse_suite("name = \"t\"\nseed = 3\n" + entries, "t.toml", ".");
+}
+
 TEST(CudaSuiteCases, TheCpuRunsEveryCaseAndTheGpuWhatItsPlannerAllows) {
-  const results::Suite suite = results::parse_suite(
-      "name = \"t\"\nseed = 3\n"
+  const results::Suite suite = suite_of(
       "[[audit]]\nops = [\"dot\"]\nshapes = [\"16\"]\npolicies = [\"fp32\"]\n"
       "[[audit]]\nops = [\"gemm\"]\nshapes = [\"8x8x8\"]\npolicies = [\"amp-fp16\"]\n"
-      "mma = \"hopper\"\n",
-      "t.toml", ".");
+      "mma = \"hopper\"\n");
   ASSERT_EQ(suite.cases.size(), 2u);
   for (const auto& c : suite.cases) EXPECT_EQ(why_not_on(c, "cpu"), std::nullopt) << c.key;
   EXPECT_EQ(why_not_on(suite.cases[0], "cuda"), std::nullopt);
@@ -94,11 +97,9 @@ TEST(CudaSuiteCases, TheCpuRunsEveryCaseAndTheGpuWhatItsPlannerAllows) {
 // A recipe case runs on the device where its GEMMs are cuBLASLt scaled GEMMs of this device
 // (backends::cuda::why_no_recipe_gemm); the audit's own refusals come first.
 TEST(CudaSuiteCases, ARecipeCaseRunsWhereTheDevicesCublasLtCanMultiplyIt) {
-  const results::Suite suite = results::parse_suite(
-      "name = \"t\"\nseed = 3\n"
+  const results::Suite suite = suite_of(
       "[[recipe]]\nrecipes = [\"fp8-current\", \"mxfp6\"]\nshapes = [\"64x64x128\"]\n"
-      "arch = \"exact\"\n",
-      "t.toml", ".");
+      "arch = \"exact\"\n");
   ASSERT_EQ(suite.cases.size(), 2u);
   EXPECT_EQ(why_not_on(suite.cases[0], "cpu"), std::nullopt);
   const std::optional<int> cc = device_compute_capability();
@@ -117,11 +118,9 @@ TEST(CudaSuiteCases, ARecipeCaseRunsWhereTheDevicesCublasLtCanMultiplyIt) {
 // A training case's recipes this device cannot train are taken out of its run on the device, each
 // listed with the reason, while its policies (and the recipes it can train) still run there.
 TEST(CudaSuiteCases, ATrainingRunOnTheDeviceLosesOnlyTheRecipesTheDeviceRefuses) {
-  const results::Suite suite = results::parse_suite(
-      "name = \"t\"\nseed = 3\n"
+  const results::Suite suite = suite_of(
       "[[train]]\nmodel = \"mlp\"\npolicies = [\"amp-bf16\"]\n"
-      "recipes = [\"fp8-current\", \"mxfp6\"]\nsteps = 2\n",
-      "t.toml", ".");
+      "recipes = [\"fp8-current\", \"mxfp6\"]\nsteps = 2\n");
   ASSERT_EQ(suite.cases.size(), 1u);
   const auto recipes = [](const results::SuiteCase& c) {
     std::vector<std::string> names;
