@@ -18,7 +18,6 @@
 //   the magnitude rounded as an integer shifted right, a carry moving up a binade, clamped to the
 //   largest finite pattern; stochastic draws from the splitmix64 state advanced per element.
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -73,7 +72,9 @@ template <const Format& F, bool Stochastic>
   return sign | magnitude;
 }
 
-// out[j] = the code of x[j] * scale[j], element j using the draw of state + j * kGolden.
+// out[j] = the code of x[j] * scale[j], element j using the draw of state + j * kGolden. (A flat
+// loop over a row with the scales spread per element: GCC vectorises it on full-width vectors,
+// where a loop over blocks with one scale each took 128-bit ones and ran at half the speed.)
 template <const Format& F, bool Stochastic>
 [[gnu::always_inline]] inline void encode_loop(const float* x, const float* scale,
                                                std::uint8_t* out, std::size_t n,
@@ -159,38 +160,61 @@ void tile_max_row(const float* x, std::uint32_t* tile_max, std::size_t tiles, st
              : tile_max_widths<false>(x, tile_max, tiles, bc);
 }
 
-// scale_row[t * bc + j] = scale[t].
+// scale_row[t * bc + j] = scale[t]. BC is the block width where it is known at compile time (16,
+// 32), 0 where it is not: with it a block is one or two vector stores.
+template <std::size_t BC>
+[[gnu::always_inline]] inline void spread_loop(const float* scale, float* scale_row,
+                                               std::size_t tiles, std::size_t bc) {
+  const std::size_t width = BC == 0 ? bc : BC;
+  for (std::size_t t = 0; t < tiles; ++t) {
+    for (std::size_t j = 0; j < width; ++j) scale_row[t * width + j] = scale[t];
+  }
+}
+
 AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void spread_row(const float* scale, float* scale_row, std::size_t tiles, std::size_t bc) {
-  for (std::size_t t = 0; t < tiles; ++t) {
-    for (std::size_t j = 0; j < bc; ++j) scale_row[t * bc + j] = scale[t];
+  switch (bc) {
+    case 16: return spread_loop<16>(scale, scale_row, tiles, bc);
+    case 32: return spread_loop<32>(scale, scale_row, tiles, bc);
+    default: return spread_loop<0>(scale, scale_row, tiles, bc);
   }
+}
+
+// The value of a non-negative finite e4m3 code b (0..0x7E), computed rather than looked up so that
+// the scale loop vectorises: binary32 with e4m3's exponent rebiased (120 = 127 - 7) and its three
+// fraction bits on top of binary32's; a subnormal b (below 8) as 2^-6 (1 + b / 8) - 2^-6 = b 2^-9,
+// exact. The subtraction is done for every b (of +0 for the normal ones) and its operand chosen
+// in integers: a floating-point operation under a condition would be control flow to GCC, which
+// keeps such a loop scalar.
+[[gnu::always_inline]] inline float e4m3_value(std::uint32_t b) {
+  const std::uint32_t subnormal = b < 8 ? 1u : 0u;
+  const std::uint32_t offset = (0u - subnormal) & 0x3C800000u;  // 2^-6 or +0
+  return std::bit_cast<float>((b << 20) + ((120u + subnormal) << 23)) -
+         std::bit_cast<float>(offset);
 }
 
 // NVFP4 block scales: sb = e4m3_satfinite(amax_b * se6), encode = min(1 / (sb * s_dec), max).
+// (A zero sb gives 1 / 0 = infinity, so max, as the reference.)
 AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void nvfp4_scales(const std::uint32_t* tile_max, std::size_t tiles, float se6, float s_dec,
-                  const float* e4m3_values, std::uint8_t* scale_bits, float* encode) {
+                  std::uint8_t* scale_bits, float* encode) {
   constexpr float kMax = std::numeric_limits<float>::max();
   for (std::size_t t = 0; t < tiles; ++t) {
-    const float wanted = std::bit_cast<float>(tile_max[t]) * se6;
-    // round_scale gives e4m3 of a non-negative value, 0 for NaN (never: amax ignores NaN).
-    const std::uint32_t sb = encode_sat<formats::e4m3, false>(
-        std::bit_cast<std::uint32_t>(wanted != wanted ? 0.0f : wanted), 0);
-    const float product = e4m3_values[sb] * s_dec;
-    const float inverse = 1.0f / product;
+    // round_scale gives e4m3 of a non-negative value, 0 for NaN (never: amax ignores NaN; masked
+    // in integers for the reason above).
+    const std::uint32_t wanted = magnitude_or_zero(std::bit_cast<float>(tile_max[t]) * se6);
+    const std::uint32_t sb = encode_sat<formats::e4m3, false>(wanted, 0);
+    const float inverse = 1.0f / (e4m3_value(sb) * s_dec);
     scale_bits[t] = static_cast<std::uint8_t>(sb);
-    encode[t] = product == 0 ? kMax : (inverse < kMax ? inverse : kMax);
+    encode[t] = inverse < kMax ? inverse : kMax;
   }
 }
 
-// The largest magnitude pattern of x, NaN ignored.
+// The largest of n patterns.
 AMPBENCH_CLONES_FLATTENED("arch=x86-64-v4", "arch=x86-64-v3", "default")
-std::uint32_t amax_bits(const float* x, std::size_t n) {
+std::uint32_t largest(const std::uint32_t* a, std::size_t n) {
   std::uint32_t m = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    m = std::max(m, magnitude_or_zero(x[i]));
-  }
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, a[i]);
   return m;
 }
 
@@ -226,27 +250,23 @@ void from_reference(const Quantized& q, BlockScaled& out) {
   out.global_decode = static_cast<float>(q.global_decode);
 }
 
-// The element pass shared by MX and NVFP4: each band of block_rows rows, its tiles' encode scales
-// in `encode` (a NaN-scale tile flagged in `nan_tile`).
-struct Workspace {
-  std::vector<std::uint32_t> tile_max;
-  std::vector<float> encode;
-  std::vector<float> scale_row;
-  std::vector<std::uint8_t> nan_tile;
-};
-
+// The element pass shared by MX and NVFP4: the band of block_rows rows `band`, tile t of it
+// multiplied by encode[t] (spread per element into scale_row, cols long); where nan_tile is given,
+// a tile flagged there (a NaN scale) takes the reference's NaN elements.
 void encode_band(std::span<const float> x, const Layout& l, Elem id, const Format& element,
-                 std::size_t band, Workspace& w, BlockScaled& out) {
+                 std::size_t band, const float* encode, const std::uint8_t* nan_tile,
+                 float* scale_row, BlockScaled& out) {
   const std::size_t tiles = l.cols / l.block_cols;
   const bool stochastic = l.mode == Rounding::stochastic_proportional;
-  spread_row(w.encode.data(), w.scale_row.data(), tiles, l.block_cols);
+  spread_row(encode, scale_row, tiles, l.block_cols);
   for (std::size_t r = band * l.block_rows; r < (band + 1) * l.block_rows; ++r) {
     const std::size_t k0 = r * l.cols;
-    encode_row(id, stochastic, x.data() + k0, w.scale_row.data(), out.bits.data() + k0, l.cols,
+    encode_row(id, stochastic, x.data() + k0, scale_row, out.bits.data() + k0, l.cols,
                l.seed + (k0 + 1) * kGolden);
   }
+  if (nan_tile == nullptr) return;
   for (std::size_t t = 0; t < tiles; ++t) {
-    if (w.nan_tile[t] == 0) continue;
+    if (nan_tile[t] == 0) continue;
     // The reference's elements of a NaN-scale block: round_to of the default quiet NaN.
     const auto nan_code = static_cast<std::uint8_t>(
         numeric::round_to(element, l.mode, std::numeric_limits<double>::quiet_NaN()).bits);
@@ -270,32 +290,33 @@ void quantize_mx_fast(std::span<const float> x, const Layout& layout, const Form
   if (id == Elem::none || !fast_mode(layout.mode)) {
     return from_reference(quantize_mx(x, layout, element), out);
   }
+  // One pass, band by band: a band's tile maxima, its scales, then its elements from the cache.
   const std::size_t tiles = layout.cols / layout.block_cols;
-  Workspace w;
-  w.tile_max.resize(tiles);
-  w.encode.resize(tiles);
-  w.scale_row.resize(layout.cols);
-  w.nan_tile.resize(tiles);
+  std::vector<std::uint32_t> tile_max(tiles);
+  std::vector<float> encode(tiles);
+  std::vector<std::uint8_t> nan_tile(tiles);
+  std::vector<float> scale_row(layout.cols);
   for (std::size_t band = 0; band < layout.rows / layout.block_rows; ++band) {
-    std::fill(w.tile_max.begin(), w.tile_max.end(), 0u);
+    std::fill(tile_max.begin(), tile_max.end(), 0u);
     for (std::size_t r = band * layout.block_rows; r < (band + 1) * layout.block_rows; ++r) {
-      tile_max_row(x.data() + r * layout.cols, w.tile_max.data(), tiles, layout.block_cols, false);
+      tile_max_row(x.data() + r * layout.cols, tile_max.data(), tiles, layout.block_cols, false);
     }
     std::uint8_t* scale_bits = out.scale_bits.data() + band * tiles;
     for (std::size_t t = 0; t < tiles; ++t) {
-      const std::uint32_t m = w.tile_max[t];
-      w.nan_tile[t] = m >= kInfBits ? 1 : 0;
+      const std::uint32_t m = tile_max[t];
+      nan_tile[t] = m >= kInfBits ? 1 : 0;
       if (m >= kInfBits) {
         scale_bits[t] = 0xFF;
-        w.encode[t] = 1;  // overwritten by the reference's NaN elements
+        encode[t] = 1;  // overwritten by the reference's NaN elements
         continue;
       }
       int shared = m == 0 ? -127 : ilogb_bits(m) - out.element.emax;
       shared = std::clamp(shared, -127, 127);
       scale_bits[t] = static_cast<std::uint8_t>(shared + 127);
-      w.encode[t] = std::bit_cast<float>(static_cast<std::uint32_t>(127 - shared) << 23);
+      encode[t] = std::bit_cast<float>(static_cast<std::uint32_t>(127 - shared) << 23);
     }
-    encode_band(x, layout, id, out.element, band, w, out);
+    encode_band(x, layout, id, out.element, band, encode.data(), nan_tile.data(), scale_row.data(),
+                out);
   }
 }
 
@@ -303,15 +324,19 @@ void quantize_nvfp4_fast(std::span<const float> x, const Layout& layout, BlockSc
   detail::check_layout(x, layout);
   start(out, layout, formats::e2m1, ScaleRule::nvfp4);
   if (!fast_mode(layout.mode)) return from_reference(quantize_nvfp4(x, layout), out);
+  // Two passes. The first takes every tile's amax (NaN ignored) and from them the tensor's, which
+  // fixes every block scale; the second encodes the elements.
   constexpr float kMax = std::numeric_limits<float>::max();
-  static const std::array<float, 128> e4m3_values = [] {
-    std::array<float, 128> v{};
-    for (std::size_t b = 0; b < v.size(); ++b) {
-      v[b] = static_cast<float>(numeric::decode(formats::e4m3, b));
+  const std::size_t tiles = layout.cols / layout.block_cols;
+  const std::size_t bands = layout.rows / layout.block_rows;
+  std::vector<std::uint32_t> tile_max(bands * tiles);
+  for (std::size_t band = 0; band < bands; ++band) {
+    for (std::size_t r = band * layout.block_rows; r < (band + 1) * layout.block_rows; ++r) {
+      tile_max_row(x.data() + r * layout.cols, tile_max.data() + band * tiles, tiles,
+                   layout.block_cols, true);
     }
-    return v;
-  }();
-  const float tensor_amax = std::bit_cast<float>(amax_bits(x.data(), x.size()));
+  }
+  const float tensor_amax = std::bit_cast<float>(largest(tile_max.data(), tile_max.size()));
   const float quotient = 2688.0f / tensor_amax;
   float s_enc = quotient < kMax ? quotient : kMax;
   if (tensor_amax == 0 || s_enc == 0) s_enc = 1;
@@ -320,20 +345,12 @@ void quantize_nvfp4_fast(std::span<const float> x, const Layout& layout, BlockSc
   out.global_scale = s_enc;
   out.global_decode = s_dec;
 
-  const std::size_t tiles = layout.cols / layout.block_cols;
-  Workspace w;
-  w.tile_max.resize(tiles);
-  w.encode.resize(tiles);
-  w.scale_row.resize(layout.cols);
-  w.nan_tile.assign(tiles, 0);
-  for (std::size_t band = 0; band < layout.rows / layout.block_rows; ++band) {
-    std::fill(w.tile_max.begin(), w.tile_max.end(), 0u);
-    for (std::size_t r = band * layout.block_rows; r < (band + 1) * layout.block_rows; ++r) {
-      tile_max_row(x.data() + r * layout.cols, w.tile_max.data(), tiles, layout.block_cols, true);
-    }
-    nvfp4_scales(w.tile_max.data(), tiles, se6, s_dec, e4m3_values.data(),
-                 out.scale_bits.data() + band * tiles, w.encode.data());
-    encode_band(x, layout, Elem::e2m1, out.element, band, w, out);
+  std::vector<float> encode(bands * tiles);
+  nvfp4_scales(tile_max.data(), tile_max.size(), se6, s_dec, out.scale_bits.data(), encode.data());
+  std::vector<float> scale_row(layout.cols);
+  for (std::size_t band = 0; band < bands; ++band) {
+    encode_band(x, layout, Elem::e2m1, out.element, band, encode.data() + band * tiles, nullptr,
+                scale_row.data(), out);
   }
 }
 

@@ -366,6 +366,35 @@ TEST(FastQuantizers, Nvfp4TakesTheSixthAsTeDoes) {
   }
 }
 
+// Every e4m3 block scale, 0 through 0x7E (448), subnormal ones included: a tensor amax of 2688
+// makes S_enc 1, so block b with amax 6 * e4m3(b) (exact in binary32) wants the scale e4m3(b)
+// itself. The fast path decodes the scale by arithmetic; its elements must still be the
+// reference's, in both modes and with 2D (16x16) tiles as for weights.
+TEST(FastQuantizers, Nvfp4EveryBlockScale) {
+  constexpr std::size_t kScales = 0x7F;
+  for (const std::size_t rows : {std::size_t{1}, std::size_t{16}}) {
+    std::vector<float> x(rows * 16 * kScales);
+    const std::size_t cols = 16 * kScales;
+    for (std::size_t b = 0; b < kScales; ++b) {
+      const auto amax = static_cast<float>(6 * numeric::decode(formats::e4m3, b));
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t j = 0; j < 16; ++j) {
+          // amax, then the ratios j / 16 of it on both signs: every e2m1 code and its ties.
+          const float v = j == 0 ? amax : amax * static_cast<float>(j) / 16.0f;
+          x[r * cols + b * 16 + j] = (r + j) % 2 == 0 ? v : -v;
+        }
+      }
+    }
+    for (const Rounding mode : {Rounding::nearest_even, Rounding::stochastic_proportional}) {
+      const Layout l = layout(rows, cols, rows, 16, mode, 5);
+      EXPECT_EQ(check_nvfp4(x, l), "") << rows << " rows";
+      const BlockScaled q = quantize_nvfp4_fast(x, l);
+      ASSERT_EQ(q.global_scale, 1.0f);
+      for (std::size_t b = 0; b < kScales; ++b) EXPECT_EQ(q.scale_bits[b], b);
+    }
+  }
+}
+
 TEST(FastQuantizers, ScalesOfEdgeBlocksAsTheSpecSays) {
   // e4m3 (emax 8): amax 1 gives X = 2^-8, pattern 119; amax 2^-149 clamps to 2^-127, pattern 0.
   EXPECT_EQ(
