@@ -100,12 +100,15 @@ std::string share(double removed) {
 
 // A recipe's layers ranked by the share of its loss error each removes when kept in bf16; over
 // several seeds, by the mean share, with each seed's beside it.
-void write_sensitivity(std::ostream& out, const train::RecipeSensitivity& r) {
+// A recipe's ranking; on both backends (`both`), one per backend, the runs named RUN@BACKEND.
+void write_sensitivity(std::ostream& out, const train::RecipeSensitivity& r, bool both) {
   const bool seeds = r.seeds.size() > 1;
   out << fmt::format(
-      "\n{}: layers kept in bf16 one at a time, by the {}share of the loss error they remove "
+      "\n{}{}: layers kept in bf16 one at a time, by the {}share of the loss error they remove "
       "(the mean over the steps of loss_err; {} alone: {}{})\n",
-      r.recipe, seeds ? "mean over the seeds of the " : "", r.run, number(r.mean_loss_error),
+      r.recipe, both ? fmt::format(" on {}", r.backend) : "",
+      seeds ? "mean over the seeds of the " : "",
+      both ? fmt::format("{}@{}", r.run, r.backend) : r.run, number(r.mean_loss_error),
       seeds ? fmt::format(", the mean over seeds {}", fmt::join(r.seeds, ", ")) : "");
   out << fmt::format("{:<12}{:>15}{:>10}{:>15}{}\n", "layer", "mean_loss_err", "removed",
                      "eval_loss_err", seeds ? "  removed at each seed" : "");
@@ -231,13 +234,6 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
           "GEMMs on; on --backend cuda they run on the device's cuBLASLt (--backend all runs "
           "both)\n",
           kCommand, args.arch);
-      return kExitUsage;
-    }
-    if (config.sensitivity && args.backend == "all") {
-      err << fmt::format(
-          "{}: --sensitivity: a recipe's layers are ranked on one backend at a time: "
-          "--backend cpu or --backend cuda, not all\n",
-          kCommand);
       return kExitUsage;
     }
     if (auto why = runtime::why_not_trainable(train::RecipeOps::base_policy(), config.model)) {
@@ -448,7 +444,7 @@ int run_train(const TrainArgs& args, std::ostream& out, std::ostream& err) {
     for (const auto& w : r.scaler_warnings) out << fmt::format("  warning: {}\n", w);
     all_pass = all_pass && r.pass;
   }
-  for (const train::RecipeSensitivity& r : result.sensitivity) write_sensitivity(out, r);
+  for (const train::RecipeSensitivity& r : result.sensitivity) write_sensitivity(out, r, both);
   const std::size_t total = train::training_steps(config);
   out << fmt::format(
       "\n{} steps{} in {:.1f} s. loss_err: |loss - reference| / |reference|; grad_err: normwise "

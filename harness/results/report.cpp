@@ -83,9 +83,17 @@ std::vector<SensitivityTable> sensitivity_tables(const nlohmann::json& record) {
   std::vector<SensitivityTable> tables;
   const auto& rankings = member_or_null(member_or_null(record, "detail"), "sensitivity");
   if (text_of(record, "kind") != "train" || !rankings.is_array()) return tables;
+  // A record of both backends ranks on each: its runs are named RUN@BACKEND, as `train` prints
+  // them.
+  const bool both = text_of(member_or_null(record, "detail"), "backend") == "all";
   for (const auto& r : rankings) {
+    const std::string backend = both ? text_of(r, "backend") : "";
+    const auto run_name = [&](const nlohmann::json& j) {
+      return backend.empty() ? text_of(j, "run") : text_of(j, "run") + "@" + backend;
+    };
     SensitivityTable t{text_of(r, "recipe"),
-                       text_of(r, "run"),
+                       run_name(r),
+                       backend,
                        "",
                        error_text(member_or_null(r, "mean_loss_error")),
                        {}};
@@ -100,7 +108,7 @@ std::vector<SensitivityTable> sensitivity_tables(const nlohmann::json& record) {
     const auto& layers = member_or_null(r, "layers");
     for (const auto& l : layers.is_array() ? layers : nlohmann::json::array()) {
       SensitivityRow row{text_of(l, "parameter"),
-                         text_of(l, "run"),
+                         run_name(l),
                          share_text(member_or_null(l, "removed")),
                          "",
                          error_text(member_or_null(l, "mean_loss_error")),
@@ -122,9 +130,10 @@ std::vector<SensitivityTable> sensitivity_tables(const nlohmann::json& record) {
 std::string sensitivity_caption(const SensitivityTable& t) {
   const bool several = !t.seeds.empty();
   return fmt::format(
-      "{}: layers kept in bf16 one at a time, ranked by the {}share of the recipe's loss error "
+      "{}{}: layers kept in bf16 one at a time, ranked by the {}share of the recipe's loss error "
       "each removes (the mean over the steps of the loss error; {} alone: {}{})",
-      t.recipe, several ? "mean over the seeds of the " : "", t.run, t.mean_loss_error,
+      t.recipe, t.backend.empty() ? "" : " on " + t.backend,
+      several ? "mean over the seeds of the " : "", t.run, t.mean_loss_error,
       several ? fmt::format(", the mean over seeds {}", t.seeds) : std::string());
 }
 
@@ -235,7 +244,8 @@ std::string markdown_report(std::span<const ResultDocument> results) {
         const bool several = !t.seeds.empty();
         out +=
             fmt::format("### Sensitivity {}: {}\n\n{}.\n\n", markdown_cell(text_of(record, "key")),
-                        markdown_cell(t.recipe), markdown_cell(sensitivity_caption(t)));
+                        markdown_cell(t.backend.empty() ? t.recipe : t.recipe + " on " + t.backend),
+                        markdown_cell(sensitivity_caption(t)));
         out += several ? "| layer | run | removed | at each seed | mean loss error | eval loss "
                          "error |\n|---|---|---|---|---|---|\n"
                        : "| layer | run | removed | mean loss error | eval loss error "

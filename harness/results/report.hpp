@@ -66,7 +66,8 @@ struct SensitivityRow {
 };
 struct SensitivityTable {
   std::string recipe, run;
-  std::string seeds;  // "1, 2, 3" over several seeds; empty over one
+  std::string backend;  // the ranking's backend where the record trained on both; empty otherwise
+  std::string seeds;    // "1, 2, 3" over several seeds; empty over one
   std::string mean_loss_error;
   std::vector<SensitivityRow> rows;
 };

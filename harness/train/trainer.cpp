@@ -166,8 +166,9 @@ TrainResult train_over_seeds(const TrainConfig& config,
     result.seconds += more.seconds;
     for (RecipeSensitivity& r : result.sensitivity) {
       const auto same = std::find_if(
-          more.sensitivity.begin(), more.sensitivity.end(),
-          [&](const RecipeSensitivity& m) { return m.recipe == r.recipe && m.run == r.run; });
+          more.sensitivity.begin(), more.sensitivity.end(), [&](const RecipeSensitivity& m) {
+            return m.recipe == r.recipe && m.run == r.run && m.backend == r.backend;
+          });
       if (same == more.sensitivity.end()) {
         throw std::logic_error("train: a sensitivity repeat lacks a recipe's ranking");
       }
@@ -284,6 +285,7 @@ nlohmann::json to_json(const TrainResult& result) {
       for (const double e : r.mean_loss_error_by_seed) error_by_seed.push_back(number(e));
       sensitivity.push_back({{"recipe", r.recipe},
                              {"run", r.run},
+                             {"backend", r.backend},
                              {"seeds", r.seeds},
                              {"mean_loss_error", number(r.mean_loss_error)},
                              {"mean_loss_error_by_seed", std::move(error_by_seed)},

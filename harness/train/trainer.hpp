@@ -142,7 +142,8 @@ struct LayerSensitivity {
 };
 struct RecipeSensitivity {
   std::string recipe;
-  std::string run;  // the recipe's run without the extra layer
+  std::string run;              // the recipe's run without the extra layer
+  std::string backend = "cpu";  // where its runs ran (RunResult::backend): each ranks its own
   // The mean over the steps of |loss - reference| / |reference|, and the eval loss's.
   double mean_loss_error = 0;
   double eval_loss_error = 0;

@@ -390,8 +390,39 @@ inline double mean_loss_error(const RunResult& r) {
   return n == 0 ? 0 : sum / static_cast<double>(n);
 }
 
+// One recipe's ranking on one backend: its runs that keep one layer more than `base` (its run
+// without the extra layer), on base's backend, against base.
+template <class EvalError>
+RecipeSensitivity rank_one(const RunResult& base, const std::vector<RunResult>& runs,
+                           const TrainConfig& config, const EvalError& eval_error) {
+  RecipeSensitivity s;
+  s.recipe = base.recipe;
+  s.run = base.policy;
+  s.backend = base.backend;
+  s.mean_loss_error = mean_loss_error(base);
+  s.eval_loss_error = eval_error(base);
+  s.seeds = {config.seed};
+  s.mean_loss_error_by_seed = {s.mean_loss_error};
+  for (const RunResult& r : runs) {
+    if (r.recipe != base.recipe || r.backend != base.backend ||
+        r.kept_bf16.size() != config.keep_bf16.size() + 1) {
+      continue;
+    }
+    LayerSensitivity l{r.kept_bf16.back(), r.policy, mean_loss_error(r), eval_error(r), 0, {}};
+    l.removed =
+        s.mean_loss_error > 0 ? (s.mean_loss_error - l.mean_loss_error) / s.mean_loss_error : 0;
+    l.removed_by_seed = {l.removed};
+    s.layers.push_back(std::move(l));
+  }
+  std::stable_sort(
+      s.layers.begin(), s.layers.end(),
+      [](const LayerSensitivity& a, const LayerSensitivity& b) { return a.removed > b.removed; });
+  return s;
+}
+
 // Each recipe's sensitivity runs against its run without the extra layer: the layers ranked by the
-// share of the recipe's mean loss error they remove.
+// share of the recipe's mean loss error they remove. On each backend apart (a run on both has the
+// recipe's runs on each, against the one reference), in the order the runs came.
 inline std::vector<RecipeSensitivity> rank_sensitivity(const TrainConfig& config,
                                                        const std::vector<RunResult>& runs,
                                                        double reference_eval_loss) {
@@ -400,24 +431,10 @@ inline std::vector<RecipeSensitivity> rank_sensitivity(const TrainConfig& config
   };
   std::vector<RecipeSensitivity> ranked;
   for (const quant::Recipe& recipe : config.recipes) {
-    const auto base = std::find_if(runs.begin(), runs.end(), [&](const RunResult& r) {
-      return r.recipe == recipe.name && r.kept_bf16 == config.keep_bf16;
-    });
-    if (base == runs.end()) continue;
-    RecipeSensitivity s{recipe.name, base->policy,  mean_loss_error(*base),  eval_error(*base),
-                        {},          {config.seed}, {mean_loss_error(*base)}};
-    for (const RunResult& r : runs) {
-      if (r.recipe != recipe.name || r.kept_bf16.size() != config.keep_bf16.size() + 1) continue;
-      LayerSensitivity l{r.kept_bf16.back(), r.policy, mean_loss_error(r), eval_error(r), 0, {}};
-      l.removed =
-          s.mean_loss_error > 0 ? (s.mean_loss_error - l.mean_loss_error) / s.mean_loss_error : 0;
-      l.removed_by_seed = {l.removed};
-      s.layers.push_back(std::move(l));
+    for (const RunResult& base : runs) {
+      if (base.recipe != recipe.name || base.kept_bf16 != config.keep_bf16) continue;
+      ranked.push_back(rank_one(base, runs, config, eval_error));
     }
-    std::stable_sort(
-        s.layers.begin(), s.layers.end(),
-        [](const LayerSensitivity& a, const LayerSensitivity& b) { return a.removed > b.removed; });
-    ranked.push_back(std::move(s));
   }
   return ranked;
 }

@@ -56,6 +56,55 @@ TEST(CliTrainBackend, AllWithoutAGpuTrainsOnTheCpuAndSaysWhy) {
   EXPECT_EQ(record["runs"][0]["backend"], "cpu");
 }
 
+// --sensitivity with --backend all: without a device the CPU ranks alone, its ranking named by
+// its backend in the record.
+TEST(CliTrainBackend, SensitivityOnAllWithoutAGpuRanksOnTheCpu) {
+  if (device_available()) GTEST_SKIP() << "a CUDA device is present: both backends rank";
+  const auto [run, text] = ampbench_with_record(
+      "train --backend all --steps 2 --batch 16 --eval 64 --policy fp8-current --sensitivity",
+      "train-all-sensitivity.json");
+  ASSERT_TRUE(run.status == 0 || run.status == 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("the CPU backend trains alone"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("fp8-current: layers kept in bf16 one at a time"), std::string::npos)
+      << run.out;
+  const auto record = nlohmann::json::parse(text);
+  ASSERT_EQ(record["sensitivity"].size(), 1u) << record["sensitivity"].dump();
+  EXPECT_EQ(record["sensitivity"][0]["backend"], "cpu");
+  EXPECT_EQ(record["sensitivity"][0]["layers"].size(), 2u);
+}
+
+// With a device, each backend ranks the recipe's layers from its own runs (an H200 multiplies
+// fp8-current on cuBLASLt): two rankings, the CPU's then the device's, each over its own runs.
+TEST(CliTrainBackend, SensitivityOnAllRanksOnEachBackend) {
+  if (!device_available()) GTEST_SKIP() << "no usable CUDA device here";
+  const auto [run, text] = ampbench_with_record(
+      "train --backend all --steps 2 --batch 16 --eval 64 --policy fp8-current --sensitivity",
+      "train-all-sensitivity.json");
+  if (run.status == 2) GTEST_SKIP() << "this device does not train fp8-current: " << run.err;
+  ASSERT_TRUE(run.status == 0 || run.status == 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("fp8-current on cuda: layers kept in bf16"), std::string::npos) << run.out;
+  const auto record = nlohmann::json::parse(text);
+  ASSERT_EQ(record["sensitivity"].size(), 2u) << record["sensitivity"].dump();
+  const char* backends[] = {"cpu", "cuda"};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& s = record["sensitivity"][i];
+    EXPECT_EQ(s["backend"], backends[i]);
+    EXPECT_EQ(s["layers"].size(), 2u);
+    // Its recipe's mean loss error is its own backend's run's.
+    std::size_t found = 0;
+    for (const auto& r : record["runs"]) {
+      if (r["policy"] != s["run"] || r["backend"] != backends[i]) continue;
+      ++found;
+      double sum = 0;
+      for (const auto& step : r["steps"]) sum += step["loss_rel_error"].get<double>();
+      EXPECT_NEAR(s["mean_loss_error"].get<double>(), sum / static_cast<double>(r["steps"].size()),
+                  1e-12 * sum)
+          << backends[i];
+    }
+    EXPECT_EQ(found, 1u) << backends[i];
+  }
+}
+
 TEST(CliTrainBackend, ProfileOnCudaWithoutAGpuStopsBeforeAnyWorkWithStatus3) {
   if (device_available()) GTEST_SKIP() << "a CUDA device is present: profiling runs on it";
   const std::string trace = temp_path("profile-cuda-trace.json");

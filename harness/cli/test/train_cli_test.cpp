@@ -271,8 +271,6 @@ TEST(TrainCli, EveryBadInputIsNamedBeforeAnyWork) {
       {"train --policy fp8-delayed --backend cuda --arch hopper",
        "ampbench train: --arch hopper: names the Tensor Core model the CPU emulation multiplies a "
        "recipe's GEMMs on; on --backend cuda they run on the device's cuBLASLt"},
-      {"train --policy nvfp4 --backend all --sensitivity",
-       "ampbench train: --sensitivity: a recipe's layers are ranked on one backend at a time"},
       {"train --keep-bf16 w1",
        "ampbench train: --keep-bf16: goes with a recipe (--recipe, or a recipe in --policy)"},
       {"train --sensitivity",

@@ -2,6 +2,7 @@
 // element (counts, the failure of a failed record, escaping).
 #include "harness/results/report.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -119,6 +120,42 @@ TEST(Report, MarkdownHasATrainingRunsSensitivityRankings) {
   // The sample's records hold none: no such section.
   EXPECT_EQ(markdown_report(std::vector<ResultDocument>{sample()}).find("### Sensitivity"),
             std::string::npos);
+}
+
+// A record of both backends (train --backend all) ranks on each: a section per recipe and
+// backend, its runs named RUN@BACKEND as `train` prints them. A record of one backend names none.
+TEST(Report, MarkdownNamesEachBackendsRankingOfARunOnBoth) {
+  ResultDocument r = sample();
+  const auto detail = [](const char* backend) {
+    nlohmann::json d = nlohmann::json::parse(R"({
+      "sensitivity": [
+        {"recipe": "nvfp4", "run": "nvfp4", "backend": "cpu", "seeds": [1],
+         "mean_loss_error": 0.0125,
+         "layers": [{"parameter": "w1", "run": "nvfp4+bf16[w1]", "mean_loss_error": 0.004,
+                     "eval_loss_error": 0.01, "removed": 0.48, "removed_by_seed": [0.48]}]},
+        {"recipe": "nvfp4", "run": "nvfp4", "backend": "cuda", "seeds": [1],
+         "mean_loss_error": 0.02,
+         "layers": [{"parameter": "w1", "run": "nvfp4+bf16[w1]", "mean_loss_error": 0.014,
+                     "eval_loss_error": 0.01, "removed": 0.3, "removed_by_seed": [0.3]}]}]})");
+    d["backend"] = backend;
+    return d;
+  };
+  r.document["records"][1]["detail"] = detail("all");
+  const std::string markdown = markdown_report(std::vector<ResultDocument>{r});
+  for (const char* backend : {"cpu", "cuda"}) {
+    EXPECT_NE(markdown.find(fmt::format("### Sensitivity train/mlp/steps=20/seed=1: nvfp4 on {}\n\n"
+                                        "nvfp4 on {}: layers kept in bf16",
+                                        backend, backend)),
+              std::string::npos)
+        << markdown;
+    EXPECT_NE(markdown.find(fmt::format("nvfp4@{} alone", backend)), std::string::npos) << markdown;
+    EXPECT_NE(markdown.find(fmt::format("| w1 | nvfp4+bf16[w1]@{} |", backend)), std::string::npos)
+        << markdown;
+  }
+  r.document["records"][1]["detail"] = detail("cuda");
+  const std::string one = markdown_report(std::vector<ResultDocument>{r});
+  EXPECT_EQ(one.find("@"), std::string::npos) << one;
+  EXPECT_EQ(one.find(" on cuda"), std::string::npos) << one;
 }
 
 TEST(Report, JunitHasATestCasePerRecordAndEscapes) {

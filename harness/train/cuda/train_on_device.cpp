@@ -121,14 +121,13 @@ TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& tr
                                     const Dataset& eval_set,
                                     const std::function<void(std::size_t)>& progress) {
   require_trainable(config);
-  if (config.sensitivity && !config.recipes.empty()) {
-    throw std::invalid_argument(
-        "a recipe's sensitivity is ranked on one backend at a time: train it on the CPU or on the "
-        "device, not both");
-  }
-  TrainResult result = steps::with_model(config, train_set, [&](const auto& model) {
-    return steps::run_training<EmulatedOps, CudaOps>(model, config, train_set, eval_set, progress);
-  });
+  // With --sensitivity, each backend ranks the layers from its own runs (rank_sensitivity).
+  TrainResult result = train_over_seeds(
+      config, progress, [&](const TrainConfig& c, const std::function<void(std::size_t)>& tick) {
+        return steps::with_model(c, train_set, [&](const auto& model) {
+          return steps::run_training<EmulatedOps, CudaOps>(model, c, train_set, eval_set, tick);
+        });
+      });
   result.backend = "all";
   result.device = device_record(kernels::probe_device(), kernels::library_versions());
   return result;

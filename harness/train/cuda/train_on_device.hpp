@@ -23,8 +23,8 @@ TrainResult train_on_device(const TrainConfig& config, const Dataset& train_set,
 
 // Both side by side beside one reference: each policy emulated on the CPU (RunResult::backend
 // "cpu") and run on the device ("cuda"), in that order, then each recipe so; the result's backend
-// is "all". A recipe's sensitivity is ranked on one backend at a time: with recipes,
-// config.sensitivity throws std::invalid_argument.
+// is "all". With config.sensitivity each backend ranks a recipe's layers from its own runs
+// (RecipeSensitivity::backend), over config.sensitivity_seeds seeds as train_over_seeds repeats.
 TrainResult train_on_device_and_cpu(const TrainConfig& config, const Dataset& train_set,
                                     const Dataset& eval_set,
                                     const std::function<void(std::size_t step)>& progress = {});

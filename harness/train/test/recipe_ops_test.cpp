@@ -21,6 +21,7 @@
 #include "harness/numeric/rounding.hpp"
 #include "harness/train/data.hpp"
 #include "harness/train/trainer.hpp"
+#include "harness/train/trainer_steps.hpp"
 
 namespace ampbench::train {
 namespace {
@@ -588,6 +589,130 @@ TEST(RecipeTraining, SensitivityOverSeedsAveragesTheRunsAtEachSeed) {
   }
   // The two seeds train differently: the repeat is not the first seed again.
   EXPECT_NE(s4.mean_loss_error, s5.mean_loss_error);
+}
+
+// A recipe run of `backend` keeping `kept`, its steps' loss errors `errors`, its eval loss `eval`.
+RunResult recipe_run_of(const std::string& backend, std::vector<std::string> kept,
+                        const std::vector<double>& errors, double eval) {
+  RunResult r;
+  r.recipe = "nvfp4";
+  r.policy = kept.empty() ? "nvfp4" : "nvfp4+bf16[" + kept.back() + "]";
+  r.backend = backend;
+  r.kept_bf16 = std::move(kept);
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    StepRecord step;
+    step.step = i;
+    step.loss_error = errors[i];
+    r.steps.push_back(step);
+  }
+  r.eval_loss = eval;
+  return r;
+}
+
+// --sensitivity on both backends (--backend all): one ranking per backend, each from its own
+// runs only. The two backends' numbers differ here, and rank the layers in opposite orders, so
+// that a ranking that took the other backend's runs would show.
+TEST(RecipeTraining, SensitivityRanksEachBackendFromItsOwnRuns) {
+  TrainConfig config = short_run({"nvfp4"}, 2);
+  config.seed = 9;
+  RunResult bf16;
+  bf16.policy = "amp-bf16";
+  bf16.backend = "cpu";
+  const std::vector<RunResult> runs = {
+      bf16,
+      recipe_run_of("cpu", {}, {0.2, 0.4}, 1.3),
+      recipe_run_of("cuda", {}, {0.1, 0.3}, 1.2),
+      recipe_run_of("cpu", {"w1"}, {0.1, 0.1}, 1.1),
+      recipe_run_of("cpu", {"w2"}, {0.2, 0.2}, 1.15),
+      recipe_run_of("cuda", {"w1"}, {0.2, 0.2}, 1.12),
+      recipe_run_of("cuda", {"w2"}, {0.05, 0.05}, 1.05),
+  };
+  const std::vector<RecipeSensitivity> ranked = steps::rank_sensitivity(config, runs, 1.0);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].backend, "cpu");
+  EXPECT_EQ(ranked[1].backend, "cuda");
+  for (const RecipeSensitivity& s : ranked) {
+    SCOPED_TRACE(s.backend);
+    EXPECT_EQ(s.recipe, "nvfp4");
+    EXPECT_EQ(s.run, "nvfp4");
+    EXPECT_EQ(s.seeds, (std::vector<std::uint64_t>{9}));
+    ASSERT_EQ(s.layers.size(), 2u);
+  }
+  // cpu: the recipe 0.3, w1 0.1 (removes 2/3), w2 0.2 (1/3); eval 1.3 against 1.0.
+  EXPECT_DOUBLE_EQ(ranked[0].mean_loss_error, 0.3);
+  EXPECT_DOUBLE_EQ(ranked[0].eval_loss_error, std::fabs(1.3 - 1.0));
+  EXPECT_EQ(ranked[0].layers[0].parameter, "w1");
+  EXPECT_DOUBLE_EQ(ranked[0].layers[0].removed, (0.3 - 0.1) / 0.3);
+  EXPECT_EQ(ranked[0].layers[1].parameter, "w2");
+  EXPECT_DOUBLE_EQ(ranked[0].layers[1].removed, (0.3 - 0.2) / 0.3);
+  // cuda: the recipe 0.2, w2 0.05 (removes 3/4), w1 0.2 (none).
+  EXPECT_DOUBLE_EQ(ranked[1].mean_loss_error, 0.2);
+  EXPECT_EQ(ranked[1].layers[0].parameter, "w2");
+  EXPECT_EQ(ranked[1].layers[0].run, "nvfp4+bf16[w2]");
+  EXPECT_DOUBLE_EQ(ranked[1].layers[0].removed, (0.2 - 0.05) / 0.2);
+  EXPECT_EQ(ranked[1].layers[1].parameter, "w1");
+  EXPECT_DOUBLE_EQ(ranked[1].layers[1].removed, 0.0);
+}
+
+// Over several seeds on both backends, each backend's ranking takes the repeats' ranking of the
+// same backend: a repeat's result lists the device's after the CPU's, with other numbers.
+TEST(RecipeTraining, SensitivityOverSeedsKeepsTheBackendsApart) {
+  TrainConfig config = short_run({"nvfp4"}, 2);
+  config.sensitivity = true;
+  config.sensitivity_seeds = 2;
+  config.seed = 20;
+  // Recipe error: seed + 10 on cpu, seed + 30 on cuda (over 100); w1 removes 0.1 / 0.3, w2 0.2 /
+  // 0.4, plus a hundredth of the seed.
+  const auto error = [](std::uint64_t seed, bool cuda) {
+    return static_cast<double>(seed + (cuda ? 30 : 10)) / 100;
+  };
+  const auto removed = [](std::uint64_t seed, bool cuda, bool w2) {
+    return (w2 ? (cuda ? 0.4 : 0.2) : (cuda ? 0.3 : 0.1)) + static_cast<double>(seed) / 100;
+  };
+  std::vector<std::uint64_t> seeds_run;
+  const TrainOnce once = [&](const TrainConfig& c, const std::function<void(std::size_t)>&) {
+    seeds_run.push_back(c.seed);
+    TrainResult r;
+    r.config = c;
+    for (const bool cuda : {false, true}) {
+      RecipeSensitivity s;
+      s.recipe = "nvfp4";
+      s.run = "nvfp4";
+      s.backend = cuda ? "cuda" : "cpu";
+      s.mean_loss_error = error(c.seed, cuda);
+      s.eval_loss_error = 2 * error(c.seed, cuda);
+      s.seeds = {c.seed};
+      s.mean_loss_error_by_seed = {s.mean_loss_error};
+      for (const bool w2 : {false, true}) {
+        LayerSensitivity l;
+        l.parameter = w2 ? "w2" : "w1";
+        l.removed = removed(c.seed, cuda, w2);
+        l.removed_by_seed = {l.removed};
+        s.layers.push_back(l);
+      }
+      r.sensitivity.push_back(s);
+    }
+    return r;
+  };
+  const TrainResult both = train_over_seeds(config, {}, once);
+  EXPECT_EQ(seeds_run, (std::vector<std::uint64_t>{20, 21}));
+  ASSERT_EQ(both.sensitivity.size(), 2u);
+  for (const bool cuda : {false, true}) {
+    const RecipeSensitivity& s = both.sensitivity[cuda ? 1 : 0];
+    SCOPED_TRACE(s.backend);
+    EXPECT_EQ(s.backend, cuda ? "cuda" : "cpu");
+    EXPECT_EQ(s.seeds, (std::vector<std::uint64_t>{20, 21}));
+    EXPECT_EQ(s.mean_loss_error_by_seed, (std::vector<double>{error(20, cuda), error(21, cuda)}));
+    EXPECT_DOUBLE_EQ(s.mean_loss_error, (error(20, cuda) + error(21, cuda)) / 2);
+    ASSERT_EQ(s.layers.size(), 2u);
+    EXPECT_EQ(s.layers[0].parameter, "w2");  // w2 removes more on both
+    for (const LayerSensitivity& l : s.layers) {
+      const bool w2 = l.parameter == "w2";
+      EXPECT_EQ(l.removed_by_seed,
+                (std::vector<double>{removed(20, cuda, w2), removed(21, cuda, w2)}))
+          << l.parameter;
+    }
+  }
 }
 
 }  // namespace
