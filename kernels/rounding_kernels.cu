@@ -1,7 +1,10 @@
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "harness/numeric/encode_fast.hpp"
 #include "harness/numeric/rounding.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"
@@ -23,11 +26,73 @@ __device__ float narrow(double x) {
 constexpr int kThreadsPerBlock = 256;
 constexpr std::size_t kMaxBlocks = 65536;  // the grid-stride loop covers the rest
 
+// fp16 and bf16 to nearest even or stochastically, with the host's branch-free encoder in 32-bit
+// integers (numeric::detail::encode_one, the vectorised host path's): round_to does everything in
+// binary64 and 64-bit integers, which made the kernel compute-bound at a sixth of the copy's
+// bandwidth on an H200. A NaN goes the general way (its payload as round_to gives it); every other
+// value's binary32 is exact from its pattern.
+template <const numeric::Format& F, bool Stochastic, bool Saturate>
+__device__ void round_fast(std::uint64_t seed, std::uint64_t first_index, const float* in,
+                           std::uint64_t* bits, float* values, std::size_t n) {
+  constexpr numeric::Format kFormat = F;  // a value: F itself is a host variable
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float x = in[i];
+    const std::uint32_t random = Stochastic ? numeric::stochastic_draw(seed, first_index + i) : 0u;
+    std::uint32_t pattern;
+    float value;
+    if ((__float_as_uint(x) & 0x7FFFFFFFu) > 0x7F800000u) {  // NaN
+      const numeric::Rounded r = numeric::round_to(
+          kFormat,
+          Stochastic ? numeric::Rounding::stochastic_proportional : numeric::Rounding::nearest_even,
+          numeric::detail::widen(x), random);
+      pattern = static_cast<std::uint32_t>(r.bits);
+      value = narrow(r.value);
+    } else {
+      pattern = numeric::detail::encode_one<F, Stochastic, Saturate>(__float_as_uint(x), random);
+      if constexpr (F.exponent_bits() == 8) {
+        value = __uint_as_float(pattern << 16);  // bf16: binary32's top half
+      } else {
+        value = __half2float(__ushort_as_half(static_cast<unsigned short>(pattern)));
+      }
+    }
+    if (bits != nullptr) bits[i] = pattern;
+    if (values != nullptr) values[i] = value;
+  }
+}
+
+template <const numeric::Format& F>
+__device__ bool try_round_fast(const numeric::Format& format, numeric::Rounding mode,
+                               std::uint64_t seed, std::uint64_t first_index, const float* in,
+                               std::uint64_t* bits, float* values, std::size_t n) {
+  constexpr numeric::Format kFormat = F;
+  if (!numeric::same_values(format, kFormat)) return false;
+  const bool saturate = format.overflow == numeric::Overflow::saturate;
+  if (mode == numeric::Rounding::nearest_even) {
+    saturate ? round_fast<F, false, true>(seed, first_index, in, bits, values, n)
+             : round_fast<F, false, false>(seed, first_index, in, bits, values, n);
+    return true;
+  }
+  if (mode == numeric::Rounding::stochastic_proportional) {
+    saturate ? round_fast<F, true, true>(seed, first_index, in, bits, values, n)
+             : round_fast<F, true, false>(seed, first_index, in, bits, values, n);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 __global__ void round_kernel(numeric::Format format, numeric::Rounding mode, std::uint64_t seed,
                              std::uint64_t first_index, const float* in, std::uint64_t* bits,
                              float* values, std::size_t n) {
+  if (try_round_fast<numeric::formats::bf16>(format, mode, seed, first_index, in, bits, values,
+                                             n) ||
+      try_round_fast<numeric::formats::fp16>(format, mode, seed, first_index, in, bits, values,
+                                             n)) {
+    return;
+  }
   const bool stochastic = numeric::is_stochastic(mode);
   const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;

@@ -120,7 +120,7 @@ CaseResult judge(const Case& c, const policy::OpPrecision& precision, Generated 
                                  metrics::ElementBounds{std::move(bounds), std::nullopt});
   r.summary.output_events = events.output;
   r.summary.intermediate_events = events.intermediate;
-  r.breaches = check(budgets, r.op, r.policy, r.summary);
+  r.breaches = check(budgets, r.op, r.policy, r.backend, r.summary);
   return r;
 }
 

@@ -90,10 +90,11 @@ std::vector<Budget> parse_budgets(std::string_view text, std::string_view source
     if (t == nullptr) throw BudgetError(fmt::format("{}: a budget must be a table", at));
     for (const auto& [key, node] : *t) {
       const std::string_view k = key.str();
-      if (k != "op" && k != "policy" && k != "metric" && k != "limit" && k != "source") {
-        throw BudgetError(
-            fmt::format("{}: unknown key '{}' (expected op, policy, metric, limit, source)",
-                        where(source_name, node.source()), k));
+      if (k != "op" && k != "policy" && k != "metric" && k != "limit" && k != "source" &&
+          k != "backend") {
+        throw BudgetError(fmt::format(
+            "{}: unknown key '{}' (expected op, policy, metric, limit, source, backend)",
+            where(source_name, node.source()), k));
       }
     }
     const auto text_of = [&](const char* key) {
@@ -130,6 +131,15 @@ std::vector<Budget> parse_budgets(std::string_view text, std::string_view source
     }
     b.limit = *limit;
     b.source = text_of("source");
+    if (t->contains("backend")) {
+      b.backend = text_of("backend");
+      // A misspelt backend would never apply: the budget would be off without a word.
+      if (b.backend != "*" && b.backend != "cpu" && b.backend != "cuda") {
+        throw BudgetError(fmt::format("{}: backend '{}' is none of cpu, cuda (or \"*\")",
+                                      where(source_name, (*t)["backend"].node()->source()),
+                                      b.backend));
+      }
+    }
     b.origin = at;
     budgets.push_back(std::move(b));
   }
@@ -182,10 +192,21 @@ std::optional<double> metric_value(const metrics::ErrorSummary& s, Metric m) {
 }
 
 std::vector<Breach> check(const std::vector<Budget>& budgets, std::string_view op,
-                          std::string_view policy, const metrics::ErrorSummary& summary) {
+                          std::string_view policy, std::string_view backend,
+                          const metrics::ErrorSummary& summary) {
+  const auto matches = [&](const Budget& b) {
+    return applies(b.op, op) && applies(b.policy, policy) && applies(b.backend, backend);
+  };
+  // The metrics that have a budget naming this backend: theirs replace the others'.
+  std::vector<Metric> own;
+  for (const auto& b : budgets) {
+    if (b.backend != "*" && matches(b)) own.push_back(b.metric);
+  }
   std::vector<Budget> applicable;
   for (const auto& b : budgets) {
-    if (applies(b.op, op) && applies(b.policy, policy)) applicable.push_back(b);
+    const bool replaced =
+        b.backend == "*" && std::find(own.begin(), own.end(), b.metric) != own.end();
+    if (matches(b) && !replaced) applicable.push_back(b);
   }
   const auto has = [&](Metric m) {
     for (const auto& b : applicable) {

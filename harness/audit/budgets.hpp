@@ -9,6 +9,9 @@
 //   metric = "max_ulp"       # see Metric
 //   limit = 16
 //   source = "measured 4 ulps (2026-11-29, seed 1, 256x256x256), margin 4x"
+//   backend = "cuda"         # optional: "cpu" or "cuda"; "*" (the default) for every backend
+// For a case on a backend, the budgets naming that backend replace, metric by metric, those that
+// name none: a device whose arithmetic differs from the CPU's has its own measured limits.
 #pragma once
 
 #include <optional>
@@ -42,7 +45,8 @@ struct Budget {
   Metric metric;
   double limit;
   std::string source;
-  std::string origin;  // file:line:column of its [[budget]], for messages
+  std::string origin;         // file:line:column of its [[budget]], for messages
+  std::string backend = "*";  // "cpu", "cuda" or "*" for any
 };
 
 class BudgetError : public std::runtime_error {
@@ -72,10 +76,13 @@ struct Breach {
   std::string message;  // "gemm fp16: max_ulp 37 > 16 (measured ..., suites/budgets.toml:12)"
 };
 
-// The budgets that apply to (op, policy) and that the summary breaks. Beyond the file's budgets,
-// two always apply: a bound ratio above 1 (a rigorous bound broken) and any NaN/Inf mismatch or
-// value outside the format, unless a budget for that metric says otherwise.
+// The budgets that apply to (op, policy) on `backend` and that the summary breaks: for each metric,
+// those naming the backend where there are any, else those naming none ("*"; an empty `backend`
+// takes only these). Beyond the file's budgets, two always apply: a bound ratio above 1 (a
+// rigorous bound broken) and any NaN/Inf mismatch or value outside the format, unless a budget for
+// that metric says otherwise.
 std::vector<Breach> check(const std::vector<Budget>& budgets, std::string_view op,
-                          std::string_view policy, const metrics::ErrorSummary& summary);
+                          std::string_view policy, std::string_view backend,
+                          const metrics::ErrorSummary& summary);
 
 }  // namespace ampbench::audit

@@ -26,7 +26,8 @@
 //      or to 13 (e8m13: FP8 on Ada and Hopper), with fp32's subnormals; or, for an fp16
 //      accumulator, rounded to nearest even in fp16, with fp16's subnormals.
 //   5. NaN in (or inf - inf, or inf * 0) gives the canonical NaN (fp32 0x7FFFFFFF, fp16 0x7FFF);
-//      an infinity otherwise passes through; an exact zero sum gives +0; a finite result beyond the
+//      an infinity otherwise passes through; an exact zero sum, and a nonzero one that rounds to
+//      zero, gives +0 (measured on an H200, as MMA-Sim has it); a finite result beyond the
 //      accumulator's range gives +-inf (MMA-Sim converts the out-of-range value to the output
 //      type).
 //
@@ -298,6 +299,10 @@ AMPBENCH_HD inline double mma_output_of_sum(const MmaModel& m, std::int64_t sum,
       r = round_window(formats::fp16, Rounding::nearest_even, w);
       break;
   }
+  // A nonzero sum that rounds to zero is +0 whatever its sign, as MMA-Sim's (which rounds a sum
+  // accumulated from +0.0) is, and as an H200 gives it: the fingerprint's zero_sign_kept probes
+  // through wgmma and mma.sync, fp16 into fp16 and bf16 and tf32 into fp32 (docs/mma-models.md).
+  if (r.value == 0) return 0.0;
   // Beyond the range: truncation would clamp to the largest finite value; MMA-Sim (and the
   // conversion of an out-of-range value to fp32 / fp16) gives an infinity.
   if (r.event == RoundingEvent::saturation) {

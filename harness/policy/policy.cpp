@@ -133,11 +133,12 @@ Policy make_fp32() {
 
 // TF32 as PyTorch enables it with torch.backends.cuda.matmul.allow_tf32 = True (default False
 // since 1.12) and torch.backends.cudnn.allow_tf32 = True (the default): cuBLAS / cuDNN TF32 math
-// converts the fp32 inputs of matmuls and convolutions to tf32 and accumulates in fp32. We model
-// the conversion as round-to-nearest (PTX has cvt.rna.tf32.f32 since sm_80 and cvt.rn since sm_90;
-// which one the libraries use is not published). MMA-Sim (microsoft/MMA-Sim) models a Tensor Core
-// fed raw fp32 bits instead, which ignores the low 13 bits (truncation): a user policy with
-// input_mode = "rz" gives that.
+// converts the fp32 inputs of matmuls and convolutions to tf32 and accumulates in fp32. The
+// conversion is round-to-nearest-even: cuBLASLt's 32F_FAST_TF32 on an H200 gave the hopper-tf32
+// model's outputs on operands so rounded, bit for bit, and not on operands rounded with ties away
+// or truncated (CudaBackendTest.Tf32ConversionOfFp32OperandsRoundsToNearestEven). MMA-Sim
+// (microsoft/MMA-Sim) models a Tensor Core instruction fed raw fp32 bits, which ignores the low 13
+// bits (truncation): a user policy with input_mode = "rz" gives that.
 Policy make_tf32() {
   Policy p = uniform("tf32",
                      "fp32 with matmul, convolution and attention inputs rounded to tf32 (cuBLAS / "

@@ -408,8 +408,8 @@ py::object audit_kernel(const std::string& op, const std::string& policy,
 // The error metrics of a computed tensor against its correctly rounded reference and the exact
 // values (metrics::summarize), as the records write them; `bounds`, when given, the a-priori
 // absolute bound of each element. With `op`, also the `breaches` of the budgets file `budgets`
-// that apply to (op, policy) and of the two budgets that always apply (a bound ratio above 1, a
-// NaN/Inf mismatch or value outside the format), as the audit checks a case.
+// that apply to (op, policy) on no particular backend and of the two budgets that always apply (a
+// bound ratio above 1, a NaN/Inf mismatch or value outside the format), as the audit checks a case.
 py::object error_metrics(const Doubles& computed, const Doubles& rounded, const Doubles& exact,
                          const std::string& format, const std::optional<Doubles>& bounds,
                          const std::optional<std::string>& op, const std::string& policy,
@@ -422,7 +422,7 @@ py::object error_metrics(const Doubles& computed, const Doubles& rounded, const 
   if (op) {
     op_named(*op);  // an unknown op is bad input, not a budget that never applies
     py::list messages;
-    for (const audit::Breach& b : audit::check(budgets_from(budgets), *op, policy, summary)) {
+    for (const audit::Breach& b : audit::check(budgets_from(budgets), *op, policy, "", summary)) {
       messages.append(b.message);
     }
     out["breaches"] = messages;

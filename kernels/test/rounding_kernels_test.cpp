@@ -100,8 +100,14 @@ std::string case_name(const ::testing::TestParamInfo<RoundingCase>& param_info) 
 
 std::vector<RoundingCase> cases(bool stochastic_only) {
   std::vector<RoundingCase> out;
-  for (const Format& f :
-       {formats::fp16, formats::bf16, formats::e4m3, formats::e5m2, formats::tf32}) {
+  // fp16 and bf16 also saturating: the kernel's fast path has a variant for each.
+  Format fp16_saturating = formats::fp16, bf16_saturating = formats::bf16;
+  fp16_saturating.name = "fp16_saturating";
+  fp16_saturating.overflow = numeric::Overflow::saturate;
+  bf16_saturating.name = "bf16_saturating";
+  bf16_saturating.overflow = numeric::Overflow::saturate;
+  for (const Format& f : {formats::fp16, formats::bf16, formats::e4m3, formats::e5m2, formats::tf32,
+                          fp16_saturating, bf16_saturating}) {
     for (const Rounding mode :
          {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero, Rounding::upward,
           Rounding::downward, Rounding::to_odd, Rounding::stochastic_proportional,

@@ -50,7 +50,11 @@ TEST(Budgets, ErrorsNameFileLineAndProblem) {
                      "source = \"x\"\n"),
             "b.toml:1:1: 'limit' is required and must be a number");
   EXPECT_EQ(error_of("[[budget]]\nop = \"gemm\"\nlimits = 3\n"),
-            "b.toml:3:10: unknown key 'limits' (expected op, policy, metric, limit, source)");
+            "b.toml:3:10: unknown key 'limits' (expected op, policy, metric, limit, source, "
+            "backend)");
+  EXPECT_EQ(error_of("[[budget]]\nop = \"gemm\"\npolicy = \"tf32\"\nmetric = \"max_ulp\"\n"
+                     "limit = 1\nsource = \"x\"\nbackend = \"gpu\"\n"),
+            "b.toml:7:11: backend 'gpu' is none of cpu, cuda (or \"*\")");
   EXPECT_EQ(error_of("[budgets]\n"),
             "b.toml:1:1: unknown key 'budgets' (expected [[budget]] tables)");
   EXPECT_NE(error_of("[[budget]\n").find("b.toml:1:"), std::string::npos);
@@ -134,16 +138,62 @@ limit = 0.75
 source = "measured"
 )",
                                      "b.toml");
-  const auto breaches = check(budgets, "gemm", "fp16", one_ulp_off());
+  const auto breaches = check(budgets, "gemm", "fp16", "cpu", one_ulp_off());
   ASSERT_EQ(breaches.size(), 2u);
   EXPECT_EQ(breaches[0].message,
             "gemm fp16: max_ulp 1 > 0 (must be correctly rounded; b.toml:2:1)");
   EXPECT_EQ(breaches[1].message,
             "gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; b.toml:16:1)");
-  EXPECT_TRUE(check(budgets, "gemm", "fp16",
+  EXPECT_TRUE(check(budgets, "gemm", "fp16", "cpu",
                     metrics::summarize(numeric::formats::fp16, std::vector<double>{1.0},
                                        std::vector<double>{1.0}, std::vector<double>{1.0}))
                   .empty());
+}
+
+// A budget naming a backend applies to that backend's cases alone, and there it replaces the
+// budgets of the same metric that name none; the other metrics' budgets still apply.
+TEST(Budgets, ABackendsOwnBudgetReplacesTheGeneralOneOfItsMetric) {
+  const auto budgets = parse_budgets(R"(
+[[budget]]
+op = "gemm"
+policy = "fp16"
+metric = "max_ulp"
+limit = 0
+source = "every backend"
+
+[[budget]]
+op = "gemm"
+policy = "fp16"
+metric = "max_ulp"
+limit = 1
+source = "measured on the device"
+backend = "cuda"
+
+[[budget]]
+op = "*"
+policy = "fp16"
+metric = "fraction_correctly_rounded"
+limit = 0.75
+source = "measured"
+)",
+                                     "b.toml");
+  ASSERT_EQ(budgets[1].backend, "cuda");
+  EXPECT_EQ(budgets[0].backend, "*");
+  const auto on = [&](std::string_view backend) {
+    std::vector<std::string> messages;
+    for (const Breach& b : check(budgets, "gemm", "fp16", backend, one_ulp_off())) {
+      messages.push_back(b.message);
+    }
+    return messages;
+  };
+  EXPECT_EQ(on("cpu"),
+            (std::vector<std::string>{"gemm fp16: max_ulp 1 > 0 (every backend; b.toml:2:1)",
+                                      "gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; "
+                                      "b.toml:17:1)"}));
+  EXPECT_EQ(on("cuda"),
+            (std::vector<std::string>{"gemm fp16: fraction_correctly_rounded 0.5 < 0.75 (measured; "
+                                      "b.toml:17:1)"}));
+  EXPECT_EQ(on(""), on("cpu"));  // no backend: the budgets naming none
 }
 
 TEST(Budgets, BrokenBoundsAndMismatchesAlwaysFail) {
@@ -152,7 +202,7 @@ TEST(Budgets, BrokenBoundsAndMismatchesAlwaysFail) {
   const std::vector<double> bounds{0x1p-12, 1.0};
   const auto summary =
       metrics::summarize(numeric::formats::fp16, computed, rounded, exact, {bounds, std::nullopt});
-  const auto breaches = check({}, "dot", "fp16", summary);
+  const auto breaches = check({}, "dot", "fp16", "cpu", summary);
   ASSERT_EQ(breaches.size(), 2u);
   EXPECT_EQ(breaches[0].budget.metric, Metric::bound_ratio);
   EXPECT_EQ(breaches[0].value, 4.0);

@@ -267,7 +267,10 @@ nlohmann::json LtMatmul::run_scaled(const DeviceOperand& a, const DeviceOperand&
       a_layout.out(), scaled_data_type(b.shape.element), k, n, static_cast<std::int64_t>(k)));
   AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
       b_layout.out(), scaled_data_type(a.shape.element), k, m, static_cast<std::int64_t>(k)));
-  // With an FP8 D, C is 16-bit (cuBLASLt's FP8 table); beta is 0, so it is never read.
+  // With an FP8 D, C is 16-bit (cuBLASLt's FP8 table); beta is 0, so it is never read, and its
+  // pointer is null: D's buffer given as C with another layout is an in-place call whose C and D
+  // layouts differ, which cuBLASLt refuses (CUBLAS_STATUS_INVALID_VALUE, seen on an H200 with
+  // cuBLAS 13.1; PyTorch's scaled_gemm passes a null C as well).
   AMPBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
       c_layout.out(), out.fp8 ? CUDA_R_16BF : CUDA_R_32F, n, m, static_cast<std::int64_t>(n)));
   AMPBENCH_CUBLAS_CHECK(
@@ -285,9 +288,9 @@ nlohmann::json LtMatmul::run_scaled(const DeviceOperand& a, const DeviceOperand&
                       [&] { return fmt::format("cuBLASLt has no algorithm for {}", describe()); });
   const float zero = 0.0F;
   AMPBENCH_CUBLAS_CHECK(cublasLtMatmul(handle_, desc.get(), &alpha, b.codes, a_layout.get(),
-                                       a.codes, b_layout.get(), &zero, out.d, c_layout.get(), out.d,
-                                       d_layout.get(), &heuristic.algo, workspace_.data(),
-                                       heuristic.workspaceSize, stream));
+                                       a.codes, b_layout.get(), &zero, out.fp8 ? nullptr : out.d,
+                                       c_layout.get(), out.d, d_layout.get(), &heuristic.algo,
+                                       workspace_.data(), heuristic.workspaceSize, stream));
   return {
       {"library", "cuBLASLt"},
       {"compute_type", "CUBLAS_COMPUTE_32F"},

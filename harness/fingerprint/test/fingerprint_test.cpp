@@ -134,14 +134,14 @@ TEST_P(PresetFingerprint, RecoversEveryParameterOfThePreset) {
   } else {
     EXPECT_FALSE(p.monotonic.has_value());
   }
-  // A nonzero sum that rounds to zero keeps its sign in every model (IEEE rounding of the exact
-  // sum), where a probe applies: inputs whose smallest normal squared lies below half an fp16
-  // accumulator's smallest subnormal (fp16, e5m2), or bf16 and tf32 into fp32 with F >= 24.
+  // A nonzero sum that rounds to zero is +0 in every model (as MMA-Sim and an H200 give it), where
+  // a probe applies: inputs whose smallest normal squared lies below half an fp16 accumulator's
+  // smallest subnormal (fp16, e5m2), or bf16 and tf32 into fp32 with F >= 24.
   const bool zero_probe = m.accumulator() == MmaAccumulator::fp16
                               ? 2 * m.input.emin <= -25
                               : m.input.emin <= -75 && m.fraction_bits >= 24;
   if (zero_probe) {
-    EXPECT_EQ(p.zero_sign_kept, true);
+    EXPECT_EQ(p.zero_sign_kept, false);
   } else {
     EXPECT_FALSE(p.zero_sign_kept.has_value());
   }
@@ -243,19 +243,20 @@ TEST(Fingerprint, EvidenceCarriesProbesOutputsAndHypotheses) {
 }
 
 // The zero-sign probes of the two settings that decide it on hardware (fp16 into fp16: -2^-14 *
-// 2^-14 = -2^-28; bf16 into fp32: -2^-75 * 2^-75 = -2^-150), and an executor that returns +0 for
-// them, as MMA-Sim's reference does: inferred as not keeping the sign, a mismatch with the preset.
+// 2^-14 = -2^-28; bf16 into fp32: -2^-75 * 2^-75 = -2^-150): the models give +0, as MMA-Sim's
+// reference and an H200 do; an executor that keeps the sum's sign (-0, as IEEE 754 rounding
+// does) is inferred as keeping it, a mismatch with the preset.
 TEST(Fingerprint, TheSignOfAZeroFromANonzeroSum) {
-  class PositiveZero final : public Executor {
+  class SignedZero final : public Executor {
    public:
-    explicit PositiveZero(const MmaModel& m) : model_(m) {}
-    std::string description() const override { return "+0"; }
+    explicit SignedZero(const MmaModel& m) : model_(m) {}
+    std::string description() const override { return "-0"; }
     numeric::Format input() const override { return model_.input(); }
     MmaAccumulator accumulator() const override { return model_.accumulator(); }
     int instruction_k() const override { return model_.instruction_k(); }
     std::vector<double> run(std::span<const Probe> probes) override {
       std::vector<double> d = model_.run(probes);
-      for (double& v : d) v = v == 0.0 ? 0.0 : v;  // every zero +0
+      for (double& v : d) v = v == 0.0 ? -0.0 : v;  // every zero -0
       return d;
     }
 
@@ -279,11 +280,12 @@ TEST(Fingerprint, TheSignOfAZeroFromANonzeroSum) {
     want_b.back() = -a;
     EXPECT_EQ(e.probes[0].a, want_a);
     EXPECT_EQ(e.probes[0].b, want_b);
-    EXPECT_TRUE(std::signbit(e.outputs[0]));
-    EXPECT_EQ(fp.parameters.zero_sign_kept, true);
-    PositiveZero positive(m);
-    const Parameters p = take_fingerprint(positive).parameters;
-    EXPECT_EQ(p.zero_sign_kept, false);
+    EXPECT_EQ(e.outputs[0], 0.0);
+    EXPECT_FALSE(std::signbit(e.outputs[0]));
+    EXPECT_EQ(fp.parameters.zero_sign_kept, false);
+    SignedZero signed_zero(m);
+    const Parameters p = take_fingerprint(signed_zero).parameters;
+    EXPECT_EQ(p.zero_sign_kept, true);
     EXPECT_EQ(mismatches(p, predicted_parameters(m)), std::vector<std::string>{"zero_sign_kept"});
   }
 }
