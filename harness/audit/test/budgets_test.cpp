@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace ampbench::audit {
 namespace {
 
@@ -109,13 +113,24 @@ TEST(Budgets, NothingSwitchesAGateOffSilently) {
   EXPECT_NO_THROW(check_policies(budgets, {"amp-fp61"}));
 }
 
+// A budget that one_ulp_off() breaks in every fp16 case (half its outputs correctly rounded), at
+// the end of a test's budgets file.
+constexpr const char* kFp16FractionBudget = R"(
+[[budget]]
+op = "*"
+policy = "fp16"
+metric = "fraction_correctly_rounded"
+limit = 0.75
+source = "measured"
+)";
+
 metrics::ErrorSummary one_ulp_off() {
   const std::vector<double> computed{1.0, 1.0 + 0x1p-10}, rounded{1.0, 1.0}, exact{1.0, 1.0};
   return metrics::summarize(numeric::formats::fp16, computed, rounded, exact);
 }
 
 TEST(Budgets, CheckFindsBreachesOfApplicableBudgetsOnly) {
-  const auto budgets = parse_budgets(R"(
+  const auto budgets = parse_budgets(std::string(R"(
 [[budget]]
 op = "gemm"
 policy = "*"
@@ -129,14 +144,7 @@ policy = "fp16"
 metric = "max_ulp"
 limit = 0
 source = "other op"
-
-[[budget]]
-op = "*"
-policy = "fp16"
-metric = "fraction_correctly_rounded"
-limit = 0.75
-source = "measured"
-)",
+)") + kFp16FractionBudget,
                                      "b.toml");
   const auto breaches = check(budgets, "gemm", "fp16", "cpu", one_ulp_off());
   ASSERT_EQ(breaches.size(), 2u);
@@ -153,7 +161,7 @@ source = "measured"
 // A budget naming a backend applies to that backend's cases alone, and there it replaces the
 // budgets of the same metric that name none; the other metrics' budgets still apply.
 TEST(Budgets, ABackendsOwnBudgetReplacesTheGeneralOneOfItsMetric) {
-  const auto budgets = parse_budgets(R"(
+  const auto budgets = parse_budgets(std::string(R"(
 [[budget]]
 op = "gemm"
 policy = "fp16"
@@ -168,14 +176,7 @@ metric = "max_ulp"
 limit = 1
 source = "measured on the device"
 backend = "cuda"
-
-[[budget]]
-op = "*"
-policy = "fp16"
-metric = "fraction_correctly_rounded"
-limit = 0.75
-source = "measured"
-)",
+)") + kFp16FractionBudget,
                                      "b.toml");
   ASSERT_EQ(budgets[1].backend, "cuda");
   EXPECT_EQ(budgets[0].backend, "*");
