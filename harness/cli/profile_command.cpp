@@ -14,6 +14,7 @@
 #include "harness/cli/policy_options.hpp"
 #include "harness/cli/text.hpp"
 #include "harness/profile/chrome_trace.hpp"
+#include "harness/profile/hardware_metrics.hpp"
 #include "harness/runtime/cuda.hpp"
 #include "harness/train/limits.hpp"
 #include "harness/train/profile_record.hpp"
@@ -112,7 +113,7 @@ void write_hardware_metrics(std::ostream& out, const train::ProfileResult& resul
     return;
   }
   const auto share = [](const std::optional<double>& v) {
-    return v ? fmt::format("{:.1f}%", 100 * *v) : std::string("-");
+    return v ? profile::share_percent(*v) : std::string("-");
   };
   bool header = false;
   for (const train::PolicyProfile& p : result.policies) {

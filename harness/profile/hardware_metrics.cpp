@@ -149,4 +149,10 @@ nlohmann::json to_json(const HardwareMetrics& metrics) {
           {"ranges", ranges}};
 }
 
+std::string share_percent(double share) {
+  const double percent = 100 * share;
+  return std::abs(percent) >= 0.1 ? fmt::format("{:.1f}%", percent)
+                                  : fmt::format("{:.2g}%", percent);
+}
+
 }  // namespace ampbench::profile

@@ -107,4 +107,9 @@ std::vector<RangeMetrics> sum_by_path(const std::vector<RangeCounters>& ranges,
 // for, is null.
 nlohmann::json to_json(const HardwareMetrics& metrics);
 
+// A share of a peak (0 to 1) as a percentage: one decimal from 0.1% up, two significant digits
+// below ("0.0032%"), "0%" for none. A step of a small model keeps the tensor pipe busy a few
+// thousandths of a percent of its peak, which one decimal would show as 0.0%.
+std::string share_percent(double share);
+
 }  // namespace ampbench::profile

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/profile/hardware_metrics.hpp"
 #include "harness/results/compare.hpp"
 #include "harness/results/device_comparison.hpp"
 #include "harness/results/html_parts.hpp"
@@ -339,7 +340,9 @@ TextTable profile_table(const DeviceComparison& c) {
               share("cast"), share("tensor_core"), share("idle"),
               number_text(number_of(run ? *run : none, "peak_device_bytes") / (1024.0 * 1024.0),
                           "{:.1f}"),
-              number_text(100 * tensor_active, "{:.1f}%"), number_text(dram, "{:.1f}")},
+              std::isfinite(tensor_active) ? profile::share_percent(tensor_active)
+                                           : std::string(kAbsent),
+              number_text(dram, "{:.1f}")},
              on ? "pass" : "absent"});
       }
     }

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -128,8 +129,8 @@ std::string hex(std::uint64_t v) {
   return s.str();
 }
 
-void expect_same_as_host(const numeric::RoundingOptions& options, std::uint64_t first_index) {
-  const std::vector<float> in = test_inputs(options.format);
+void expect_same_as_host(const numeric::RoundingOptions& options, std::uint64_t first_index,
+                         const std::vector<float>& in) {
   std::vector<std::uint64_t> bits(in.size());
   std::vector<float> values(in.size());
   round_on_device(options, in, bits, values, first_index);
@@ -154,6 +155,10 @@ void expect_same_as_host(const numeric::RoundingOptions& options, std::uint64_t 
   EXPECT_EQ(mismatches, 0u) << "of " << in.size() << " inputs";
 }
 
+void expect_same_as_host(const numeric::RoundingOptions& options, std::uint64_t first_index) {
+  expect_same_as_host(options, first_index, test_inputs(options.format));
+}
+
 TEST_P(RoundingKernelTest, GivesTheHostBits) {
   expect_same_as_host({GetParam().format, GetParam().mode, 0x0123'4567'89AB'CDEFull}, 0);
 }
@@ -161,6 +166,18 @@ TEST_P(RoundingKernelTest, GivesTheHostBits) {
 // The stochastic draw of element i is number first_index + i of the stream, as on the host.
 TEST_P(StochasticRoundingKernelTest, GivesTheHostBitsFromAnOffset) {
   expect_same_as_host({GetParam().format, GetParam().mode, 42}, 1'000'003);
+}
+
+// The fast path takes four elements per thread and the last n % 4 one by one: every length from
+// 1 to 9 (none, one, two and three left over), on values between the format's neighbours, so that
+// a stochastic draw taken for the wrong element shows.
+TEST_P(RoundingKernelTest, GivesTheHostBitsForShortArrays) {
+  const std::vector<float> all = test_inputs(GetParam().format);
+  for (std::size_t n = 1; n <= 9; ++n) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    expect_same_as_host({GetParam().format, GetParam().mode, 42}, 7,
+                        std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(n), all.end()));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, RoundingKernelTest, ::testing::ValuesIn(cases(false)),
