@@ -426,6 +426,25 @@ template <const Format& F, bool Stochastic, bool Saturate>
   }
 
   const __m512i a = _mm512_and_si512(u, set32(0x7FFFFFFFu));
+  if constexpr (Stochastic) {
+    // Where every lane is zero or lies in F's normal range up to its largest finite value (scaled
+    // operands nearly always do), the shift is the constant kDrop and nothing overflows. Rounding
+    // away when random < floor(2^32 d / 2^kDrop), d the kDrop discarded bits, is rounding away
+    // when d exceeds random's top kDrop bits r: then d + (2^kDrop - 1 - r), the complement of r
+    // added to v, carries into the kept bits, and otherwise it does not.
+    constexpr std::uint32_t kMaxFinite = (kMaxMagnitude << kDrop) + kRebias;  // as binary32
+    const __mmask16 nonzero = _mm512_test_epi32_mask(a, a);
+    const __mmask16 normal = _mm512_cmple_epu32_mask(_mm512_sub_epi32(a, set32(kMinNormal)),
+                                                     set32(kMaxFinite - kMinNormal));
+    if (static_cast<__mmask16>(normal | static_cast<__mmask16>(~nonzero)) == 0xFFFF) {
+      const __m512i complement =
+          _mm512_xor_si512(_mm512_srli_epi32(random, 32 - kDrop), set32((1u << kDrop) - 1u));
+      const __m512i sum = _mm512_add_epi32(_mm512_sub_epi32(a, set32(kRebias)), complement);
+      constexpr auto kSign = static_cast<std::uint32_t>(F.sign_mask());
+      return _mm512_ternarylogic_epi32(_mm512_srli_epi32(u, 32 - F.total_bits()), set32(kSign),
+                                       _mm512_maskz_srli_epi32(nonzero, sum, kDrop), kAndOr);
+    }
+  }
   // v >> s, as in encode_one. Vector shifts by 32 or more give 0, which is what the clamps in
   // encode_one obtain (counts below 0 wrap to large ones: shifts that must give 0 do).
   __m512i v = _mm512_sub_epi32(a, set32(kRebias));

@@ -3,7 +3,9 @@
 // the errors they report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfenv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -23,13 +25,26 @@ namespace ampbench::numeric::test {
 namespace {
 
 // Uniform binary32 bit patterns (NaNs with payloads, infinities, subnormals, everything), numbers
-// near the format's range, and the special values; the odd total length exercises the tails of
-// the vector loops.
+// in the format's normal range, numbers near its range, and the special values; the odd total
+// length exercises the tails of the vector loops.
 std::vector<float> array_inputs(const Format& f, std::size_t uniform, std::size_t near) {
   std::mt19937 rng(2024);
   std::vector<float> in;
   for (std::size_t i = 0; i < uniform; ++i) {
     in.push_back(float_of(static_cast<std::uint32_t>(rng())));
+  }
+  // Whole 16-lane blocks (`uniform` is a multiple of 16) of zeros and numbers in F's normal range,
+  // its smallest normal and largest finite among them: where the AVX-512 stochastic encode takes
+  // its constant-shift path.
+  const double min_normal = std::ldexp(1.0, f.emin);
+  const double max_finite = decode(f, detail::max_finite_bits(f));
+  std::uniform_real_distribution<double> exponent(f.emin, std::log2(max_finite));
+  for (std::size_t i = 0; i < near; ++i) {
+    double x = std::clamp(std::exp2(exponent(rng)), min_normal, max_finite);
+    if (i % 37 == 0) x = 0;
+    if (i % 1001 == 5) x = min_normal;
+    if (i % 1001 == 6) x = max_finite;
+    in.push_back(static_cast<float>((rng() & 1u) != 0 ? -x : x));
   }
   const std::vector<float> ranged = floats_near_range(f, near, 99);
   in.insert(in.end(), ranged.begin(), ranged.end());
