@@ -20,6 +20,17 @@ std::string error_of(std::string_view text) {
   return "(no error)";
 }
 
+// One [[budget]] table: the header, then op, policy, metric, limit (its fifth line) and source,
+// then the backend where one is given.
+std::string budget(std::string_view op, std::string_view metric, std::string_view limit,
+                   std::string_view policy = "fp16", std::string_view source = "x",
+                   std::string_view backend = "") {
+  return fmt::format(
+      "[[budget]]\nop = \"{}\"\npolicy = \"{}\"\nmetric = \"{}\"\nlimit = {}\nsource = \"{}\"\n{}",
+      op, policy, metric, limit, source,
+      backend.empty() ? std::string() : fmt::format("backend = \"{}\"\n", backend));
+}
+
 TEST(Budgets, Parse) {
   const auto budgets = parse_budgets(R"(
 [[budget]]
@@ -74,13 +85,6 @@ TEST(Budgets, NothingSwitchesAGateOffSilently) {
   } catch (const BudgetError& e) {
     EXPECT_STREQ(e.what(), "/tmp: is a directory");
   }
-  const auto budget = [](std::string_view op, std::string_view metric, std::string_view limit,
-                         std::string_view policy = "fp16") {
-    return fmt::format(
-        "[[budget]]\nop = \"{}\"\npolicy = \"{}\"\nmetric = \"{}\"\nlimit = {}\nsource = "
-        "\"x\"\n",
-        op, policy, metric, limit);
-  };
   EXPECT_EQ(error_of(budget("gemm", "max_ulp", "nan")),
             "b.toml:5:9: limit nan is not a finite number");
   EXPECT_EQ(error_of(budget("gemm", "max_ulp", "-inf")),
@@ -125,15 +129,10 @@ source = "measured"
 )";
 
 // A budget one_ulp_off() breaks in gemm's cases under every policy, at the start of a test's
-// budgets file ([[budget]] on line 2).
-constexpr const char* kGemmCorrectlyRounded = R"(
-[[budget]]
-op = "gemm"
-policy = "*"
-metric = "max_ulp"
-limit = 0
-source = "must be correctly rounded"
-)";
+// budgets file (on line 2).
+std::string gemm_correctly_rounded() {
+  return "\n" + budget("gemm", "max_ulp", "0", "*", "must be correctly rounded");
+}
 
 metrics::ErrorSummary one_ulp_off() {
   const std::vector<double> computed{1.0, 1.0 + 0x1p-10}, rounded{1.0, 1.0}, exact{1.0, 1.0};
@@ -141,15 +140,10 @@ metrics::ErrorSummary one_ulp_off() {
 }
 
 TEST(Budgets, CheckFindsBreachesOfApplicableBudgetsOnly) {
-  const auto budgets = parse_budgets(std::string(kGemmCorrectlyRounded) + R"(
-[[budget]]
-op = "softmax"
-policy = "fp16"
-metric = "max_ulp"
-limit = 0
-source = "other op"
-)" + kFp16FractionBudget,
-                                     "b.toml");
+  const auto budgets =
+      parse_budgets(gemm_correctly_rounded() + "\n" +
+                        budget("softmax", "max_ulp", "0", "fp16", "other op") + kFp16FractionBudget,
+                    "b.toml");
   const auto breaches = check(budgets, "gemm", "fp16", "cpu", one_ulp_off());
   ASSERT_EQ(breaches.size(), 2u);
   EXPECT_EQ(breaches[0].message,
@@ -165,16 +159,11 @@ source = "other op"
 // A budget naming a backend applies to that backend's cases alone, and there it replaces the
 // budgets of the same metric that name none; the other metrics' budgets still apply.
 TEST(Budgets, ABackendsOwnBudgetReplacesTheGeneralOneOfItsMetric) {
-  const auto budgets = parse_budgets(std::string(kGemmCorrectlyRounded) + R"(
-[[budget]]
-op = "gemm"
-policy = "fp16"
-metric = "max_ulp"
-limit = 1
-source = "measured on the device"
-backend = "cuda"
-)" + kFp16FractionBudget,
-                                     "b.toml");
+  const auto budgets =
+      parse_budgets(gemm_correctly_rounded() + "\n" +
+                        budget("gemm", "max_ulp", "1", "fp16", "measured on the device", "cuda") +
+                        kFp16FractionBudget,
+                    "b.toml");
   ASSERT_EQ(budgets[1].backend, "cuda");
   EXPECT_EQ(budgets[0].backend, "*");
   const auto on = [&](std::string_view backend) {
